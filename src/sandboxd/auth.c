@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <grp.h>
+#include <pwd.h>
+
+#include "auth.h"
+#include "buf.h"
+#include "encoding.h"
+#include "log.h"
+#include "validate.h"
+
+static int unhex(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        return -1;
+}
+
+int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_error) {
+        _cleanup_free_ ApiKey *keys = NULL;
+        size_t n = 0, lineno = 0;
+        const char *p = text;
+
+        while (*p) {
+                const char *eol = strchrnul(p, '\n');
+                char line[512], tenant[128], hash[128], extra[8];
+                ApiKey *k;
+                int f;
+
+                lineno++;
+                snprintf(line, sizeof(line), "%.*s", (int) MIN((size_t) (eol - p), sizeof(line) - 1), p);
+                p = *eol ? eol + 1 : eol;
+                line[strcspn(line, "#")] = 0;
+
+                f = sscanf(line, "%127s %127s %7s", tenant, hash, extra);
+                if (f <= 0)
+                        continue;
+                if (f != 2 || !user_name_is_valid(tenant) || !startswith(hash, "sha256:") || strlen(hash) != 7 + 64) {
+                        if (ret_error)
+                                (void) asprintf(ret_error, "line %zu: expected 'TENANT sha256:<64 hex digits>'", lineno);
+                        return -EINVAL;
+                }
+
+                k = realloc(keys, (n + 1) * sizeof(ApiKey));
+                if (!k)
+                        return -ENOMEM;
+                keys = k;
+                k = &keys[n];
+                snprintf(k->tenant, sizeof(k->tenant), "%.32s", tenant); /* validated: at most 32 */
+                for (int i = 0; i < 32; i++) {
+                        int hi = unhex(hash[7 + 2 * i]), lo = unhex(hash[7 + 2 * i + 1]);
+                        if (hi < 0 || lo < 0) {
+                                if (ret_error)
+                                        (void) asprintf(ret_error, "line %zu: the hash must be lowercase hex", lineno);
+                                return -EINVAL;
+                        }
+                        k->hash[i] = (uint8_t) (hi << 4 | lo);
+                }
+                n++;
+        }
+
+        *ret = TAKE_PTR(keys);
+        *ret_n = n;
+        return 0;
+}
+
+int auth_load_keys(Manager *m, const char *path) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        ApiKey *keys = NULL;
+        Buf b = {};
+        char chunk[4096];
+        size_t n, n_keys = 0;
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno != ENOENT)
+                        return log_error_errno(-errno, "Failed to open %s: %m", path);
+                log_info("No %s: TCP requests will be refused until keys are added.", path);
+                return 0;
+        }
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+                if (buf_append(&b, chunk, n) < 0) {
+                        buf_done(&b);
+                        return log_oom();
+                }
+
+        r = auth_parse_keys(b.data ?: "", &keys, &n_keys, &error);
+        buf_done(&b);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse %s: %s", path, error ?: strerror(-r));
+
+        free(m->keys);
+        m->keys = keys;
+        m->n_keys = n_keys;
+        log_info("Loaded %zu API key(s) from %s.", n_keys, path);
+        return 0;
+}
+
+int auth_check_key(Manager *m, const char *key, char **ret_tenant) {
+        uint8_t h[32];
+        const ApiKey *match = NULL;
+
+        sha256(key, strlen(key), h);
+        /* Look at every key, so the time taken does not tell which one matched. */
+        for (size_t i = 0; i < m->n_keys; i++)
+                if (memeq_secure(h, m->keys[i].hash, sizeof(h)) && !match)
+                        match = &m->keys[i];
+        if (!match)
+                return -EACCES;
+        *ret_tenant = strdup(match->tenant);
+        return *ret_tenant ? 0 : -ENOMEM;
+}
+
+bool auth_uid_is_allowed(uid_t uid, pid_t pid) {
+        struct passwd *pw;
+        struct group *gr;
+        gid_t groups[256];
+        int n = (int) ELEMENTSOF(groups);
+
+        if (uid == 0)
+                return true;
+        gr = getgrnam(SANDBOXD_GROUP);
+        pw = getpwuid(uid);
+        if (!gr || !pw)
+                return false;
+        if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
+                return false;
+        for (int i = 0; i < n; i++)
+                if (groups[i] == gr->gr_gid)
+                        return true;
+        return false;
+}
+
+int auth_hash_key(const char *key, char **ret) {
+        uint8_t h[32];
+        char hex[65];
+
+        if (strlen(key) < 16)
+                return -EINVAL;
+        sha256(key, strlen(key), h);
+        hex_encode(h, sizeof(h), hex);
+        return asprintf(ret, "sha256:%s", hex) < 0 ? -ENOMEM : 0;
+}

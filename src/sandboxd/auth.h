@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <sys/types.h>
+
+#include "manager.h"
+
+#define SANDBOXD_API_KEYS_FILE SYSCONFDIR "/sandboxd/api-keys"
+#define SANDBOXD_GROUP "sandboxd"
+
+/* An API key as stored: only its SHA-256, bound to a tenant. */
+struct ApiKey {
+        char tenant[65];
+        uint8_t hash[32];
+};
+
+/* Parses "tenant sha256:<64 hex>" lines; '#' starts a comment. */
+int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_error);
+int auth_load_keys(Manager *m, const char *path);
+
+/* Compares the key's hash against every stored one in constant time. */
+int auth_check_key(Manager *m, const char *key, char **ret_tenant);
+
+/* Root, or a member of group sandboxd. */
+bool auth_uid_is_allowed(uid_t uid, pid_t pid);
+
+/* What an operator adds to the keys file for `key`. */
+int auth_hash_key(const char *key, char **ret_line_part);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "macro.h"
+#include "parse-util.h"
+
+#define SANDBOXD_CONFIG_FILE SYSCONFDIR "/sandboxd/sandboxd.conf"
+
+typedef struct Limits {
+        uint64_t memory_max;        /* bytes */
+        uint64_t cpu_quota_percent; /* 100 = one CPU */
+        uint64_t tasks_max;
+} Limits;
+
+typedef struct Config {
+        /* [Daemon] */
+        uint64_t idle_exit_usec; /* 0: never exit when idle */
+
+        /* [HTTP] */
+        uint64_t max_body_bytes;
+        unsigned max_connections;
+        unsigned connection_timeout_sec;
+
+        /* [Session]: defaults and the ceiling a request may ask for */
+        Limits session_limits;
+        Limits session_limits_max;
+
+        /* [Command] */
+        uint64_t default_timeout_usec;
+        uint64_t max_timeout_usec;
+        uint64_t kill_grace_usec; /* SIGTERM to SIGKILL on timeout or stop */
+        uint64_t output_max_bytes; /* per stream, kept for replay */
+        char *path;                /* PATH inside commands and for resolving argv[0] */
+} Config;
+
+void config_init(Config *c);
+void config_done(Config *c);
+
+/* Loads `path` (missing is fine) and then `path`.d/ *.conf in lexical order, later files
+ * overriding earlier ones. Invalid values are errors: *ret_error says where and why.
+ * Unknown keys are reported through `warn` and otherwise ignored. */
+int config_load(Config *c, const char *path, void (*warn)(const char *msg), char **ret_error);

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <sys/socket.h>
+
+#include "auth.h"
+#include "http.h"
+#include "log.h"
+#include "ndjson.h"
+
+struct MHD_Response *http_json_response(const char *json, size_t n) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_buffer(n, (void *) json, MHD_RESPMEM_MUST_COPY);
+        if (!resp)
+                return NULL;
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
+        return resp;
+}
+
+struct MHD_Response *http_error_response(const char *code, const char *message) {
+        struct MHD_Response *resp;
+        Buf b = {};
+
+        if (buf_puts(&b, "{\"error\":{\"code\":") < 0 || json_append_string(&b, code, strlen(code)) < 0 ||
+            buf_puts(&b, ",\"message\":") < 0 || json_append_string(&b, message, strlen(message)) < 0 ||
+            buf_puts(&b, "}}\n") < 0) {
+                buf_done(&b);
+                return NULL;
+        }
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
+}
+
+int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
+        enum MHD_Result ret;
+
+        if (!resp)
+                return MHD_NO; /* out of memory: drop the connection */
+        ret = MHD_queue_response(r->connection, status, resp);
+        MHD_destroy_response(resp);
+        log_debug("%s %s -> %u", r->method, r->url, status);
+        return ret;
+}
+
+int http_queue_error(HttpRequest *r, unsigned status, const char *code, const char *message) {
+        return http_queue(r, status, http_error_response(code, message));
+}
+
+int http_queue_json(HttpRequest *r, unsigned status, Buf *json) {
+        int ret;
+
+        if (buf_puts(json, "\n") < 0) {
+                buf_done(json);
+                return MHD_NO;
+        }
+        ret = http_queue(r, status, http_json_response(json->data, json->len));
+        buf_done(json);
+        return ret;
+}
+
+void http_suspend(HttpRequest *r) {
+        r->suspended = true;
+        MHD_suspend_connection(r->connection);
+}
+
+void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
+        r->status = status;
+        r->response = resp;
+        if (r->suspended) {
+                r->suspended = false;
+                MHD_resume_connection(r->connection);
+        }
+}
+
+/* --- streaming a command's event log ------------------------------------------- */
+
+typedef struct StreamReader {
+        CommandFollower follower;
+        struct MHD_Connection *connection;
+        size_t offset;
+        bool suspended;
+        bool gone; /* the command was freed under us */
+} StreamReader;
+
+static void stream_notify(CommandFollower *f) {
+        StreamReader *s = (StreamReader *) f;
+
+        if (!f->command)
+                s->gone = true;
+        if (s->suspended) {
+                s->suspended = false;
+                MHD_resume_connection(s->connection);
+        }
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+        StreamReader *s = cls;
+        Command *c = s->follower.command;
+        size_t n;
+
+        if (s->gone || !c)
+                return MHD_CONTENT_READER_END_OF_STREAM;
+
+        if (s->offset < c->log.len) {
+                n = MIN(max, c->log.len - s->offset);
+                memcpy(buf, c->log.data + s->offset, n);
+                s->offset += n;
+                return (ssize_t) n;
+        }
+        if (command_status_is_terminal(c->result.status))
+                return MHD_CONTENT_READER_END_OF_STREAM;
+
+        /* Nothing new: park the connection until the command appends (returning 0 would spin). */
+        s->suspended = true;
+        MHD_suspend_connection(s->connection);
+        return 0;
+}
+
+static void stream_free(void *cls) {
+        StreamReader *s = cls;
+
+        command_unfollow(&s->follower);
+        free(s);
+}
+
+struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, size_t offset) {
+        struct MHD_Response *resp;
+        StreamReader *s;
+
+        s = calloc(1, sizeof(StreamReader));
+        if (!s)
+                return NULL;
+        s->connection = r->connection;
+        s->offset = MIN(offset, c->log.len);
+        s->follower.notify = stream_notify;
+        command_follow(c, &s->follower);
+
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s, stream_free);
+        if (!resp) {
+                stream_free(s);
+                return NULL;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
+        (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
+        (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        return resp;
+}
+
+/* --- the MHD callbacks ------------------------------------------------------- */
+
+static bool peer_is_allowed(struct MHD_Connection *connection, char **ret_tenant) {
+        const union MHD_ConnectionInfo *info;
+        struct ucred cred;
+        socklen_t l = sizeof(cred);
+
+        info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info || getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0)
+                return false;
+        if (!auth_uid_is_allowed(cred.uid, cred.pid))
+                return false;
+        return asprintf(ret_tenant, "unix:%u", (unsigned) cred.uid) >= 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+        HttpServer *server = cls;
+        Manager *m = server->manager;
+        HttpRequest *r = *con_cls;
+
+        if (!r) {
+                const char *cl;
+
+                r = calloc(1, sizeof(HttpRequest));
+                if (!r)
+                        return MHD_NO;
+                r->server = server;
+                r->connection = connection;
+                r->method = method;
+                r->url = strdup(url);
+                if (!r->url) {
+                        free(r);
+                        return MHD_NO;
+                }
+                *con_cls = r;
+
+                /* Refuse an announced oversize body before reading it. */
+                cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl && strtoull(cl, NULL, 10) > m->config.max_body_bytes)
+                        r->body_too_large = true;
+                return MHD_YES;
+        }
+
+        if (*upload_data_size > 0) {
+                if (!r->body_too_large && r->body.len + *upload_data_size > m->config.max_body_bytes)
+                        r->body_too_large = true;
+                if (!r->body_too_large && buf_append(&r->body, upload_data, *upload_data_size) < 0)
+                        return MHD_NO;
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+
+        /* An asynchronous handler finished while we were suspended. */
+        if (r->response) {
+                struct MHD_Response *resp = TAKE_PTR(r->response);
+                return http_queue(r, r->status, resp);
+        }
+        if (r->suspended)
+                return MHD_YES;
+
+        if (r->body_too_large)
+                return http_queue_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large",
+                                        "Request body is larger than the configured MaxBodySize=.");
+
+        if (server->is_unix) {
+                if (!peer_is_allowed(connection, &r->tenant))
+                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
+                                                "Only root and members of group sandboxd may use this socket.");
+        } else if (!startswith(url, "/healthz") && !startswith(url, "/readyz")) {
+                const char *h = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+                const char *token = h ? startswith(h, "Bearer ") : NULL;
+
+                if (!token || auth_check_key(m, token, &r->tenant) < 0) {
+                        struct MHD_Response *resp = http_error_response(
+                                "unauthorized", token ? "Invalid API key." : "Missing 'Authorization: Bearer <key>' header.");
+                        if (resp)
+                                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+                        return http_queue(r, MHD_HTTP_UNAUTHORIZED, resp);
+                }
+        }
+        r->authorized = true;
+
+        return http_route(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+        HttpRequest *r = *con_cls;
+
+        if (!r)
+                return;
+        if (r->command && r->command->started_userdata == r)
+                r->command->started_fn = NULL; /* the start callback must not touch us anymore */
+        if (r->response)
+                MHD_destroy_response(r->response);
+        buf_done(&r->body);
+        free(r->url);
+        free(r->tenant);
+        free(r);
+        *con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+        HttpServer *server = cls;
+        Manager *m = server->manager;
+
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+                m->n_connections++;
+        else if (m->n_connections > 0)
+                m->n_connections--;
+        manager_check_idle(m);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        char buf[512];
+
+        (void) vsnprintf(buf, sizeof(buf), fmt, ap);
+        buf[strcspn(buf, "\n")] = 0;
+        log_debug("libmicrohttpd: %s", buf);
+}
+
+/* --- sd-event glue ---------------------------------------------------------- */
+
+static void http_server_rearm(HttpServer *s) {
+        MHD_UNSIGNED_LONG_LONG timeout_ms;
+        int r;
+
+        if (MHD_get_timeout(s->daemon, &timeout_ms) == MHD_YES) {
+                /* MHD answers in milliseconds relative to now. */
+                r = sd_event_source_set_time_relative(s->timer, timeout_ms * USEC_PER_MSEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm HTTP timer, ignoring: %m");
+}
+
+static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        HttpServer *s = userdata;
+
+        (void) MHD_run(s->daemon);
+        http_server_rearm(s);
+        return 0;
+}
+
+static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        HttpServer *s = userdata;
+
+        (void) MHD_run(s->daemon);
+        http_server_rearm(s);
+        return 0;
+}
+
+/* Resumed connections are only processed on the next MHD_run(): run once per loop
+ * iteration so responses queued from D-Bus callbacks go out without waiting. */
+static int on_post(sd_event_source *es, void *userdata) {
+        HttpServer *s = userdata;
+
+        (void) MHD_run(s->daemon);
+        http_server_rearm(s);
+        return 0;
+}
+
+int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
+        const union MHD_DaemonInfo *info;
+        HttpServer *s;
+        int r;
+
+        s = calloc(1, sizeof(HttpServer));
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->is_unix = is_unix;
+
+        s->daemon = MHD_start_daemon(
+                MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                on_request, s,
+                MHD_OPTION_LISTEN_SOCKET, fd,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->config.max_connections,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) m->config.connection_timeout_sec,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (64 * 1024),
+                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                MHD_OPTION_END);
+        if (!s->daemon) {
+                free(s);
+                return log_error_errno(-EIO, "Failed to start the HTTP server on fd %d.", fd);
+        }
+
+        info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info) {
+                r = log_error_errno(-EIO, "Failed to get the HTTP server's epoll fd.");
+                goto fail;
+        }
+        r = sd_event_add_io(m->event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 0, on_timer, s);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        r = sd_event_add_post(m->event, NULL, on_post, s);
+        if (r < 0)
+                goto fail;
+
+        *ret = s;
+        return 0;
+fail:
+        http_server_free(s);
+        return r;
+}
+
+HttpServer *http_server_free(HttpServer *s) {
+        if (!s)
+                return NULL;
+        sd_event_source_disable_unref(s->io);
+        sd_event_source_disable_unref(s->timer);
+        if (s->daemon)
+                MHD_stop_daemon(s->daemon);
+        free(s);
+        return NULL;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <cap-ng.h>
+#include <getopt.h>
+#include <linux/capability.h>
+
+#include "auth.h"
+#include "log.h"
+#include "manager.h"
+
+static const char *arg_config = SANDBOXD_CONFIG_FILE;
+static const char *arg_keys = SANDBOXD_API_KEYS_FILE;
+static const char *arg_listen = NULL;
+
+static void help(void) {
+        printf("sandboxd [OPTIONS...]\n\n"
+               "Runs untrusted commands in transient systemd units and serves them over HTTP.\n"
+               "Normally started by sandboxd.socket; see sandboxd(8).\n\n"
+               "  -h --help              Show this help\n"
+               "     --version           Show the version\n"
+               "     --config=PATH       Configuration file (default: %s,\n"
+               "                         then PATH.d/*.conf)\n"
+               "     --api-keys=PATH     API keys for TCP clients (default: %s)\n"
+               "     --listen=PATH       Listen on this unix socket when not socket-activated\n"
+               "     --log-level=LEVEL   debug, info, notice, warning or err\n"
+               "     --hash-key          Read an API key on stdin, print its line for the keys file\n",
+               SANDBOXD_CONFIG_FILE, SANDBOXD_API_KEYS_FILE);
+}
+
+static int hash_key(const char *tenant) {
+        _cleanup_free_ char *hashed = NULL;
+        char key[4096];
+        size_t n;
+
+        if (!fgets(key, sizeof(key), stdin))
+                return log_error_errno(-EINVAL, "No key on standard input.");
+        n = strcspn(key, "\r\n");
+        key[n] = 0;
+        if (auth_hash_key(key, &hashed) < 0)
+                return log_error_errno(-EINVAL, "API keys must be at least 16 characters long.");
+        printf("%s %s\n", tenant ?: "TENANT", hashed);
+        return 0;
+}
+
+static int parse_log_level(const char *s) {
+        static const char *const levels[] = {
+                [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+                [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(levels); i++)
+                if (levels[i] && streq(s, levels[i]))
+                        return (int) i;
+        return -EINVAL;
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_KEYS, ARG_LISTEN, ARG_LOG_LEVEL, ARG_HASH_KEY };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "api-keys", required_argument, NULL, ARG_KEYS },
+                { "listen", required_argument, NULL, ARG_LISTEN },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "hash-key", optional_argument, NULL, ARG_HASH_KEY },
+                {},
+        };
+        int c, level;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("sandboxd %s\n", PROJECT_VERSION);
+                        return 0;
+                case ARG_CONFIG:
+                        arg_config = optarg;
+                        break;
+                case ARG_KEYS:
+                        arg_keys = optarg;
+                        break;
+                case ARG_LISTEN:
+                        arg_listen = optarg;
+                        break;
+                case ARG_LOG_LEVEL:
+                        level = parse_log_level(optarg);
+                        if (level < 0)
+                                return log_error_errno(level, "Invalid log level: %s", optarg);
+                        log_set_max_level(level);
+                        break;
+                case ARG_HASH_KEY:
+                        return hash_key(optarg) < 0 ? -EINVAL : 0;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return log_error_errno(-EINVAL, "Unhandled option");
+                }
+
+        if (optind < argc)
+                return log_error_errno(-EINVAL, "%s takes no arguments.", program_invocation_short_name);
+        return 1;
+}
+
+/* What sandboxd keeps, and why:
+ *   CAP_SYS_ADMIN       PID 1 authorizes StartTransientUnit/KillUnit/Unref over D-Bus by this
+ *                       capability of the caller (or by polkit, which root does not go through).
+ *   CAP_DAC_READ_SEARCH resolving cwd (and later files) inside workspaces that belong to
+ *   CAP_DAC_OVERRIDE    dynamic users with mode 0700.
+ *   CAP_FOWNER          (file API) setting modes and times on the dynamic user's files.
+ *   CAP_CHOWN           (file API) handing uploaded files to the scope's dynamic user.
+ * Everything else, including the bounding set, goes. */
+static int drop_capabilities(void) {
+        int r;
+
+        if (geteuid() != 0)
+                return 0;
+
+        capng_clear(CAPNG_SELECT_BOTH);
+        r = capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH,
+                          CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN, -1);
+        if (r < 0)
+                return log_error_errno(-EINVAL, "Failed to build the capability set.");
+        r = capng_updatev(CAPNG_ADD, CAPNG_BOUNDING_SET, CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH, CAP_DAC_OVERRIDE,
+                          CAP_FOWNER, CAP_CHOWN, -1);
+        if (r < 0)
+                return log_error_errno(-EINVAL, "Failed to build the bounding set.");
+        r = capng_apply(CAPNG_SELECT_BOTH);
+        if (r < 0)
+                return log_error_errno(-EPERM, "Failed to drop capabilities (capng_apply: %d).", r);
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        /* Under systemd, stderr goes to the journal: prefix levels. */
+        log_set_prefix(!isatty(STDERR_FILENO));
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        r = drop_capabilities();
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        r = manager_new(&m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up: %m");
+                return EXIT_FAILURE;
+        }
+        r = manager_load_config(m, arg_config);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = auth_load_keys(m, arg_keys);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = manager_startup(m, arg_listen);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        log_info("sandboxd %s running.", PROJECT_VERSION);
+        r = manager_run(m);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

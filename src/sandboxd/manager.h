@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "list.h"
+
+typedef struct Manager Manager;
+typedef struct Session Session;
+typedef struct Command Command;
+typedef struct HttpServer HttpServer;
+typedef struct ApiKey ApiKey;
+
+#define HTTP_SERVERS_MAX 8
+
+struct Manager {
+        Config config;
+        sd_event *event;
+        sd_bus *bus;
+
+        HttpServer *http[HTTP_SERVERS_MAX];
+        size_t n_http;
+        ApiKey *keys;
+        size_t n_keys;
+
+        Session *sessions;
+        unsigned n_connections;
+        unsigned n_running;
+
+        sd_event_source *idle_timer;
+        uint64_t start_realtime_usec, start_monotonic_usec;
+        bool foreground;
+};
+
+int manager_new(Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+int manager_load_config(Manager *m, const char *path);
+int manager_startup(Manager *m, const char *listen_path);
+int manager_run(Manager *m);
+
+/* Re-evaluates whether the daemon is idle and arms or disarms the exit timer. */
+void manager_check_idle(Manager *m);
+
+Session *manager_find_session(Manager *m, const char *id);
+Session *manager_find_session_by_scope(Manager *m, const char *user, const char *workspace);

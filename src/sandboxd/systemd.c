@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <sys/socket.h>
+
+#include "log.h"
+#include "systemd.h"
+
+#define SYSTEMD_DEST "org.freedesktop.systemd1"
+#define SYSTEMD_PATH "/org/freedesktop/systemd1"
+#define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
+
+int systemd_subscribe(sd_bus *bus) {
+        /* PID 1 only sends PropertiesChanged to clients that subscribed. */
+        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "Subscribe",
+                                        NULL, NULL, NULL);
+}
+
+int systemd_unit_path(const char *unit, char **ret) {
+        return sd_bus_path_encode(SYSTEMD_PATH "/unit", unit, ret);
+}
+
+static int append_bool(sd_bus_message *m, const char *name, int b) {
+        return sd_bus_message_append(m, "(sv)", name, "b", b);
+}
+
+static int append_string(sd_bus_message *m, const char *name, const char *s) {
+        return sd_bus_message_append(m, "(sv)", name, "s", s);
+}
+
+static int append_u64(sd_bus_message *m, const char *name, uint64_t v) {
+        return sd_bus_message_append(m, "(sv)", name, "t", v);
+}
+
+static int append_strv(sd_bus_message *m, const char *name, const char * const *l, size_t n) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", name);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'v', "as");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "s");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && l[i]; i++) {
+                r = sd_bus_message_append(m, "s", l[i]);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
+}
+
+static int new_start_transient(sd_bus *bus, const char *unit, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                           "StartTransientUnit");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "ss", unit, "fail");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+static int finish_start_transient(sd_bus *bus, sd_bus_message *m, sd_bus_slot **ret_slot,
+                                  sd_bus_message_handler_t cb, void *userdata) {
+        int r;
+
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "a(sa(sv))", 0); /* no auxiliary units */
+        if (r < 0)
+                return r;
+        return sd_bus_call_async(bus, ret_slot, m, cb, userdata, 0);
+}
+
+int systemd_start_slice_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *slice, const char *description,
+                              const Limits *limits, sd_bus_message_handler_t cb, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = new_start_transient(bus, slice, &m);
+        if (r < 0)
+                return r;
+
+        if ((r = append_string(m, "Description", description)) < 0 ||
+            (r = append_string(m, "CollectMode", "inactive-or-failed")) < 0 ||
+            (r = append_bool(m, "MemoryAccounting", true)) < 0 ||
+            (r = append_bool(m, "CPUAccounting", true)) < 0 ||
+            (r = append_bool(m, "TasksAccounting", true)) < 0 ||
+            (r = append_bool(m, "IOAccounting", true)) < 0 ||
+            (r = append_u64(m, "MemoryMax", limits->memory_max)) < 0 ||
+            (r = append_u64(m, "MemorySwapMax", 0)) < 0 ||
+            (r = append_u64(m, "CPUQuotaPerSecUSec", limits->cpu_quota_percent * USEC_PER_SEC / 100)) < 0 ||
+            (r = append_u64(m, "TasksMax", limits->tasks_max)) < 0)
+                return r;
+
+        return finish_start_transient(bus, m, ret_slot, cb, userdata);
+}
+
+static int append_exec_start(sd_bus_message *m, const char *path, char * const *argv) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "ExecStartEx");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "a(sasas)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sasas)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'r', "sasas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", path);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, (char **) argv);
+        /* no-env-expand: PID 1 must not expand $VAR inside untrusted argv */
+        if (r >= 0)
+                r = sd_bus_message_append(m, "as", 1, "no-env-expand");
+        for (int i = 0; i < 4 && r >= 0; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int append_syscall_filter(sd_bus_message *m) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "SystemCallFilter");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "(bas)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'r', "bas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "b", 1); /* an allow list */
+        if (r >= 0)
+                r = sd_bus_message_append(m, "as", 1, "@system-service");
+        for (int i = 0; i < 3 && r >= 0; i++)
+                r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+
+        /* Deny the privileged part of @system-service (chown, setuid, ...); EPERM rather than SIGSYS. */
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "SystemCallFilter");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "(bas)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'r', "bas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "b", 0);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "as", 1, "@privileged");
+        for (int i = 0; i < 3 && r >= 0; i++)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "SystemCallErrorNumber", "i", (int32_t) EPERM);
+        return r;
+}
+
+static int append_address_families(sd_bus_message *m) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "RestrictAddressFamilies");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "(bas)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'r', "bas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "b", 1);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "as", 3, "AF_UNIX", "AF_INET", "AF_INET6");
+        for (int i = 0; i < 3 && r >= 0; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int append_ip_deny_all(sd_bus_message *m) {
+        int r;
+
+        /* IPAddressDeny=any: 0.0.0.0/0 and ::/0 */
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "IPAddressDeny");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "a(iayu)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(iayu)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(iayu)", AF_INET, 4, 0, 0, 0, 0, 0);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(iayu)", AF_INET6, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        for (int i = 0; i < 3 && r >= 0; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const CommandUnitSpec *s,
+                                sd_bus_message_handler_t cb, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        size_t n_state = 0, n_inacc = 0;
+        int r;
+
+        while (n_state < ELEMENTSOF(s->state_directories) && s->state_directories[n_state])
+                n_state++;
+        while (n_inacc < ELEMENTSOF(s->inaccessible_paths) && s->inaccessible_paths[n_inacc])
+                n_inacc++;
+
+        r = new_start_transient(bus, s->unit, &m);
+        if (r < 0)
+                return r;
+
+        if ((r = append_string(m, "Description", s->description)) < 0 ||
+            (r = append_string(m, "Slice", s->slice)) < 0 ||
+            (r = append_string(m, "Type", "exec")) < 0 ||
+            (r = append_bool(m, "AddRef", true)) < 0 ||
+            (r = append_string(m, "CollectMode", "inactive-or-failed")) < 0 ||
+            (r = append_exec_start(m, s->executable, s->argv)) < 0 ||
+            (r = append_strv(m, "Environment", (const char * const *) s->env, SIZE_MAX)) < 0 ||
+            (r = append_string(m, "WorkingDirectory", s->working_directory)) < 0 ||
+            (r = append_bool(m, "DynamicUser", true)) < 0 ||
+            (r = append_string(m, "User", s->user)) < 0 ||
+            (r = append_strv(m, "StateDirectory", s->state_directories, n_state)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "StateDirectoryMode", "u", (uint32_t) 0700)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0 ||
+            (r = append_u64(m, "RuntimeMaxUSec", s->runtime_max_usec)) < 0 ||
+            (r = append_u64(m, "TimeoutStopUSec", s->timeout_stop_usec)) < 0 ||
+            (r = append_string(m, "KillMode", "control-group")) < 0 ||
+            (r = append_bool(m, "CPUAccounting", true)) < 0 ||
+            (r = append_bool(m, "MemoryAccounting", true)) < 0 ||
+            (r = append_bool(m, "TasksAccounting", true)) < 0 ||
+            (r = append_bool(m, "IOAccounting", true)) < 0)
+                return r;
+
+        /* stdio: the other ends stay with sandboxd */
+        if ((r = sd_bus_message_append(m, "(sv)", "StandardInputFileDescriptor", "h", s->stdin_fd)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "StandardOutputFileDescriptor", "h", s->stdout_fd)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "StandardErrorFileDescriptor", "h", s->stderr_fd)) < 0)
+                return r;
+
+        /* The default hardening of the architecture brief. */
+        if ((r = append_string(m, "ProtectSystem", "strict")) < 0 ||
+            (r = append_string(m, "ProtectHome", "yes")) < 0 ||
+            (r = append_bool(m, "PrivateTmp", true)) < 0 ||
+            (r = append_bool(m, "PrivateDevices", true)) < 0 ||
+            (r = append_bool(m, "PrivateIPC", true)) < 0 ||
+            (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
+            (r = append_bool(m, "PrivateUsers", true)) < 0 ||
+            (r = append_bool(m, "NoNewPrivileges", true)) < 0 ||
+            (r = append_u64(m, "CapabilityBoundingSet", 0)) < 0 ||
+            (r = append_u64(m, "AmbientCapabilities", 0)) < 0 ||
+            (r = append_syscall_filter(m)) < 0 ||
+            (r = append_strv(m, "SystemCallArchitectures", (const char *[]) { "native" }, 1)) < 0 ||
+            (r = append_u64(m, "RestrictNamespaces", 0)) < 0 ||
+            (r = append_bool(m, "RestrictSUIDSGID", true)) < 0 ||
+            (r = append_bool(m, "RestrictRealtime", true)) < 0 ||
+            (r = append_bool(m, "LockPersonality", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelTunables", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelModules", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelLogs", true)) < 0 ||
+            (r = append_bool(m, "ProtectControlGroups", true)) < 0 ||
+            (r = append_bool(m, "ProtectClock", true)) < 0 ||
+            (r = append_bool(m, "ProtectHostname", true)) < 0 ||
+            (r = append_string(m, "ProtectProc", "invisible")) < 0 ||
+            (r = append_string(m, "ProcSubset", "pid")) < 0 ||
+            (r = append_string(m, "DevicePolicy", "closed")) < 0 ||
+            (r = append_string(m, "KeyringMode", "private")) < 0 ||
+            (r = append_bool(m, "RemoveIPC", true)) < 0 ||
+            (r = append_address_families(m)) < 0 ||
+            (r = append_ip_deny_all(m)) < 0 ||
+            (r = append_strv(m, "InaccessiblePaths", s->inaccessible_paths, n_inacc)) < 0)
+                return r;
+
+        return finish_start_transient(bus, m, ret_slot, cb, userdata);
+}
+
+int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path,
+                             sd_bus_message_handler_t cb, void *userdata) {
+        return sd_bus_match_signal_async(bus, ret_slot, SYSTEMD_DEST, unit_path, "org.freedesktop.DBus.Properties",
+                                         "PropertiesChanged", cb, NULL, userdata);
+}
+
+int systemd_get_unit_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path, const char *interface,
+                                 sd_bus_message_handler_t cb, void *userdata) {
+        return sd_bus_call_method_async(bus, ret_slot, SYSTEMD_DEST, unit_path, "org.freedesktop.DBus.Properties",
+                                        "GetAll", cb, userdata, "s", interface);
+}
+
+static void copy_string(char *dst, size_t n, const char *src) {
+        snprintf(dst, n, "%s", src ? src : "");
+}
+
+int systemd_read_unit_state(sd_bus_message *reply, UnitState *st) {
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name, *contents, *s;
+                char type;
+
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_peek_type(reply, &type, &contents);
+                if (r < 0)
+                        return r;
+
+#define READ_STRING(prop, field)                                                        \
+        if (streq(name, prop) && streq(contents, "s")) {                                \
+                r = sd_bus_message_read(reply, "v", "s", &s);                           \
+                if (r < 0)                                                              \
+                        return r;                                                       \
+                copy_string(st->field, sizeof(st->field), s);                           \
+        } else
+#define READ_SCALAR(prop, sig, field)                                                   \
+        if (streq(name, prop) && streq(contents, sig)) {                                \
+                r = sd_bus_message_read(reply, "v", sig, &st->field);                   \
+                if (r < 0)                                                              \
+                        return r;                                                       \
+        } else
+
+                READ_STRING("ActiveState", active_state)
+                READ_STRING("Result", result)
+                READ_STRING("ControlGroup", control_group)
+                READ_SCALAR("ExecMainCode", "i", exec_main_code)
+                READ_SCALAR("ExecMainStatus", "i", exec_main_status)
+                READ_SCALAR("ExecMainStartTimestampMonotonic", "t", exec_main_start_usec)
+                READ_SCALAR("ExecMainExitTimestampMonotonic", "t", exec_main_exit_usec)
+                READ_SCALAR("CPUUsageNSec", "t", cpu_usage_nsec)
+                READ_SCALAR("MemoryCurrent", "t", memory_current)
+                READ_SCALAR("TasksCurrent", "t", tasks_current)
+                if (streq(name, "Job") && streq(contents, "(uo)")) {
+                        const char *path;
+                        r = sd_bus_message_read(reply, "v", "(uo)", &st->job_id, &path);
+                        if (r < 0)
+                                return r;
+                } else {
+                        r = sd_bus_message_skip(reply, "v");
+                        if (r < 0)
+                                return r;
+                }
+#undef READ_STRING
+#undef READ_SCALAR
+
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+
+        return sd_bus_message_exit_container(reply);
+}
+
+int systemd_unit_call_async(sd_bus *bus, const char *unit_path, const char *method, sd_bus_message_handler_t cb,
+                            void *userdata) {
+        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, unit_path, "org.freedesktop.systemd1.Unit", method,
+                                        cb, userdata, NULL);
+}
+
+int systemd_stop_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata) {
+        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", cb,
+                                        userdata, "ss", unit, "replace");
+}
+
+int systemd_kill_unit_async(sd_bus *bus, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
+                            void *userdata) {
+        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", cb,
+                                        userdata, "ssi", unit, whom, (int32_t) sig);
+}
+
+const char *systemd_error_message(sd_bus_message *reply) {
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        if (!e)
+                return "unknown error";
+        return e->message ?: e->name;
+}

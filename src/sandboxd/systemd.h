@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "config.h"
+#include "macro.h"
+
+/* Thin, typed wrappers around PID 1's D-Bus API: transient units, their state, and
+ * the operations sandboxd needs. No policy lives here. */
+
+typedef struct UnitState {
+        char active_state[32];
+        uint32_t job_id;
+        char result[32];
+        int32_t exec_main_code;
+        int32_t exec_main_status;
+        uint64_t exec_main_start_usec; /* CLOCK_MONOTONIC */
+        uint64_t exec_main_exit_usec;
+        uint64_t cpu_usage_nsec;
+        uint64_t memory_current;
+        uint64_t tasks_current;
+        char control_group[512];
+} UnitState;
+
+static inline bool unit_state_is_done(const UnitState *s) {
+        return s->job_id == 0 && (streq(s->active_state, "inactive") || streq(s->active_state, "failed"));
+}
+
+typedef struct CommandUnitSpec {
+        const char *unit;
+        const char *slice;
+        const char *description;
+        const char *user;           /* DynamicUser= name */
+        const char *executable;     /* absolute path */
+        char * const *argv;
+        char * const *env;          /* NAME=value */
+        const char *working_directory;
+        const char *state_directories[3];
+        uint64_t runtime_max_usec;  /* USEC_INFINITY: none */
+        uint64_t timeout_stop_usec;
+        int stdin_fd, stdout_fd, stderr_fd;
+        const char *inaccessible_paths[4];
+} CommandUnitSpec;
+
+int systemd_subscribe(sd_bus *bus);
+
+int systemd_start_slice_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *slice, const char *description,
+                              const Limits *limits, sd_bus_message_handler_t cb, void *userdata);
+int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const CommandUnitSpec *spec,
+                                sd_bus_message_handler_t cb, void *userdata);
+
+int systemd_unit_path(const char *unit, char **ret);
+int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path,
+                             sd_bus_message_handler_t cb, void *userdata);
+
+/* Reads the Unit and Service (or Slice) properties of `unit_path` in one GetAll each. The
+ * callback gets a message from which systemd_read_unit_state() fills a UnitState. */
+int systemd_get_unit_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path, const char *interface,
+                                 sd_bus_message_handler_t cb, void *userdata);
+int systemd_read_unit_state(sd_bus_message *reply, UnitState *state);
+
+int systemd_unit_call_async(sd_bus *bus, const char *unit_path, const char *method, sd_bus_message_handler_t cb,
+                            void *userdata);
+int systemd_stop_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata);
+int systemd_kill_unit_async(sd_bus *bus, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
+                            void *userdata);
+
+/* A user-facing message for an error reply from PID 1. */
+const char *systemd_error_message(sd_bus_message *reply);

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <json-c/json.h>
+#include <inttypes.h>
+#include <stdarg.h>
+
+#include "parse-util.h"
+#include "request.h"
+#include "validate.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
+static int fail(RequestError *e, const char *code, const char *fmt, ...) _printf_(3, 4);
+static int fail(RequestError *e, const char *code, const char *fmt, ...) {
+        va_list ap;
+
+        e->code = code;
+        va_start(ap, fmt);
+        (void) vsnprintf(e->message, sizeof(e->message), fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+static int parse_object(const char *body, size_t n, json_object **ret, RequestError *e) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        json_tokener *tok;
+        enum json_tokener_error jerr;
+        size_t consumed;
+
+        if (n > INT32_MAX)
+                return fail(e, "payload_too_large", "Request body is too large.");
+        if (n == 0)
+                return fail(e, "invalid_json", "Request body is empty; expected a JSON object.");
+        if (memchr(body, 0, n))
+                return fail(e, "invalid_json", "Request body contains a NUL byte.");
+
+        tok = json_tokener_new_ex(32);
+        if (!tok)
+                return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, body, (int) n);
+        jerr = json_tokener_get_error(tok);
+        consumed = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+
+        if (jerr != json_tokener_success || !o) {
+                return fail(e, "invalid_json", "Request body is not valid JSON: %s.",
+                            jerr == json_tokener_continue ? "unexpected end of input"
+                                                          : json_tokener_error_desc(jerr));
+        }
+        for (; consumed < n; consumed++)
+                if (!strchr(" \t\r\n", body[consumed]))
+                        return fail(e, "invalid_json", "Request body has trailing data after the JSON object.");
+        if (!json_object_is_type(o, json_type_object))
+                return fail(e, "invalid_type", "Request body must be a JSON object.");
+
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* A JSON string without embedded NUL bytes. */
+static int get_string(json_object *v, const char *field, char **ret, RequestError *e) {
+        const char *s;
+        char *copy;
+        int len;
+
+        if (!json_object_is_type(v, json_type_string))
+                return fail(e, "invalid_type", "Field '%s' must be a string.", field);
+        s = json_object_get_string(v);
+        len = json_object_get_string_len(v);
+        if (memchr(s, 0, (size_t) len))
+                return fail(e, "invalid_value", "Field '%s' must not contain NUL characters.", field);
+        copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+        *ret = copy;
+        return 0;
+}
+
+static int get_uint(json_object *v, const char *field, uint64_t min, uint64_t max, uint64_t *ret, RequestError *e) {
+        int64_t i;
+
+        if (!json_object_is_type(v, json_type_int))
+                return fail(e, "invalid_type", "Field '%s' must be an integer.", field);
+        errno = 0;
+        i = json_object_get_int64(v);
+        if (errno != 0 || i < 0 || (uint64_t) i < min || (uint64_t) i > max)
+                return fail(e, "invalid_value", "Field '%s' must be between %" PRIu64 " and %" PRIu64 ".",
+                            field, min, max);
+        *ret = (uint64_t) i;
+        return 0;
+}
+
+static int parse_limits(json_object *o, SessionRequest *s, RequestError *e) {
+        if (!json_object_is_type(o, json_type_object))
+                return fail(e, "invalid_type", "Field 'limits' must be an object.");
+
+        json_object_object_foreach(o, key, v) {
+                int r;
+
+                if (streq(key, "memory_max")) {
+                        if (json_object_is_type(v, json_type_string)) {
+                                if (parse_size(json_object_get_string(v), &s->memory_max) < 0)
+                                        return fail(e, "invalid_value",
+                                                    "Field 'limits.memory_max' must be bytes or a size like \"512M\".");
+                        } else {
+                                r = get_uint(v, "limits.memory_max", 1, UINT64_MAX / 2, &s->memory_max, e);
+                                if (r < 0)
+                                        return r;
+                        }
+                        s->has_memory_max = true;
+                } else if (streq(key, "cpu_quota")) {
+                        r = get_uint(v, "limits.cpu_quota", 1, 100000, &s->cpu_quota_percent, e);
+                        if (r < 0)
+                                return r;
+                        s->has_cpu_quota = true;
+                } else if (streq(key, "tasks_max")) {
+                        r = get_uint(v, "limits.tasks_max", 1, 1000000, &s->tasks_max, e);
+                        if (r < 0)
+                                return r;
+                        s->has_tasks_max = true;
+                } else
+                        return fail(e, "unknown_field", "Unknown field 'limits.%s'.", key);
+        }
+        return 0;
+}
+
+static int parse_network(json_object *o, SessionRequest *s, RequestError *e) {
+        if (!json_object_is_type(o, json_type_object))
+                return fail(e, "invalid_type", "Field 'network' must be an object.");
+
+        json_object_object_foreach(o, key, v) {
+                const char *mode;
+
+                if (!streq(key, "mode"))
+                        return fail(e, "unknown_field", "Unknown field 'network.%s'.", key);
+                if (!json_object_is_type(v, json_type_string))
+                        return fail(e, "invalid_type", "Field 'network.mode' must be a string.");
+                mode = json_object_get_string(v);
+                if (streq(mode, "none"))
+                        s->network = NETWORK_NONE;
+                else if (streq(mode, "proxy") || streq(mode, "host"))
+                        return fail(e, "unsupported", "Network mode '%s' is not available in this version; only 'none' is.", mode);
+                else
+                        return fail(e, "invalid_value", "Field 'network.mode' must be one of: none.");
+        }
+        return 0;
+}
+
+void session_request_done(SessionRequest *r) {
+        free(r->user);
+        free(r->workspace);
+        *r = (SessionRequest) {};
+}
+
+int session_request_parse(const char *body, size_t n, SessionRequest *ret, RequestError *e) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        SessionRequest s = { .network = NETWORK_NONE };
+        int r;
+
+        r = parse_object(body, n, &o, e);
+        if (r < 0)
+                return r;
+
+        json_object_object_foreach(o, key, v) {
+                if (streq(key, "user"))
+                        r = s.user ? 0 : get_string(v, "user", &s.user, e);
+                else if (streq(key, "workspace"))
+                        r = s.workspace ? 0 : get_string(v, "workspace", &s.workspace, e);
+                else if (streq(key, "limits"))
+                        r = parse_limits(v, &s, e);
+                else if (streq(key, "network"))
+                        r = parse_network(v, &s, e);
+                else
+                        r = fail(e, "unknown_field", "Unknown field '%s'.", key);
+                if (r < 0)
+                        goto fail;
+        }
+
+        if (!s.user) {
+                r = fail(e, "missing_field", "Field 'user' is required.");
+                goto fail;
+        }
+        if (!user_name_is_valid(s.user)) {
+                r = fail(e, "invalid_name", "Invalid user name: must match ^[a-z_][a-z0-9_-]{0,31}$.");
+                goto fail;
+        }
+        if (!s.workspace) {
+                r = fail(e, "missing_field", "Field 'workspace' is required.");
+                goto fail;
+        }
+        if (!workspace_name_is_valid(s.workspace)) {
+                r = fail(e, "invalid_name", "Invalid workspace name: must match ^[a-z0-9_-]{1,64}$.");
+                goto fail;
+        }
+
+        *ret = s;
+        return 0;
+fail:
+        session_request_done(&s);
+        return r;
+}
+
+void command_request_done(CommandRequest *r) {
+        strv_free(r->argv);
+        strv_free(r->env);
+        free(r->cwd);
+        free(r->request_id);
+        *r = (CommandRequest) {};
+}
+
+static int parse_argv(json_object *v, CommandRequest *c, RequestError *e) {
+        size_t n;
+        int r;
+
+        if (!json_object_is_type(v, json_type_array))
+                return fail(e, "invalid_type", "Field 'argv' must be an array of strings.");
+        n = json_object_array_length(v);
+        if (n == 0)
+                return fail(e, "invalid_value", "Field 'argv' must not be empty.");
+        if (n > REQUEST_ARGV_MAX)
+                return fail(e, "invalid_value", "Field 'argv' has more than %d entries.", REQUEST_ARGV_MAX);
+
+        strv_free(c->argv);
+        c->argv = calloc(n + 1, sizeof(char *));
+        if (!c->argv)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char field[32];
+
+                snprintf(field, sizeof(field), "argv[%zu]", i);
+                r = get_string(json_object_array_get_idx(v, i), field, &c->argv[i], e);
+                if (r < 0)
+                        return r;
+        }
+        if (c->argv[0][0] == 0)
+                return fail(e, "invalid_value", "Field 'argv[0]' must not be empty.");
+        return 0;
+}
+
+static int parse_env(json_object *v, CommandRequest *c, RequestError *e) {
+        size_t n = 0;
+
+        if (!json_object_is_type(v, json_type_object))
+                return fail(e, "invalid_type", "Field 'env' must be an object of strings.");
+        if (json_object_object_length(v) > REQUEST_ENV_MAX)
+                return fail(e, "invalid_value", "Field 'env' has more than %d entries.", REQUEST_ENV_MAX);
+
+        strv_free(c->env);
+        c->env = calloc((size_t) json_object_object_length(v) + 1, sizeof(char *));
+        if (!c->env)
+                return -ENOMEM;
+
+        json_object_object_foreach(v, key, val) {
+                const char *s;
+
+                if (!env_name_is_valid(key))
+                        return fail(e, "invalid_value", "Invalid environment variable name '%.64s'.", key);
+                if (env_name_is_reserved(key))
+                        return fail(e, "reserved_env", "Environment variable '%s' is set by sandboxd and cannot be overridden.", key);
+                if (!json_object_is_type(val, json_type_string))
+                        return fail(e, "invalid_type", "Environment variable '%s' must be a string.", key);
+                s = json_object_get_string(val);
+                if (memchr(s, 0, (size_t) json_object_get_string_len(val)))
+                        return fail(e, "invalid_value", "Environment variable '%s' must not contain NUL characters.", key);
+                if (asprintf(&c->env[n], "%s=%s", key, s) < 0) {
+                        c->env[n] = NULL;
+                        return -ENOMEM;
+                }
+                n++;
+        }
+        return 0;
+}
+
+int command_request_parse(const char *body, size_t n, CommandRequest *ret, RequestError *e) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        CommandRequest c = {};
+        int r;
+
+        r = parse_object(body, n, &o, e);
+        if (r < 0)
+                return r;
+
+        json_object_object_foreach(o, key, v) {
+                if (streq(key, "argv"))
+                        r = parse_argv(v, &c, e);
+                else if (streq(key, "env"))
+                        r = parse_env(v, &c, e);
+                else if (streq(key, "cwd")) {
+                        free(c.cwd);
+                        c.cwd = NULL;
+                        r = get_string(v, "cwd", &c.cwd, e);
+                        if (r >= 0 && (c.cwd[0] == 0 || strlen(c.cwd) > 4096))
+                                r = fail(e, "invalid_path", "Field 'cwd' must be a non-empty path of at most 4096 bytes.");
+                } else if (streq(key, "timeout_ms")) {
+                        r = get_uint(v, "timeout_ms", 1, UINT64_MAX / 1000000, &c.timeout_ms, e);
+                        c.has_timeout = r >= 0;
+                } else if (streq(key, "request_id")) {
+                        free(c.request_id);
+                        c.request_id = NULL;
+                        r = get_string(v, "request_id", &c.request_id, e);
+                        if (r >= 0 && !request_id_is_valid(c.request_id))
+                                r = fail(e, "invalid_name", "Invalid request_id: must match ^[A-Za-z0-9._-]{1,64}$.");
+                } else
+                        r = fail(e, "unknown_field", "Unknown field '%s'.", key);
+                if (r < 0)
+                        goto fail;
+        }
+
+        if (!c.argv) {
+                r = fail(e, "missing_field", "Field 'argv' is required.");
+                goto fail;
+        }
+
+        *ret = c;
+        return 0;
+fail:
+        command_request_done(&c);
+        return r;
+}

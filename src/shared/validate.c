@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "validate.h"
+
+static bool in_range(char c, char lo, char hi) {
+        return c >= lo && c <= hi;
+}
+
+bool user_name_is_valid(const char *s) {
+        size_t n;
+
+        if (!s || !(in_range(s[0], 'a', 'z') || s[0] == '_'))
+                return false;
+        for (n = 1; s[n]; n++) {
+                char c = s[n];
+                if (!(in_range(c, 'a', 'z') || in_range(c, '0', '9') || c == '_' || c == '-'))
+                        return false;
+        }
+        return n <= 32;
+}
+
+bool workspace_name_is_valid(const char *s) {
+        size_t n;
+
+        if (!s)
+                return false;
+        for (n = 0; s[n]; n++) {
+                char c = s[n];
+                if (!(in_range(c, 'a', 'z') || in_range(c, '0', '9') || c == '_' || c == '-'))
+                        return false;
+        }
+        return n >= 1 && n <= 64;
+}
+
+bool request_id_is_valid(const char *s) {
+        size_t n;
+
+        if (!s)
+                return false;
+        for (n = 0; s[n]; n++) {
+                char c = s[n];
+                if (!(in_range(c, 'a', 'z') || in_range(c, 'A', 'Z') || in_range(c, '0', '9') ||
+                      c == '.' || c == '_' || c == '-'))
+                        return false;
+        }
+        return n >= 1 && n <= 64;
+}
+
+bool session_id_is_valid(const char *s) {
+        size_t n;
+
+        if (!s)
+                return false;
+        for (n = 0; s[n]; n++)
+                if (!(in_range(s[n], '0', '9') || in_range(s[n], 'a', 'f')))
+                        return false;
+        return n == 16;
+}
+
+bool env_name_is_valid(const char *s) {
+        size_t n;
+
+        if (!s || !(in_range(s[0], 'a', 'z') || in_range(s[0], 'A', 'Z') || s[0] == '_'))
+                return false;
+        for (n = 1; s[n]; n++) {
+                char c = s[n];
+                if (!(in_range(c, 'a', 'z') || in_range(c, 'A', 'Z') || in_range(c, '0', '9') || c == '_'))
+                        return false;
+        }
+        return n <= 255;
+}
+
+bool env_name_is_reserved(const char *s) {
+        static const char *const reserved[] = {
+                "HOME", "TMPDIR", "TMP", "TEMP", "XDG_RUNTIME_DIR", "USER", "LOGNAME",
+                "INVOCATION_ID", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+        };
+        const char *tail;
+
+        for (size_t i = 0; i < ELEMENTSOF(reserved); i++)
+                if (streq(s, reserved[i]))
+                        return true;
+
+        /* XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_DATA_HOME, XDG_STATE_HOME and any future one */
+        tail = startswith(s, "XDG_");
+        if (tail) {
+                size_t l = strlen(tail);
+                if (l >= 5 && streq(tail + l - 5, "_HOME"))
+                        return true;
+        }
+        return false;
+}
+
+int relative_path_normalize(const char *path, char **ret) {
+        _cleanup_free_ char *out = NULL;
+        size_t len = 0, n;
+        const char *p = path;
+
+        if (!path || !ret)
+                return -EINVAL;
+        if (path[0] == '/')
+                return -EINVAL;
+        n = strlen(path);
+        if (n > 4096)
+                return -ENAMETOOLONG;
+
+        out = malloc(n + 1);
+        if (!out)
+                return -ENOMEM;
+
+        while (*p) {
+                const char *e = strchrnul(p, '/');
+                size_t l = (size_t) (e - p);
+
+                if (l == 0 || (l == 1 && p[0] == '.')) {
+                        /* skip */
+                } else if (l == 2 && p[0] == '.' && p[1] == '.') {
+                        char *slash;
+
+                        if (len == 0)
+                                return -EPERM; /* climbs above the top */
+                        out[len] = 0;
+                        slash = strrchr(out, '/');
+                        len = slash ? (size_t) (slash - out) : 0;
+                } else {
+                        if (l > 255)
+                                return -ENAMETOOLONG;
+                        if (len > 0)
+                                out[len++] = '/';
+                        memcpy(out + len, p, l);
+                        len += l;
+                }
+                p = *e ? e + 1 : e;
+        }
+
+        out[len] = 0;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+int cwd_relative_to(const char *top, const char *cwd, char **ret) {
+        const char *rest;
+
+        if (!top || !cwd || !ret || top[0] != '/')
+                return -EINVAL;
+        if (cwd[0] != '/')
+                return relative_path_normalize(cwd, ret);
+
+        rest = startswith(cwd, top);
+        if (!rest || (*rest != 0 && *rest != '/'))
+                return -EPERM;
+        while (*rest == '/')
+                rest++;
+        return relative_path_normalize(rest, ret);
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <sys/stat.h>
+
+#include "config.h"
+#include "tests.h"
+
+static char dir[] = "/tmp/test-config-XXXXXX";
+static int n_warnings;
+
+static void warn(const char *msg) {
+        n_warnings++;
+}
+
+static void write_file(const char *name, const char *text) {
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, "w");
+        ASSERT(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static int load(Config *c, char **error) {
+        char path[256];
+
+        snprintf(path, sizeof(path), "%s/sandboxd.conf", dir);
+        config_init(c);
+        return config_load(c, path, warn, error);
+}
+
+static void test_defaults_when_missing(void) {
+        Config c;
+        char *error = NULL;
+
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.session_limits.memory_max == 1024ULL * 1024 * 1024);
+        ASSERT(c.session_limits.cpu_quota_percent == 100);
+        ASSERT(c.idle_exit_usec == 60 * USEC_PER_SEC);
+        ASSERT(c.output_max_bytes == 1024 * 1024);
+        config_done(&c);
+}
+
+static void test_values_and_dropins(void) {
+        Config c;
+        char *error = NULL;
+        char d[300];
+
+        write_file("sandboxd.conf", "[Session]\nMemoryMax=512M\nCPUQuota=50%\n[Daemon]\nIdleExitSec=5min\n"
+                                    "[Command]\nDefaultTimeoutSec=30s\nPath=/usr/bin:/bin\n");
+        snprintf(d, sizeof(d), "%s/sandboxd.conf.d", dir);
+        mkdir(d, 0755);
+        write_file("sandboxd.conf.d/20-later.conf", "[Session]\nMemoryMax=256M\n");
+        write_file("sandboxd.conf.d/10-first.conf", "[Session]\nMemoryMax=2G\nTasksMax=64\n");
+        write_file("sandboxd.conf.d/ignored.txt", "[Session]\nMemoryMax=garbage\n");
+
+        n_warnings = 0;
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(!error);
+        ASSERT(c.session_limits.memory_max == 256ULL * 1024 * 1024); /* 20- wins over 10- and the main file */
+        ASSERT(c.session_limits.tasks_max == 64);
+        ASSERT(c.session_limits.cpu_quota_percent == 50);
+        ASSERT(c.idle_exit_usec == 300 * USEC_PER_SEC);
+        ASSERT(c.default_timeout_usec == 30 * USEC_PER_SEC);
+        ASSERT_STREQ(c.path, "/usr/bin:/bin");
+        ASSERT(n_warnings == 0);
+        config_done(&c);
+}
+
+static void test_errors(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "[Session]\nMemoryMax=lots\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "MemoryMax=lots"));
+        free(error), error = NULL;
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Session]\nCPUQuota=50\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "percentage"));
+        free(error), error = NULL;
+        config_done(&c);
+
+        write_file("sandboxd.conf", "this is not ini\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error);
+        free(error), error = NULL;
+        config_done(&c);
+
+        /* a default above its ceiling is refused */
+        write_file("sandboxd.conf", "[Session]\nTasksMax=100\nMaxTasksMax=10\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "TasksMax"));
+        free(error), error = NULL;
+        config_done(&c);
+
+        /* unknown keys warn, and are otherwise ignored */
+        write_file("sandboxd.conf", "[Session]\nFrobnicate=yes\n");
+        n_warnings = 0;
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(n_warnings == 1);
+        config_done(&c);
+}
+
+static void test_parsers(void) {
+        uint64_t v;
+
+        ASSERT(parse_size("1024", &v) == 0 && v == 1024);
+        ASSERT(parse_size("4K", &v) == 0 && v == 4096);
+        ASSERT(parse_size("2G", &v) == 0 && v == 2ULL << 30);
+        ASSERT(parse_size("-1", &v) < 0);
+        ASSERT(parse_size("1X", &v) < 0);
+        ASSERT(parse_size("99999999999T", &v) == -ERANGE);
+        ASSERT(parse_duration("500ms", &v) == 0 && v == 500 * USEC_PER_MSEC);
+        ASSERT(parse_duration("2h", &v) == 0 && v == 7200 * USEC_PER_SEC);
+        ASSERT(parse_duration("10", &v) == 0 && v == 10 * USEC_PER_SEC);
+        ASSERT(parse_duration("1 s", &v) < 0);
+        ASSERT(parse_percent("150%", &v) == 0 && v == 150);
+        ASSERT(parse_percent("0%", &v) < 0);
+        ASSERT(parse_percent("%", &v) < 0);
+}
+
+int main(void) {
+        ASSERT(mkdtemp(dir));
+        test_defaults_when_missing();
+        test_values_and_dropins();
+        test_errors();
+        test_parsers();
+        return TESTS_DONE();
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "tests.h"
+#include "validate.h"
+
+static void test_names(void) {
+        ASSERT(user_name_is_valid("alice"));
+        ASSERT(user_name_is_valid("_svc-1"));
+        ASSERT(user_name_is_valid("a2345678901234567890123456789012")); /* 32 */
+        ASSERT(!user_name_is_valid("a23456789012345678901234567890123")); /* 33 */
+        ASSERT(!user_name_is_valid(""));
+        ASSERT(!user_name_is_valid("1abc"));
+        ASSERT(!user_name_is_valid("-abc"));
+        ASSERT(!user_name_is_valid("Alice"));
+        ASSERT(!user_name_is_valid("al/ice"));
+        ASSERT(!user_name_is_valid("al.ice"));
+        ASSERT(!user_name_is_valid(NULL));
+
+        ASSERT(workspace_name_is_valid("w"));
+        ASSERT(workspace_name_is_valid("0-project_a"));
+        ASSERT(!workspace_name_is_valid(""));
+        ASSERT(!workspace_name_is_valid(".."));
+        ASSERT(!workspace_name_is_valid("a/b"));
+        ASSERT(!workspace_name_is_valid("A"));
+        {
+                char w[66];
+                memset(w, 'a', 64), w[64] = 0;
+                ASSERT(workspace_name_is_valid(w));
+                memset(w, 'a', 65), w[65] = 0;
+                ASSERT(!workspace_name_is_valid(w));
+        }
+
+        ASSERT(request_id_is_valid("job-1.retry_2"));
+        ASSERT(!request_id_is_valid(""));
+        ASSERT(!request_id_is_valid("a b"));
+        ASSERT(!request_id_is_valid("a/b"));
+
+        ASSERT(session_id_is_valid("0123456789abcdef"));
+        ASSERT(!session_id_is_valid("0123456789ABCDEF"));
+        ASSERT(!session_id_is_valid("0123456789abcde"));
+        ASSERT(!session_id_is_valid("0123456789abcdef0"));
+        ASSERT(!session_id_is_valid("0123456789abcde-"));
+}
+
+static void test_env(void) {
+        ASSERT(env_name_is_valid("FOO_1"));
+        ASSERT(env_name_is_valid("_x"));
+        ASSERT(!env_name_is_valid("1X"));
+        ASSERT(!env_name_is_valid("A=B"));
+        ASSERT(!env_name_is_valid(""));
+
+        ASSERT(env_name_is_reserved("HOME"));
+        ASSERT(env_name_is_reserved("TMPDIR"));
+        ASSERT(env_name_is_reserved("XDG_CONFIG_HOME"));
+        ASSERT(env_name_is_reserved("XDG_FOO_HOME"));
+        ASSERT(env_name_is_reserved("LD_PRELOAD"));
+        ASSERT(!env_name_is_reserved("XDG_SESSION_TYPE"));
+        ASSERT(!env_name_is_reserved("PATH"));
+        ASSERT(!env_name_is_reserved("HOMEDIR"));
+}
+
+static void check_norm(const char *in, int expect_r, const char *expect) {
+        char *out = NULL;
+        int r = relative_path_normalize(in, &out);
+
+        ASSERT(r == expect_r);
+        if (expect_r == 0 && r == 0)
+                ASSERT_STREQ(out, expect);
+        free(out);
+}
+
+static void test_paths(void) {
+        check_norm("", 0, "");
+        check_norm(".", 0, "");
+        check_norm("a/b", 0, "a/b");
+        check_norm("a//b/./c/", 0, "a/b/c");
+        check_norm("a/../b", 0, "b");
+        check_norm("a/b/../..", 0, "");
+        check_norm("..", -EPERM, NULL);
+        check_norm("a/../..", -EPERM, NULL);
+        check_norm("a/../../etc", -EPERM, NULL);
+        check_norm("/etc", -EINVAL, NULL);
+}
+
+static void check_cwd(const char *cwd, int expect_r, const char *expect) {
+        char *out = NULL;
+        int r = cwd_relative_to("/var/lib/sandboxd/ws/u/w", cwd, &out);
+
+        ASSERT(r == expect_r);
+        if (expect_r == 0 && r == 0)
+                ASSERT_STREQ(out, expect);
+        free(out);
+}
+
+static void test_cwd(void) {
+        check_cwd("src", 0, "src");
+        check_cwd("/var/lib/sandboxd/ws/u/w", 0, "");
+        check_cwd("/var/lib/sandboxd/ws/u/w/", 0, "");
+        check_cwd("/var/lib/sandboxd/ws/u/w/src/../lib", 0, "lib");
+        check_cwd("/var/lib/sandboxd/ws/u/w2", -EPERM, NULL);
+        check_cwd("/var/lib/sandboxd/ws/u/w/../w2", -EPERM, NULL);
+        check_cwd("/etc", -EPERM, NULL);
+        check_cwd("../w2", -EPERM, NULL);
+}
+
+int main(void) {
+        test_names();
+        test_env();
+        test_paths();
+        test_cwd();
+        return TESTS_DONE();
+}
