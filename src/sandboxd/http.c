@@ -330,12 +330,12 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                 on_request, s,
                 MHD_OPTION_LISTEN_SOCKET, fd,
+                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->config.max_connections,
                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) m->config.connection_timeout_sec,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (64 * 1024),
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                 MHD_OPTION_END);
         if (!s->daemon) {
                 free(s);
@@ -344,13 +344,13 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
 
         info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info) {
-                r = log_error_errno(-EIO, "Failed to get the HTTP server's epoll fd.");
+                r = -EIO;
                 goto fail;
         }
         r = sd_event_add_io(m->event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 0, on_timer, s);
+        r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 0, on_timer, s);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
@@ -362,7 +362,7 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         return 0;
 fail:
         http_server_free(s);
-        return r;
+        return log_error_errno(r, "Failed to hook the HTTP server into the event loop: %m");
 }
 
 HttpServer *http_server_free(HttpServer *s) {

@@ -114,8 +114,15 @@ static int parse_argv(int argc, char *argv[]) {
 static int drop_capabilities(void) {
         int r;
 
+        bool bounding;
+
         if (geteuid() != 0)
                 return 0;
+
+        /* Under sandboxd.service the bounding set is already cut down (without CAP_SETPCAP,
+         * which changing it would need); run by hand, we cut it ourselves. */
+        capng_get_caps_process();
+        bounding = capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP);
 
         capng_clear(CAPNG_SELECT_BOTH);
         r = capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH,
@@ -126,7 +133,7 @@ static int drop_capabilities(void) {
                           CAP_FOWNER, CAP_CHOWN, -1);
         if (r < 0)
                 return log_error_errno(-EINVAL, "Failed to build the bounding set.");
-        r = capng_apply(CAPNG_SELECT_BOTH);
+        r = capng_apply(bounding ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS);
         if (r < 0)
                 return log_error_errno(-EPERM, "Failed to drop capabilities (capng_apply: %d).", r);
         return 0;

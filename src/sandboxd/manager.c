@@ -241,7 +241,7 @@ int manager_startup(Manager *m, const char *listen_path) {
         if (r < 0)
                 return r;
 
-        r = sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, USEC_INFINITY, USEC_PER_SEC,
+        r = sd_event_add_time(m->event, &m->idle_timer, CLOCK_MONOTONIC, USEC_INFINITY, USEC_PER_SEC,
                                        on_idle_timeout, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the idle timer: %m");

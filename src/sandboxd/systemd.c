@@ -266,7 +266,6 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
             (r = append_bool(m, "PrivateDevices", true)) < 0 ||
             (r = append_bool(m, "PrivateIPC", true)) < 0 ||
             (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
-            (r = append_bool(m, "PrivateUsers", true)) < 0 ||
             (r = append_bool(m, "NoNewPrivileges", true)) < 0 ||
             (r = append_u64(m, "CapabilityBoundingSet", 0)) < 0 ||
             (r = append_u64(m, "AmbientCapabilities", 0)) < 0 ||
