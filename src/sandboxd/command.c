@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "command.h"
 #include "log.h"
 #include "ndjson.h"
@@ -17,6 +18,7 @@
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define READ_CHUNK (64 * 1024)
 #define PIPE_SIZE (1024 * 1024)
+#define SAMPLE_INTERVAL_USEC (200 * USEC_PER_MSEC)
 
 static const char *const stream_names[_STREAM_MAX] = { "stdout", "stderr" };
 
@@ -265,10 +267,12 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+static bool session_saw_oom(Session *s, const char *command_cgroup);
+
 static void command_finish(Command *c) {
         Manager *m = c->session->manager;
         CommandResult res;
-        bool oom = false;
+        bool oom = session_saw_oom(c->session, c->cgroup);
 
         for (CommandStream st = 0; st < _STREAM_MAX; st++) {
                 if (c->fd[st] >= 0)
@@ -284,6 +288,8 @@ static void command_finish(Command *c) {
                 res.duration_ms = (now_monotonic() - c->accepted_monotonic_usec) / USEC_PER_MSEC;
         if (c->state.cpu_usage_nsec != UINT64_MAX)
                 res.usage.cpu_usec = c->state.cpu_usage_nsec / NSEC_PER_USEC;
+        else
+                res.usage.cpu_usec = c->cpu_sampled_usec;
         res.usage.memory_bytes = c->memory_peak;
         res.usage.tasks = c->tasks_peak;
         c->result = res;
@@ -297,6 +303,7 @@ static void command_finish(Command *c) {
         /* The result is recorded: let PID 1 collect the unit (CollectMode=inactive-or-failed). */
         (void) systemd_unit_call_async(m->bus, c->unit_path, "Unref", NULL, NULL);
         c->match_slot = sd_bus_slot_unref(c->match_slot);
+        c->sample_timer = sd_event_source_disable_unref(c->sample_timer);
 
         if (m->n_running > 0)
                 m->n_running--;
@@ -307,10 +314,48 @@ static void command_finish(Command *c) {
 static void refresh_state(Command *c);
 
 static void observe_usage(Command *c) {
+        CgroupUsage u;
+
         if (c->state.memory_current != UINT64_MAX && c->state.memory_current > c->memory_peak)
                 c->memory_peak = c->state.memory_current;
         if (c->state.tasks_current != UINT64_MAX && c->state.tasks_current > c->tasks_peak)
                 c->tasks_peak = c->state.tasks_current;
+
+        if (!c->cgroup && c->state.control_group[0] == '/')
+                c->cgroup = strdup(c->state.control_group);
+
+        /* systemd 252 has no MemoryPeak, and no CPU time where cpuacct is unusable. */
+        if (!c->cgroup || cgroup_read_usage(c->cgroup, &u) < 0)
+                return;
+        if (u.memory_peak != UINT64_MAX && u.memory_peak > c->memory_peak)
+                c->memory_peak = u.memory_peak;
+        if (u.tasks != UINT64_MAX && u.tasks > c->tasks_peak)
+                c->tasks_peak = u.tasks;
+        if (u.cpu_usec != UINT64_MAX && u.cpu_usec > c->cpu_sampled_usec)
+                c->cpu_sampled_usec = u.cpu_usec;
+}
+
+static int on_sample(sd_event_source *s, uint64_t usec, void *userdata) {
+        Command *c = userdata;
+
+        observe_usage(c);
+        return sd_event_source_set_time_relative(s, SAMPLE_INTERVAL_USEC);
+}
+
+/* On cgroup v1 systemd reports an OOM kill as a plain SIGKILL: the memory limit being hit
+ * in the session's slice while the command ran is our evidence. */
+static bool session_saw_oom(Session *s, const char *command_cgroup) {
+        uint64_t n;
+
+        if (!s->cgroup && command_cgroup) {
+                /* The slice's cgroup is the parent of its commands'. */
+                const char *slash = strrchr(command_cgroup, '/');
+                s->cgroup = strndup(command_cgroup, (size_t) (slash - command_cgroup));
+        }
+        if (!s->cgroup || cgroup_read_oom_counter(s->cgroup, &n) < 0 || n <= s->oom_seen)
+                return false;
+        s->oom_seen = n;
+        return true;
 }
 
 static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -406,6 +451,10 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
 
         /* Read the state once now: the unit may have finished before our match was in place. */
         refresh_state(c);
+
+        if (sd_event_add_time_relative(m->event, &c->sample_timer, CLOCK_MONOTONIC, SAMPLE_INTERVAL_USEC,
+                                       10 * USEC_PER_MSEC, on_sample, c) >= 0)
+                (void) sd_event_source_set_enabled(c->sample_timer, SD_EVENT_ON);
 
         if (fn)
                 fn(c, 0, NULL, c->started_userdata);
@@ -582,10 +631,12 @@ Command *command_free(Command *c) {
         sd_bus_slot_unref(c->start_slot);
         sd_bus_slot_unref(c->match_slot);
         sd_bus_slot_unref(c->state_slot);
+        sd_event_source_disable_unref(c->sample_timer);
         buf_done(&c->log);
         free(c->request_id);
         free(c->unit);
         free(c->unit_path);
+        free(c->cgroup);
         free(c);
         return NULL;
 }

@@ -47,7 +47,9 @@ struct Command {
         bool refresh_again;
         UnitState state;
         uint64_t accepted_monotonic_usec;
-        uint64_t memory_peak, tasks_peak;
+        uint64_t memory_peak, tasks_peak, cpu_sampled_usec;
+        sd_event_source *sample_timer; /* reads the cgroup while the command runs */
+        char *cgroup;                  /* ControlGroup=, kept once seen: it empties at the end */
 
         CommandStartedFn started_fn;
         void *started_userdata;

@@ -104,17 +104,15 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 /* What sandboxd keeps, and why:
- *   CAP_SYS_ADMIN       PID 1 authorizes StartTransientUnit/KillUnit/Unref over D-Bus by this
- *                       capability of the caller (or by polkit, which root does not go through).
- *   CAP_DAC_READ_SEARCH resolving cwd (and later files) inside workspaces that belong to
- *   CAP_DAC_OVERRIDE    dynamic users with mode 0700.
- *   CAP_FOWNER          (file API) setting modes and times on the dynamic user's files.
- *   CAP_CHOWN           (file API) handing uploaded files to the scope's dynamic user.
- * Everything else, including the bounding set, goes. */
+ *   CAP_DAC_READ_SEARCH resolving a command's cwd inside a workspace that belongs to a
+ *                       dynamic user (mode 0700).
+ * Nothing else, bounding set included: PID 1 authorizes StartTransientUnit, KillUnit and
+ * Unref for callers with uid 0 (it does not trust capabilities read from /proc), so root
+ * without CAP_SYS_ADMIN is enough. */
 static int drop_capabilities(void) {
-        int r;
-
+        static const int keep[] = { CAP_DAC_READ_SEARCH };
         bool bounding;
+        int r;
 
         if (geteuid() != 0)
                 return 0;
@@ -124,15 +122,19 @@ static int drop_capabilities(void) {
         capng_get_caps_process();
         bounding = capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP);
 
+        bool have[ELEMENTSOF(keep)];
+        for (size_t i = 0; i < ELEMENTSOF(keep); i++)
+                have[i] = capng_have_capability(CAPNG_PERMITTED, (unsigned) keep[i]);
+
         capng_clear(CAPNG_SELECT_BOTH);
-        r = capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH,
-                          CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN, -1);
-        if (r < 0)
-                return log_error_errno(-EINVAL, "Failed to build the capability set.");
-        r = capng_updatev(CAPNG_ADD, CAPNG_BOUNDING_SET, CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH, CAP_DAC_OVERRIDE,
-                          CAP_FOWNER, CAP_CHOWN, -1);
-        if (r < 0)
-                return log_error_errno(-EINVAL, "Failed to build the bounding set.");
+        for (size_t i = 0; i < ELEMENTSOF(keep); i++) {
+                if (!have[i]) {
+                        log_warning("Capability %s is not available; some operations will fail.", capng_capability_to_name((unsigned) keep[i]));
+                        continue;
+                }
+                if (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET, (unsigned) keep[i]) < 0)
+                        return log_error_errno(-EINVAL, "Failed to build the capability set.");
+        }
         r = capng_apply(bounding ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS);
         if (r < 0)
                 return log_error_errno(-EPERM, "Failed to drop capabilities (capng_apply: %d).", r);

@@ -193,6 +193,7 @@ Session *session_free(Session *s) {
         free(s->home_dir);
         free(s->tmp_dir);
         free(s->error);
+        free(s->cgroup);
         free(s);
         return NULL;
 }

@@ -40,6 +40,8 @@ struct Session {
         SessionState state;
         char *error;          /* why the slice could not be created */
         uint64_t created_realtime_usec;
+        char *cgroup;         /* the slice's cgroup, learnt from its first command */
+        uint64_t oom_seen;    /* OOM counter of the slice when last looked at (0 when new) */
 
         sd_bus_slot *start_slot;
         SessionWaiter *waiters;

@@ -1,0 +1,458 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Fixtures and helpers of the integration tests.
+
+The tests run on a real systemd (PID 1) with sandboxd installed: on CI and with
+`tools/dev test` inside the testbed that tools/testbed boots. They talk to
+sandboxd as its users do, over /run/sandboxd/http.sock and 127.0.0.1:8421, and
+look at systemd with systemctl to see what sandboxd really did.
+
+Only the standard library and pytest are used.
+"""
+
+import base64
+import http.client
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+UNIX_SOCKET = os.environ.get("SANDBOXD_TEST_SOCKET", "/run/sandboxd/http.sock")
+TCP_HOST = os.environ.get("SANDBOXD_TEST_TCP_HOST", "127.0.0.1")
+TCP_PORT = int(os.environ.get("SANDBOXD_TEST_TCP_PORT", "8421"))
+SANDBOXD_BIN = os.environ.get("SANDBOXD_TEST_BIN", "/usr/libexec/sandboxd")
+API_KEYS_FILE = "/etc/sandboxd/api-keys"
+TENANT = "tenant1"
+
+# Every socket operation gives up after this long: a stream that stalls fails
+# the test instead of hanging the run.
+SOCKET_TIMEOUT = 60.0
+# Each test as a whole (SIGALRM), unless marked @pytest.mark.time_limit(S).
+TEST_TIME_LIMIT = 120
+
+# Defaults of sandboxd.conf(5) / sandboxd(8), which the installed
+# /etc/sandboxd/sandboxd.conf leaves commented out.
+DEFAULT_MEMORY_MAX = 1 << 30  # MemoryMax=1G
+DEFAULT_CPU_QUOTA = 100  # CPUQuota=100%
+DEFAULT_TASKS_MAX = 256  # TasksMax=256
+MAX_MEMORY_MAX = 8 << 30  # MaxMemoryMax=8G
+MAX_CPU_QUOTA = 400  # MaxCPUQuota=400%
+MAX_TASKS_MAX = 4096  # MaxTasksMax=4096
+MAX_BODY_SIZE = 1 << 20  # MaxBodySize=1M
+MAX_TIMEOUT_MS = 24 * 3600 * 1000  # MaxTimeoutSec=1d
+
+WORKSPACE_ROOT = "/var/lib/sandboxd/ws"
+WORKSPACE_HOST_ROOT = "/var/lib/private/sandboxd/ws"
+
+
+# --------------------------------------------------------------------------
+# pytest plumbing: a time limit for every test, the journal on failures
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "time_limit(seconds): time limit of one test (default %d s)" % TEST_TIME_LIMIT)
+    config.addinivalue_line("markers", "restarts_daemon: the test stops or restarts sandboxd.service itself")
+
+
+class TestTimeLimit(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _time_limit(request):
+    marker = request.node.get_closest_marker("time_limit")
+    limit = int(marker.args[0]) if marker else TEST_TIME_LIMIT
+
+    def expired(signum, frame):
+        raise TestTimeLimit("test still running after %d s" % limit)
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(limit)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and call.when in ("call", "setup", "teardown"):
+        since = getattr(item, "_sandboxd_since", None)
+        args = ["journalctl", "--no-pager", "-o", "short-precise", "-u", "sandboxd.service", "-u", "sandboxd-*"]
+        args += ["--since", since] if since else ["-n", "80"]
+        try:
+            out = subprocess.run(args, capture_output=True, text=True, timeout=20).stdout
+        except Exception as e:  # noqa: BLE001 - only diagnostics
+            out = "(journalctl failed: %s)" % e
+        lines = out.splitlines()
+        rep.sections.append(("journal of sandboxd during the test", "\n".join(lines[-150:])))
+
+
+# --------------------------------------------------------------------------
+# running things on the host (the testbed)
+
+def sh(*args, check=True, timeout=60, input=None):
+    """Runs a command, returns CompletedProcess with text output."""
+    p = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, input=input)
+    if check and p.returncode != 0:
+        raise AssertionError("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def systemctl_show(unit, *props):
+    """{prop: value} from systemctl show -p ... UNIT."""
+    args = ["systemctl", "show", unit]
+    for p in props:
+        args += ["-p", p]
+    out = sh(*args).stdout
+    result = {}
+    for line in out.splitlines():
+        k, _, v = line.partition("=")
+        result[k] = v
+    return result
+
+
+def is_active(unit):
+    return sh("systemctl", "is-active", unit, check=False).stdout.strip()
+
+
+def units():
+    """The set of sandboxd-* units systemd knows (loaded, any state)."""
+    out = sh("systemctl", "list-units", "--all", "--plain", "--no-legend", "sandboxd-*").stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def wait_for(predicate, timeout=10.0, interval=0.1, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def memory_cgroup_v2():
+    """True if the memory controller is on the unified (v2) hierarchy."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, _ = line.rstrip("\n").split(":", 2)
+                if "memory" in controllers.split(","):
+                    return False  # a v1 hierarchy has it
+    except OSError:
+        pass
+    return sh("stat", "-fc", "%T", "/sys/fs/cgroup", check=False).stdout.strip() == "cgroup2fs"
+
+
+# --------------------------------------------------------------------------
+# HTTP
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=SOCKET_TIMEOUT):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.unix_path)
+        except BaseException:
+            s.close()
+            raise
+        self.sock = s
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers  # http.client.HTTPMessage: case-insensitive get()
+        self.body = body
+
+    def __iter__(self):  # status, headers, body = api.get(...)
+        return iter((self.status, self.headers, self.body))
+
+    @property
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError as e:
+            raise AssertionError("not JSON (%s): %r" % (e, self.body[:500])) from None
+
+    def __repr__(self):
+        return "<Response %d %r>" % (self.status, self.body[:300])
+
+
+class Api:
+    """sandboxd's HTTP API over the unix socket or TCP."""
+
+    def __init__(self, transport="unix", key=None, path=UNIX_SOCKET, host=TCP_HOST, port=TCP_PORT):
+        self.transport = transport
+        self.key = key
+        self.path = path
+        self.host = host
+        self.port = port
+
+    def __repr__(self):
+        return "Api(%s)" % self.transport
+
+    def connection(self, timeout=SOCKET_TIMEOUT):
+        if self.transport == "unix":
+            return UnixHTTPConnection(self.path, timeout=timeout)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def _headers(self, headers, body):
+        h = {}
+        if self.key is not None:
+            h["Authorization"] = "Bearer " + self.key
+        if body is not None:
+            h["Content-Type"] = "application/json"
+        h.update(headers or {})
+        return {k: v for k, v in h.items() if v is not None}
+
+    @staticmethod
+    def _encode(body):
+        if body is None or isinstance(body, (bytes, bytearray)):
+            return body
+        if isinstance(body, str):
+            return body.encode()
+        return json.dumps(body).encode()
+
+    def request(self, method, path, body=None, headers=None, encode_chunked=False):
+        """One request on a fresh connection: returns Response(status, headers, body bytes).
+
+        body: dict/list (sent as JSON), str or bytes (sent as is), or an
+        iterable of bytes with encode_chunked=True."""
+        data = body if encode_chunked else self._encode(body)
+        conn = self.connection()
+        try:
+            conn.request(method, path, body=data, headers=self._headers(headers, body),
+                         encode_chunked=encode_chunked)
+            resp = conn.getresponse()
+            return Response(resp.status, resp.headers, resp.read())
+        finally:
+            conn.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body, **kw)
+
+    # --- sessions
+
+    def create_session(self, user, workspace, **extra):
+        body = {"user": user, "workspace": workspace}
+        body.update(extra)
+        r = self.post("/v1/sessions", body)
+        assert r.status in (200, 201), "creating session %s/%s: %r" % (user, workspace, r)
+        return r.json
+
+    def get_session(self, sid):
+        r = self.get("/v1/sessions/" + sid)
+        assert r.status == 200, r
+        return r.json
+
+    # --- commands
+
+    def stream(self, sid, body, timeout=SOCKET_TIMEOUT):
+        """POSTs a command and yields its NDJSON events as they arrive.
+
+        Each event is a dict; the receive time (time.monotonic()) is in
+        event["_t"]. Raises AssertionError if the command is refused."""
+        conn = self.connection(timeout=timeout)
+        try:
+            conn.request("POST", "/v1/sessions/%s/commands" % sid, body=self._encode(body),
+                         headers=self._headers(None, body))
+            resp = conn.getresponse()
+            if resp.status != 200:
+                raise AssertionError("command refused: %d %r" % (resp.status, resp.read()[:1000]))
+            ctype = resp.getheader("Content-Type", "")
+            assert ctype.startswith("application/x-ndjson"), "Content-Type %r" % ctype
+            buf = b""
+            while True:
+                chunk = resp.read1(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        raise AssertionError("not an NDJSON line: %r" % line[:500]) from None
+                    assert isinstance(ev, dict), line
+                    ev["_t"] = time.monotonic()
+                    yield ev
+            assert not buf.strip(), "stream ended inside a line: %r" % buf[:500]
+        finally:
+            conn.close()
+
+
+def event_bytes(ev):
+    if "data_b64" in ev:
+        return base64.b64decode(ev["data_b64"], validate=True)
+    return ev["data"].encode("utf-8")
+
+
+def run(api, sid, body, timeout=SOCKET_TIMEOUT):
+    """Runs a command to its end. Returns {"events", "stdout", "stderr",
+    "stdout_bytes", "stderr_bytes", "exit", "accepted"}; checks that the
+    stream is well formed (accepted first, exactly one exit, last)."""
+    if isinstance(body, (list, tuple)):
+        body = {"argv": list(body)}
+    t0 = time.monotonic()
+    events = list(api.stream(sid, body, timeout=timeout))
+    out = {"stdout": b"", "stderr": b""}
+    for ev in events:
+        if ev.get("type") in ("stdout", "stderr"):
+            out[ev["type"]] += event_bytes(ev)
+    assert events, "no event at all"
+    assert events[0].get("type") == "accepted", "first event is not 'accepted': %r" % events[:3]
+    exits = [e for e in events if e.get("type") == "exit"]
+    assert len(exits) == 1, "expected exactly one exit event, got %d: %r" % (len(exits), events[-3:])
+    assert events[-1] is exits[0], "the exit event is not the last one: %r" % events[-3:]
+    for e in events[1:-1]:
+        assert e.get("type") in ("stdout", "stderr"), "unexpected event in the middle: %r" % e
+    return {
+        "events": events,
+        "accepted": events[0],
+        "exit": exits[0],
+        "stdout_bytes": out["stdout"],
+        "stderr_bytes": out["stderr"],
+        "stdout": out["stdout"].decode("utf-8", errors="replace"),
+        "stderr": out["stderr"].decode("utf-8", errors="replace"),
+        "elapsed": time.monotonic() - t0,
+    }
+
+
+def assert_error(resp, status, code):
+    """A 4xx answer with the JSON error envelope and the expected code."""
+    assert resp.status == status, "expected %d %s, got %r" % (status, code, resp)
+    ctype = resp.headers.get("Content-Type", "")
+    assert ctype.split(";")[0].strip() == "application/json", "Content-Type %r" % ctype
+    body = resp.json
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message"}, body
+    assert body["error"]["code"] == code, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"].strip(), body
+    return body["error"]
+
+
+# --------------------------------------------------------------------------
+# names
+
+_NAME_RE = re.compile(r"[^a-z0-9_-]+")
+
+
+def unique_user():
+    return "u" + secrets.token_hex(5)
+
+
+def workspace_for(nodename):
+    w = _NAME_RE.sub("-", nodename.lower()).strip("-")
+    return (w[:50] or "ws") + "-" + secrets.token_hex(3)
+
+
+# --------------------------------------------------------------------------
+# fixtures
+
+@pytest.fixture(scope="session")
+def api_key():
+    """sandboxd.socket enabled and listening, and an API key for tenant1 in
+    /etc/sandboxd/api-keys. Returns the key.
+
+    sandboxd reads the keys when it starts: if it is already running it is
+    stopped, and the next request starts it again through the socket (so the
+    activation test still sees a daemon started by its own request)."""
+    sh("systemctl", "enable", "--now", "sandboxd.socket")
+    key = secrets.token_urlsafe(32)
+    line = sh(SANDBOXD_BIN, "--hash-key=" + TENANT, input=key + "\n").stdout.strip()
+    assert re.fullmatch(TENANT + r" sha256:[0-9a-f]{64}", line), line
+
+    try:
+        with open(API_KEYS_FILE) as f:
+            old = f.read()
+    except FileNotFoundError:
+        old = None
+    kept = [l for l in (old or "").splitlines() if not l.startswith(TENANT + " ")]
+    os.makedirs(os.path.dirname(API_KEYS_FILE), exist_ok=True)
+    with open(API_KEYS_FILE, "w") as f:
+        f.write("".join(l + "\n" for l in kept) + line + "\n")
+    os.chmod(API_KEYS_FILE, 0o600)
+
+    if is_active("sandboxd.service") in ("active", "activating", "reloading"):
+        sh("systemctl", "stop", "sandboxd.service")
+    yield key
+
+    if old is None:
+        os.unlink(API_KEYS_FILE)
+    else:
+        with open(API_KEYS_FILE, "w") as f:
+            f.write(old)
+
+
+@pytest.fixture(autouse=True)
+def _daemon_survives(request, api_key):
+    """Fails the test if sandboxd.service crashed or restarted during it (a
+    restart on failure would otherwise hide a crash)."""
+    request.node._sandboxd_since = time.strftime("%Y-%m-%d %H:%M:%S")
+    before = systemctl_show("sandboxd.service", "MainPID", "ActiveState")
+    yield
+    if request.node.get_closest_marker("restarts_daemon"):
+        return
+    if before["ActiveState"] != "active" or before["MainPID"] in ("", "0"):
+        return
+    after = systemctl_show("sandboxd.service", "MainPID", "ActiveState", "NRestarts", "Result")
+    assert after["MainPID"] == before["MainPID"] and after["ActiveState"] == "active", (
+        "sandboxd.service did not stay up during the test: before %r, after %r" % (before, after))
+
+
+@pytest.fixture(scope="session")
+def api(api_key):
+    """The API over the unix socket (as root)."""
+    return Api("unix")
+
+
+@pytest.fixture(scope="session")
+def tcp(api_key, api):
+    """The API over TCP with tenant1's key, checked to be the daemon of this
+    system (another system's sandboxd could hold the port on a shared network
+    namespace): a session created over TCP must be visible over the unix socket."""
+    t = Api("tcp", key=api_key)
+    user, ws = unique_user(), "tcp-probe"
+    r = t.post("/v1/sessions", {"user": user, "workspace": ws})
+    assert r.status == 201, "creating a session over TCP %s:%d: %r" % (TCP_HOST, TCP_PORT, r)
+    sid = r.json["id"]
+    r2 = api.get("/v1/sessions/" + sid)
+    assert r2.status == 200 and r2.json["user"] == user, (
+        "the session created over TCP is unknown on %s: is %s:%d served by another sandboxd? (%r)"
+        % (UNIX_SOCKET, TCP_HOST, TCP_PORT, r2))
+    assert "sandboxd-%s.slice" % sid in units(), "the TCP daemon's slice is not in this systemd"
+    return t
+
+
+@pytest.fixture
+def scope(request):
+    """A fresh (user, workspace) pair for this test."""
+    return unique_user(), workspace_for(request.node.name)
+
+
+@pytest.fixture
+def session(api, scope):
+    """A new active session of a scope of its own (default limits)."""
+    user, ws = scope
+    s = api.create_session(user, ws)
+    assert s["state"] == "active", s
+    return s
