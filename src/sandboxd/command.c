@@ -1,243 +1,128 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-#define _GNU_SOURCE 1
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
+#include <sys/mman.h>
+#include <systemd/sd-daemon.h>
 
 #include "cgroup.h"
+#include "encoding.h"
 #include "command.h"
 #include "log.h"
 #include "ndjson.h"
 #include "session.h"
-#include "validate.h"
+#include "store.h"
+#include "time-util.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define READ_CHUNK (64 * 1024)
 #define PIPE_SIZE (1024 * 1024)
 #define SAMPLE_INTERVAL_USEC (200 * USEC_PER_MSEC)
 
-static const char *const stream_names[_STREAM_MAX] = { "stdout", "stderr" };
+static const char *const stream_names[_OUTPUT_STREAM_MAX] = { "stdout", "stderr" };
+static const char *const fdstore_prefix[3] = { "out", "err", "in" };
 
-static uint64_t now_monotonic(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+bool command_status_is_running(const Command *c) {
+        return c->result.status == COMMAND_RUNNING;
 }
 
-static void notify_followers(Command *c) {
-        CommandFollower *f, *n;
+/* --- the fd store: our pipe ends survive a restart of sandboxd inside PID 1 ------ */
 
-        LIST_FOREACH_SAFE(followers, f, n, c->followers)
-                f->notify(f);
-}
-
-void command_follow(Command *c, CommandFollower *f) {
-        f->command = c;
-        LIST_PREPEND(followers, c->followers, f);
-}
-
-void command_unfollow(CommandFollower *f) {
-        if (!f->command)
-                return;
-        LIST_REMOVE(followers, f->command->followers, f);
-        f->command = NULL;
-}
-
-int find_executable(const char *name, const char *path, char **ret) {
-        const char *p = path ?: DEFAULT_PATH;
-
-        if (strchr(name, '/')) {
-                if (name[0] != '/')
-                        return -EINVAL; /* relative paths would depend on the cwd inside the sandbox */
-                *ret = strdup(name);
-                return *ret ? 0 : -ENOMEM;
-        }
-
-        while (*p) {
-                const char *e = strchrnul(p, ':');
-                _cleanup_free_ char *candidate = NULL;
-                struct stat st;
-
-                if (asprintf(&candidate, "%.*s/%s", (int) (e - p), p, name) < 0)
-                        return -ENOMEM;
-                if (stat(candidate, &st) >= 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
-                        *ret = TAKE_PTR(candidate);
-                        return 0;
-                }
-                p = *e ? e + 1 : e;
-        }
-        return -ENOENT;
-}
-
-/* The cwd must name a directory that resolves beneath the workspace on the host, symlinks
- * included: openat2(RESOLVE_BENEATH) decides, not string checks alone. */
-static int check_cwd_beneath(const char *workspace_host, const char *rel) {
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-        };
-        _cleanup_close_ int top = -EBADF, fd = -EBADF;
-
-        top = open(workspace_host, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (top < 0)
-                return -errno;
-        fd = (int) syscall(SYS_openat2, top, rel, &how, sizeof(how));
-        if (fd < 0)
-                return -errno;
-        return 0;
-}
-
-static int resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e) {
-        _cleanup_free_ char *rel = NULL, *host = NULL;
+static void fdstore_put(Command *c, unsigned which, int fd) {
+        char msg[128];
         int r;
 
-        if (!cwd) {
-                *ret = strdup(s->workspace_dir);
-                return *ret ? 0 : -ENOMEM;
-        }
-
-        r = cwd_relative_to(s->workspace_dir, cwd, &rel);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                e->code = "invalid_path";
-                snprintf(e->message, sizeof(e->message), "cwd must stay inside the workspace %s.", s->workspace_dir);
-                return -EINVAL;
-        }
-
-        if (rel[0] != 0) {
-                /* On the host the workspace of a dynamic user lives below /var/lib/private. */
-                if (asprintf(&host, "/var/lib/private/sandboxd/ws/%s/%s", s->user, s->workspace) < 0)
-                        return -ENOMEM;
-                r = check_cwd_beneath(host, rel);
-                if (r == -EXDEV || r == -ELOOP) {
-                        e->code = "invalid_path";
-                        snprintf(e->message, sizeof(e->message), "cwd resolves outside the workspace.");
-                        return -EINVAL;
-                }
-                if (r < 0) {
-                        e->code = "invalid_path";
-                        snprintf(e->message, sizeof(e->message), "cwd '%.128s' is not a directory in the workspace: %s.",
-                                 rel, strerror(-r));
-                        return -EINVAL;
-                }
-        }
-
-        if (asprintf(ret, "%s%s%s", s->workspace_dir, rel[0] ? "/" : "", rel) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-static int build_env(Session *s, char * const *user_env, char ***ret) {
-        const Config *c = &s->manager->config;
-        size_t n = strv_length(user_env), k = 0;
-        char **env;
-
-        env = calloc(n + 12, sizeof(char *));
-        if (!env)
-                return -ENOMEM;
-
-#define ADD(...)                                                \
-        do {                                                    \
-                if (asprintf(&env[k], __VA_ARGS__) < 0) {       \
-                        env[k] = NULL;                          \
-                        strv_free(env);                         \
-                        return -ENOMEM;                         \
-                }                                               \
-                k++;                                            \
-        } while (0)
-
-        ADD("PATH=%s", c->path ?: DEFAULT_PATH);
-        ADD("LANG=C.UTF-8");
-        for (size_t i = 0; i < n; i++) {
-                /* The caller's PATH and LANG replace ours. */
-                if (startswith(user_env[i], "PATH=")) {
-                        free(env[0]);
-                        env[0] = strdup(user_env[i]);
-                } else if (startswith(user_env[i], "LANG=")) {
-                        free(env[1]);
-                        env[1] = strdup(user_env[i]);
-                } else
-                        ADD("%s", user_env[i]);
-                if (!env[0] || !env[1]) {
-                        strv_free(env);
-                        return -ENOMEM;
-                }
-        }
-        /* The scope's own directories, after the caller's so they cannot be overridden. */
-        ADD("HOME=%s", s->home_dir);
-        ADD("TMPDIR=%s", s->tmp_dir);
-        ADD("XDG_CONFIG_HOME=%s/.config", s->home_dir);
-        ADD("XDG_CACHE_HOME=%s/.cache", s->home_dir);
-        ADD("XDG_DATA_HOME=%s/.local/share", s->home_dir);
-        ADD("XDG_STATE_HOME=%s/.local/state", s->home_dir);
-#undef ADD
-
-        *ret = env;
-        return 0;
-}
-
-static void append_output(Command *c, CommandStream st, const char *data, size_t n, bool final) {
-        uint64_t cap = c->session->manager->config.output_max_bytes;
-        Buf *p = &c->partial[st];
-        size_t consumed = 0;
-        int r;
-
-        c->output_total[st] += n;
-
-        if (p->len > 0 || !final) {
-                r = buf_append(p, data, n);
-                if (r < 0)
-                        goto oom;
-                data = p->data;
-                n = p->len;
-        }
-        if (n == 0)
-                return;
-
-        if (c->output_kept[st] >= cap) {
-                c->truncated[st] = true;
-                p->len = 0;
-                return;
-        }
-        if (c->output_kept[st] + n > cap) {
-                n = (size_t) (cap - c->output_kept[st]);
-                c->truncated[st] = true;
-                final = true;
-        }
-
-        r = ndjson_append_output(&c->log, stream_names[st], data, n, final, &consumed);
+        snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s-%s-%u", fdstore_prefix[which], c->session->id, c->n);
+        r = sd_pid_notify_with_fds(0, false, msg, &fd, 1);
         if (r < 0)
-                goto oom;
-        c->output_kept[st] += consumed;
-
-        if (p->len > 0) {
-                memmove(p->data, p->data + consumed, p->len - consumed);
-                p->len -= consumed;
-                if (c->truncated[st])
-                        p->len = 0;
-        }
-        if (consumed > 0)
-                notify_followers(c);
-        return;
-oom:
-        log_oom();
-        c->truncated[st] = true;
+                log_warning_errno(r, "Failed to put %s of %s in the fd store, ignoring: %m",
+                                  fdstore_prefix[which], c->unit);
 }
 
-/* Reads what is there; returns > 0 at EOF, 0 when drained for now. */
-static int drain_stream(Command *c, CommandStream st) {
+static void fdstore_remove(Command *c, unsigned which) {
+        char msg[128];
+
+        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s-%s-%u", fdstore_prefix[which], c->session->id, c->n);
+        (void) sd_notify(false, msg);
+}
+
+/* --- records ----------------------------------------------------------------- */
+
+static int command_record_path(Command *c, char *buf, size_t n) {
+        return snprintf(buf, n, "%s/sessions/%s/%u.json", c->session->manager->state_dir, c->session->id, c->n) <
+                               (int) n ? 0 : -ENAMETOOLONG;
+}
+
+static json_object *usage_to_json(const CommandUsage *u) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "cpu_usec", json_object_new_uint64(u->cpu_usec));
+        json_object_object_add(o, "memory_bytes", json_object_new_uint64(u->memory_bytes));
+        json_object_object_add(o, "tasks", json_object_new_uint64(u->tasks));
+        return o;
+}
+
+int command_save(Command *c) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *argv = json_object_new_array();
+        char path[PATH_MAX];
+        int r;
+
+        if (!o || !argv)
+                return -ENOMEM;
+        for (char **a = c->argv; a && *a; a++)
+                json_object_array_add(argv, json_object_new_string(*a));
+
+        json_object_object_add(o, "n", json_object_new_uint64(c->n));
+        json_object_object_add(o, "request_id", json_object_new_string(c->request_id));
+        json_object_object_add(o, "unit", json_object_new_string(c->unit));
+        json_object_object_add(o, "argv", json_object_get(argv));
+        json_object_object_add(o, "created_usec", json_object_new_uint64(c->created_realtime_usec));
+        json_object_object_add(o, "stdin", json_object_new_string(stdin_mode_to_string(c->stdin_mode)));
+        json_object_object_add(o, "status", json_object_new_string(command_status_to_string(c->result.status)));
+        if (command_status_is_terminal(c->result.status)) {
+                json_object_object_add(o, "exit_code", json_object_new_int(c->result.exit_code));
+                json_object_object_add(o, "signal", json_object_new_int(c->result.signal));
+                json_object_object_add(o, "reason", json_object_new_string(c->result.reason));
+                json_object_object_add(o, "duration_ms", json_object_new_uint64(c->result.duration_ms));
+                json_object_object_add(o, "usage", usage_to_json(&c->result.usage));
+        }
+        if (c->output)
+                for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                        char key[32];
+
+                        snprintf(key, sizeof(key), "%s_total", stream_names[st]);
+                        json_object_object_add(o, key, json_object_new_uint64(c->output->total[st]));
+                        snprintf(key, sizeof(key), "%s_truncated", stream_names[st]);
+                        json_object_object_add(o, key, json_object_new_boolean(c->output->truncated[st]));
+                }
+
+        r = command_record_path(c, path, sizeof(path));
+        if (r >= 0)
+                r = store_write(path, o);
+        if (r < 0)
+                log_warning_errno(r, "Failed to save the record of %s, ignoring: %m", c->unit);
+        return r;
+}
+
+/* --- output ------------------------------------------------------------------- */
+
+static void output_add(Command *c, OutputStream st, const char *p, size_t n, bool final) {
+        int r = output_add_data(c->output, st, p, n, final);
+        if (r < 0)
+                log_warning_errno(r, "Failed to spool %s of %s, ignoring: %m", stream_names[st], c->unit);
+}
+
+/* Reads what is there; > 0 at EOF, 0 when drained for now. */
+static int drain_stream(Command *c, OutputStream st) {
         char buf[READ_CHUNK];
 
         for (;;) {
-                ssize_t n = read(c->fd[st], buf, sizeof(buf));
+                ssize_t n;
 
+                if (output_should_pause(c->output))
+                        return 0;
+                n = read(c->fd[st], buf, sizeof(buf));
                 if (n > 0) {
-                        append_output(c, st, buf, (size_t) n, false);
+                        output_add(c, st, buf, (size_t) n, false);
                         continue;
                 }
                 if (n == 0)
@@ -251,67 +136,136 @@ static int drain_stream(Command *c, CommandStream st) {
         }
 }
 
-static void close_stream(Command *c, CommandStream st) {
+static void close_stream(Command *c, OutputStream st) {
         c->io[st] = sd_event_source_disable_unref(c->io[st]);
         c->fd[st] = safe_close(c->fd[st]);
 }
 
+static void set_reading(Command *c, bool on) {
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
+                if (c->io[st])
+                        (void) sd_event_source_set_enabled(c->io[st], on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
 static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Command *c = userdata;
-        CommandStream st = fd == c->fd[STREAM_STDOUT] ? STREAM_STDOUT : STREAM_STDERR;
+        OutputStream st = fd == c->fd[OUTPUT_STDOUT] ? OUTPUT_STDOUT : OUTPUT_STDERR;
 
         /* EOF only comes once PID 1 closes its copies (when the unit is collected); the
          * end of the command is told by the unit's state, not here. */
         if (drain_stream(c, st) > 0)
                 close_stream(c, st);
+        else if (output_should_pause(c->output))
+                set_reading(c, false); /* the slowest reader lags: let the pipe push back */
         return 0;
 }
 
-static bool session_saw_oom(Session *s, const char *command_cgroup);
-
-static void command_finish(Command *c) {
-        Manager *m = c->session->manager;
-        CommandResult res;
-        bool oom = session_saw_oom(c->session, c->cgroup);
-
-        for (CommandStream st = 0; st < _STREAM_MAX; st++) {
-                if (c->fd[st] >= 0)
-                        (void) drain_stream(c, st);
-                append_output(c, st, "", 0, true); /* flush a held-back partial character */
-                close_stream(c, st);
-        }
-
-        (void) command_result_from_unit(c->state.result, c->state.exec_main_code, c->state.exec_main_status, oom, &res);
-        if (c->state.exec_main_start_usec > 0 && c->state.exec_main_exit_usec >= c->state.exec_main_start_usec)
-                res.duration_ms = (c->state.exec_main_exit_usec - c->state.exec_main_start_usec) / USEC_PER_MSEC;
-        else
-                res.duration_ms = (now_monotonic() - c->accepted_monotonic_usec) / USEC_PER_MSEC;
-        if (c->state.cpu_usage_nsec != UINT64_MAX)
-                res.usage.cpu_usec = c->state.cpu_usage_nsec / NSEC_PER_USEC;
-        else
-                res.usage.cpu_usec = c->cpu_sampled_usec;
-        res.usage.memory_bytes = c->memory_peak;
-        res.usage.tasks = c->tasks_peak;
-        c->result = res;
-
-        if (ndjson_append_exit(&c->log, &c->result) < 0)
-                log_oom();
-
-        log_info("Command %s (%s) in session %s: %s, exit code %d, reason %s, %" PRIu64 " ms.", c->request_id, c->unit,
-                 c->session->id, command_status_to_string(res.status), res.exit_code, res.reason, res.duration_ms);
-
-        /* The result is recorded: let PID 1 collect the unit (CollectMode=inactive-or-failed). */
-        (void) systemd_unit_call_async(m->bus, c->unit_path, "Unref", NULL, NULL);
-        c->match_slot = sd_bus_slot_unref(c->match_slot);
-        c->sample_timer = sd_event_source_disable_unref(c->sample_timer);
-
-        if (m->n_running > 0)
-                m->n_running--;
-        notify_followers(c);
-        manager_check_idle(m);
+static void on_unpause(void *userdata) {
+        set_reading(userdata, true);
 }
 
-static void refresh_state(Command *c);
+static int watch_stream(Command *c, OutputStream st) {
+        int r;
+
+        r = sd_event_add_io(c->session->manager->event, &c->io[st], c->fd[st], EPOLLIN, on_output, c);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch %s of %s: %m", stream_names[st], c->unit);
+        return 0;
+}
+
+/* --- stdin ---------------------------------------------------------------------- */
+
+static void stdin_close(Command *c, int r) {
+        StdinWaiter *w;
+
+        c->stdin_io = sd_event_source_disable_unref(c->stdin_io);
+        if (c->stdin_fd >= 0) {
+                c->stdin_fd = safe_close(c->stdin_fd);
+                fdstore_remove(c, 2);
+        }
+        buf_done(&c->stdin_pending);
+        while ((w = c->stdin_waiters)) {
+                LIST_REMOVE(waiters, c->stdin_waiters, w);
+                w->fn(c, r, w->userdata);
+                free(w);
+        }
+}
+
+static void stdin_progress(Command *c, size_t written) {
+        StdinWaiter *w, *n;
+
+        LIST_FOREACH_SAFE(waiters, w, n, c->stdin_waiters) {
+                w->until = w->until > written ? w->until - written : 0;
+                if (w->until == 0) {
+                        LIST_REMOVE(waiters, c->stdin_waiters, w);
+                        w->fn(c, 0, w->userdata);
+                        free(w);
+                }
+        }
+}
+
+static int on_stdin_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Command *c = userdata;
+        size_t done = 0;
+
+        while (done < c->stdin_pending.len) {
+                ssize_t k = write(c->stdin_fd, c->stdin_pending.data + done, c->stdin_pending.len - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        /* EPIPE: the command closed its stdin; what is left cannot be delivered */
+                        log_debug_errno(-errno, "Failed to write stdin of %s: %m", c->unit);
+                        stdin_close(c, -EPIPE);
+                        return 0;
+                }
+                done += (size_t) k;
+        }
+        memmove(c->stdin_pending.data, c->stdin_pending.data + done, c->stdin_pending.len - done);
+        c->stdin_pending.len -= done;
+        stdin_progress(c, done);
+
+        if (c->stdin_pending.len == 0) {
+                if (c->stdin_eof)
+                        stdin_close(c, 0);
+                else
+                        (void) sd_event_source_set_enabled(c->stdin_io, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
+int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandStdinFn fn, void *userdata) {
+        StdinWaiter *w;
+        int r;
+
+        if (c->stdin_mode != STDIN_STREAM)
+                return -ENOTTY;
+        if (c->stdin_fd < 0 || c->stdin_eof || !command_status_is_running(c))
+                return -EPIPE;
+
+        r = buf_append(&c->stdin_pending, p, n);
+        if (r < 0)
+                return r;
+        c->stdin_eof = eof;
+
+        w = calloc(1, sizeof(StdinWaiter));
+        if (!w)
+                return -ENOMEM;
+        w->until = c->stdin_pending.len;
+        w->fn = fn;
+        w->userdata = userdata;
+        LIST_PREPEND(waiters, c->stdin_waiters, w);
+
+        if (!c->stdin_io) {
+                r = sd_event_add_io(c->session->manager->event, &c->stdin_io, c->stdin_fd, EPOLLOUT, on_stdin_writable, c);
+                if (r < 0)
+                        return r;
+        }
+        return sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
+}
+
+/* --- the end ------------------------------------------------------------------- */
 
 static void observe_usage(Command *c) {
         CgroupUsage u;
@@ -336,9 +290,7 @@ static void observe_usage(Command *c) {
 }
 
 static int on_sample(sd_event_source *s, uint64_t usec, void *userdata) {
-        Command *c = userdata;
-
-        observe_usage(c);
+        observe_usage(userdata);
         return sd_event_source_set_time_relative(s, SAMPLE_INTERVAL_USEC);
 }
 
@@ -358,6 +310,93 @@ static bool session_saw_oom(Session *s, const char *command_cgroup) {
         return true;
 }
 
+/* The result is recorded: let PID 1 stop what is left and collect the unit. */
+static void release_unit(Command *c) {
+        sd_bus *bus = c->session->manager->bus;
+
+        if (streq(c->state.active_state, "active"))
+                (void) systemd_stop_unit_async(bus, c->unit, NULL, NULL);
+        else if (streq(c->state.active_state, "failed"))
+                (void) systemd_reset_failed_unit_async(bus, c->unit, NULL, NULL);
+        (void) systemd_unit_call_async(bus, c->unit_path, "Unref", NULL, NULL);
+}
+
+static void command_set_result(Command *c, const CommandResult *res) {
+        Manager *m = c->session->manager;
+        Buf line = {};
+
+        c->result = *res;
+        if (ndjson_append_exit(&line, &c->result) < 0 || output_append_event(c->output, line.data, line.len) < 0)
+                log_warning("Failed to spool the exit of %s, ignoring.", c->unit);
+        buf_done(&line);
+        output_finish(c->output);
+
+        log_info("Command %s (%s) in session %s: %s, exit code %d, reason %s, %" PRIu64 " ms.", c->request_id, c->unit,
+                 c->session->id, command_status_to_string(res->status), res->exit_code, res->reason, res->duration_ms);
+
+        c->match_slot = sd_bus_slot_unref(c->match_slot);
+        c->sample_timer = sd_event_source_disable_unref(c->sample_timer);
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                close_stream(c, st);
+                fdstore_remove(c, st);
+        }
+        stdin_close(c, -EPIPE);
+
+        (void) command_save(c);
+        if (m->n_running > 0)
+                m->n_running--;
+        session_command_finished(c->session, c);
+}
+
+static void command_finish(Command *c) {
+        CommandResult res;
+        bool oom;
+
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                /* The command is over: read everything, pause or not. */
+                while (c->fd[st] >= 0) {
+                        char buf[READ_CHUNK];
+                        ssize_t n = read(c->fd[st], buf, sizeof(buf));
+                        if (n <= 0 && !(n < 0 && errno == EINTR))
+                                break;
+                        if (n > 0)
+                                output_add(c, st, buf, (size_t) n, false);
+                }
+                output_add(c, st, "", 0, true); /* flush a held-back partial character */
+        }
+
+        oom = session_saw_oom(c->session, c->cgroup);
+        (void) command_result_from_unit(c->state.result, c->state.exec_main_code, c->state.exec_main_status, oom, &res);
+        if (res.status == COMMAND_SIGNALED && c->session->closing && !oom)
+                snprintf(res.reason, sizeof(res.reason), "stopped");
+        if (c->state.exec_main_start_usec > 0 && c->state.exec_main_exit_usec >= c->state.exec_main_start_usec)
+                res.duration_ms = (c->state.exec_main_exit_usec - c->state.exec_main_start_usec) / USEC_PER_MSEC;
+        else if (c->accepted_monotonic_usec > 0)
+                res.duration_ms = (now_usec(CLOCK_MONOTONIC) - c->accepted_monotonic_usec) / USEC_PER_MSEC;
+        res.usage.cpu_usec = c->state.cpu_usage_nsec != UINT64_MAX ? c->state.cpu_usage_nsec / NSEC_PER_USEC
+                                                                    : c->cpu_sampled_usec;
+        res.usage.memory_bytes = c->memory_peak;
+        res.usage.tasks = c->tasks_peak;
+
+        release_unit(c);
+        command_set_result(c, &res);
+}
+
+static void command_lose(Command *c, const char *reason) {
+        CommandResult res = { .status = COMMAND_LOST, .exit_code = -1 };
+
+        snprintf(res.reason, sizeof(res.reason), "%s", reason);
+        res.usage.memory_bytes = c->memory_peak;
+        res.usage.tasks = c->tasks_peak;
+        res.usage.cpu_usec = c->cpu_sampled_usec;
+        log_warning("Command %s (%s) is lost: %s.", c->request_id, c->unit, reason);
+        command_set_result(c, &res);
+}
+
+/* --- watching the unit ---------------------------------------------------------- */
+
+static void refresh_state(Command *c);
+
 static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Command *c = userdata;
         int r;
@@ -373,7 +412,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
                 observe_usage(c);
         }
 
-        if (!command_status_is_terminal(c->result.status) && unit_state_is_done(&c->state)) {
+        if (command_status_is_running(c) && unit_state_is_done(&c->state)) {
                 command_finish(c);
                 return 0;
         }
@@ -398,6 +437,11 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 log_warning_errno(r, "Failed to parse state of %s, ignoring: %m", c->unit);
                 return 0;
         }
+        if (streq(c->state.load_state, "not-found")) {
+                /* Gone from PID 1 (collected while nobody held it, or a reboot): its end is unknown. */
+                command_lose(c, "unit-gone");
+                return 0;
+        }
 
         r = systemd_get_unit_state_async(c->session->manager->bus, &c->state_slot, c->unit_path,
                                          "org.freedesktop.systemd1.Service", on_service_state, c);
@@ -409,7 +453,7 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
 static void refresh_state(Command *c) {
         int r;
 
-        if (command_status_is_terminal(c->result.status))
+        if (!command_status_is_running(c))
                 return;
         if (c->state_slot) {
                 /* A query is in flight; its answer may predate this change. */
@@ -428,10 +472,33 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
+/* Running: watch the unit, sample its cgroup. */
+static int command_watch(Command *c) {
+        Manager *m = c->session->manager;
+        int r;
+
+        if (!c->match_slot) {
+                r = systemd_match_unit_async(m->bus, &c->match_slot, c->unit_path, on_properties_changed, c);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_event_add_time_relative(m->event, &c->sample_timer, CLOCK_MONOTONIC, SAMPLE_INTERVAL_USEC,
+                                       10 * USEC_PER_MSEC, on_sample, c);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(c->sample_timer, SD_EVENT_ON);
+
+        /* Read the state once now: the unit may have changed before our match was in place. */
+        refresh_state(c);
+        return 0;
+}
+
 static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Command *c = userdata;
         Manager *m = c->session->manager;
         CommandStartedFn fn = TAKE_PTR(c->started_fn);
+        Buf line = {};
+        int r;
 
         c->start_slot = sd_bus_slot_unref(c->start_slot);
 
@@ -441,33 +508,37 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
                 log_error("Failed to start %s: %s", c->unit, msg);
                 if (fn)
                         fn(c, -EIO, msg, c->started_userdata);
+                else
+                        command_remove(c);
                 return 0;
         }
 
         c->result.status = COMMAND_RUNNING;
         m->n_running++;
-        if (ndjson_append_accepted(&c->log, c->request_id, c->unit, c->session->id) < 0)
-                log_oom();
+        if (ndjson_append_accepted(&line, c->request_id, c->unit, c->session->id) < 0 ||
+            output_append_event(c->output, line.data, line.len) < 0)
+                log_warning("Failed to spool the start of %s, ignoring.", c->unit);
+        buf_done(&line);
+        (void) command_save(c);
 
-        /* Read the state once now: the unit may have finished before our match was in place. */
-        refresh_state(c);
-
-        if (sd_event_add_time_relative(m->event, &c->sample_timer, CLOCK_MONOTONIC, SAMPLE_INTERVAL_USEC,
-                                       10 * USEC_PER_MSEC, on_sample, c) >= 0)
-                (void) sd_event_source_set_enabled(c->sample_timer, SD_EVENT_ON);
+        r = command_watch(c);
+        if (r < 0)
+                log_error_errno(r, "Failed to watch %s, ignoring: %m", c->unit);
 
         if (fn)
                 fn(c, 0, NULL, c->started_userdata);
         return 0;
 }
 
-static int make_pipe(int *ret_read, int *ret_write) {
+/* --- creation --------------------------------------------------------------------- */
+
+static int make_pipe(int *ret_read, int *ret_write, bool reader_nonblock) {
         int p[2];
 
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        /* Only our end is non-blocking: the command writes to a normal blocking pipe. */
-        if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+        /* Only our end is non-blocking: the command sees an ordinary blocking pipe. */
+        if (fcntl(reader_nonblock ? p[0] : p[1], F_SETFL, O_NONBLOCK) < 0) {
                 safe_close(p[0]);
                 safe_close(p[1]);
                 return -errno;
@@ -478,22 +549,80 @@ static int make_pipe(int *ret_read, int *ret_write) {
         return 0;
 }
 
+static int make_stdin_memfd(const char *data, size_t n) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t done = 0;
+
+        fd = memfd_create("sandboxd-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        while (done < n) {
+                ssize_t k = write(fd, data + done, n - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                done += (size_t) k;
+        }
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        (void) fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+        return TAKE_FD(fd);
+}
+
+static Command *command_alloc(Session *s, unsigned n) {
+        Command *c = calloc(1, sizeof(Command));
+
+        if (!c)
+                return NULL;
+        c->session = s;
+        c->n = n;
+        c->fd[0] = c->fd[1] = c->stdin_fd = -EBADF;
+        c->result.status = COMMAND_PENDING;
+        c->result.exit_code = -1;
+        LIST_PREPEND(commands, s->commands, c);
+        return c;
+}
+
+static int command_set_names(Command *c, const char *request_id) {
+        if (request_id)
+                c->request_id = strdup(request_id);
+        else
+                (void) asprintf(&c->request_id, "%u", c->n);
+        if (!c->request_id || asprintf(&c->unit, "sandboxd-%s-%u.service", c->session->id, c->n) < 0)
+                return -ENOMEM;
+        return systemd_unit_path(c->unit, &c->unit_path);
+}
+
+static int command_open_output(Command *c, bool create) {
+        char dir[PATH_MAX], name[32];
+        int r;
+
+        snprintf(dir, sizeof(dir), "%s/spool/%s", c->session->manager->runtime_dir, c->session->id);
+        snprintf(name, sizeof(name), "%u", c->n);
+        if (create) {
+                r = store_mkdir_p(dir, 0700);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to create %s: %m", dir);
+        }
+        r = output_open(dir, name, c->session->manager->config.output_max_bytes, create, &c->output);
+        if (r < 0)
+                return r;
+        c->output->on_unpause = on_unpause;
+        c->output->userdata = c;
+        return 0;
+}
+
 int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
                   RequestError *e) {
         Manager *m = s->manager;
         _cleanup_free_ char *cwd = NULL, *exe = NULL, *description = NULL;
         _cleanup_strv_free_ char **env = NULL;
-        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, null_fd = -EBADF;
+        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, in_fd = -EBADF;
         char statedir_ws[256], statedir_home[256], statedir_tmp[256];
         Command *c;
         int r;
-
-        if (req->request_id && session_find_command(s, req->request_id)) {
-                e->code = "conflict";
-                snprintf(e->message, sizeof(e->message), "A command with request_id '%s' already exists in this session.",
-                         req->request_id);
-                return -EEXIST;
-        }
 
         if (req->has_timeout && req->timeout_ms * USEC_PER_MSEC > m->config.max_timeout_usec) {
                 e->code = "limit_exceeded";
@@ -502,7 +631,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 return -EINVAL;
         }
 
-        r = resolve_cwd(s, req->cwd, &cwd, e);
+        r = command_resolve_cwd(s, req->cwd, &cwd, e);
         if (r < 0)
                 return r;
 
@@ -516,52 +645,67 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 return -EINVAL;
         }
 
-        r = build_env(s, req->env, &env);
+        r = command_build_env(s, req->env, &env);
         if (r < 0)
                 return r;
 
-        c = calloc(1, sizeof(Command));
+        c = command_alloc(s, ++s->n_commands);
         if (!c)
                 return -ENOMEM;
-        c->session = s;
-        c->fd[0] = c->fd[1] = -EBADF;
-        c->result.status = COMMAND_PENDING;
-        c->result.exit_code = -1;
-        c->n = ++s->n_commands;
-        c->accepted_monotonic_usec = now_monotonic();
+        c->created_realtime_usec = now_usec(CLOCK_REALTIME);
+        c->accepted_monotonic_usec = now_usec(CLOCK_MONOTONIC);
         c->started_fn = fn;
         c->started_userdata = userdata;
-        LIST_PREPEND(commands, s->commands, c);
-
-        if (req->request_id)
-                c->request_id = strdup(req->request_id);
-        else
-                (void) asprintf(&c->request_id, "%u", c->n);
-        if (!c->request_id || asprintf(&c->unit, "sandboxd-%s-%u.service", s->id, c->n) < 0) {
+        c->stdin_mode = req->stdin_mode;
+        c->argv = calloc(strv_length(req->argv) + 1, sizeof(char *));
+        if (!c->argv) {
                 r = -ENOMEM;
                 goto fail;
         }
-        r = systemd_unit_path(c->unit, &c->unit_path);
+        for (size_t i = 0; req->argv[i]; i++)
+                if (!(c->argv[i] = strdup(req->argv[i]))) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+
+        r = command_set_names(c, req->request_id);
+        if (r < 0)
+                goto fail;
+        r = command_open_output(c, true);
         if (r < 0)
                 goto fail;
 
-        r = make_pipe(&c->fd[STREAM_STDOUT], &out_w);
+        r = make_pipe(&c->fd[OUTPUT_STDOUT], &out_w, true);
         if (r >= 0)
-                r = make_pipe(&c->fd[STREAM_STDERR], &err_w);
+                r = make_pipe(&c->fd[OUTPUT_STDERR], &err_w, true);
         if (r < 0) {
                 log_error_errno(r, "Failed to create pipes for %s: %m", c->unit);
                 goto fail;
         }
-        null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (null_fd < 0) {
-                r = log_error_errno(-errno, "Failed to open /dev/null: %m");
+        switch (c->stdin_mode) {
+        case STDIN_DATA:
+                in_fd = r = make_stdin_memfd(req->stdin_data, req->stdin_size);
+                break;
+        case STDIN_STREAM:
+                r = make_pipe(&in_fd, &c->stdin_fd, false);
+                break;
+        default:
+                in_fd = r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (r < 0)
+                        r = -errno;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up stdin of %s: %m", c->unit);
                 goto fail;
         }
-        for (CommandStream st = 0; st < _STREAM_MAX; st++) {
-                r = sd_event_add_io(m->event, &c->io[st], c->fd[st], EPOLLIN, on_output, c);
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                r = watch_stream(c, st);
                 if (r < 0)
                         goto fail;
+                fdstore_put(c, st, c->fd[st]);
         }
+        if (c->stdin_fd >= 0)
+                fdstore_put(c, 2, c->stdin_fd);
 
         snprintf(statedir_ws, sizeof(statedir_ws), "sandboxd/ws/%s/%s", s->user, s->workspace);
         snprintf(statedir_home, sizeof(statedir_home), "sandboxd/home/%s/%s", s->user, s->workspace);
@@ -583,10 +727,10 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .state_directories = { statedir_ws, statedir_home, statedir_tmp },
                 .runtime_max_usec = req->has_timeout ? req->timeout_ms * USEC_PER_MSEC : m->config.default_timeout_usec,
                 .timeout_stop_usec = m->config.kill_grace_usec,
-                .stdin_fd = null_fd,
+                .stdin_fd = in_fd,
                 .stdout_fd = out_w,
                 .stderr_fd = err_w,
-                .inaccessible_paths = { "-/run/dbus/system_bus_socket", "-/run/sandboxd", "-/var/lib/sandboxd/state",
+                .inaccessible_paths = { "-/run/dbus/system_bus_socket", "-/run/sandboxd", "-/var/lib/sandboxd/sessions",
                                         "-/etc/sandboxd" },
         };
 
@@ -605,34 +749,245 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         return 0;
 
 fail:
+        command_remove(c);
+        return r;
+}
+
+/* --- recovery ----------------------------------------------------------------------- */
+
+static int result_from_record(json_object *o, CommandResult *res) {
+        json_object *usage;
+        const char *reason = store_get_string(o, "reason");
+
+        res->status = command_status_from_string(store_get_string(o, "status"));
+        if (res->status < 0)
+                return -EBADMSG;
+        res->exit_code = (int) store_get_i64(o, "exit_code", -1);
+        res->signal = (int) store_get_i64(o, "signal", 0);
+        snprintf(res->reason, sizeof(res->reason), "%s", reason ?: "");
+        res->duration_ms = store_get_u64(o, "duration_ms", 0);
+        if (json_object_object_get_ex(o, "usage", &usage)) {
+                res->usage.cpu_usec = store_get_u64(usage, "cpu_usec", 0);
+                res->usage.memory_bytes = store_get_u64(usage, "memory_bytes", 0);
+                res->usage.tasks = store_get_u64(usage, "tasks", 0);
+        }
+        return 0;
+}
+
+int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
+        Manager *m = s->manager;
+        json_object *argv;
+        const char *request_id = store_get_string(o, "request_id");
+        unsigned n = (unsigned) store_get_u64(o, "n", 0);
+        bool running;
+        Command *c;
+        int r;
+
+        if (n == 0 || !request_id)
+                return -EBADMSG;
+
+        c = command_alloc(s, n);
+        if (!c)
+                return -ENOMEM;
+        c->created_realtime_usec = store_get_u64(o, "created_usec", 0);
+        c->stdin_mode = stdin_mode_from_string(store_get_string(o, "stdin"));
+        if (c->stdin_mode < 0)
+                c->stdin_mode = STDIN_NULL;
+        if (json_object_object_get_ex(o, "argv", &argv) && json_object_is_type(argv, json_type_array)) {
+                size_t k = json_object_array_length(argv);
+
+                c->argv = calloc(k + 1, sizeof(char *));
+                for (size_t i = 0; c->argv && i < k; i++)
+                        c->argv[i] = strdup(json_object_get_string(json_object_array_get_idx(argv, i)) ?: "");
+        }
+        r = command_set_names(c, request_id);
+        if (r < 0)
+                goto fail;
+        r = result_from_record(o, &c->result);
+        if (r < 0)
+                goto fail;
+
+        running = !command_status_is_terminal(c->result.status);
+        r = command_open_output(c, false);
+        if (r == -ENOENT) {
+                /* The spool lives in /run: after a reboot only the record is left. */
+                log_notice("The output of %s is gone (reboot?), keeping its record only.", c->unit);
+                r = command_open_output(c, true);
+        }
+        if (r < 0)
+                goto fail;
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                char key[32];
+
+                snprintf(key, sizeof(key), "%s_total", stream_names[st]);
+                c->output->total[st] = MAX(c->output->total[st], store_get_u64(o, key, 0));
+                snprintf(key, sizeof(key), "%s_truncated", stream_names[st]);
+                c->output->truncated[st] = store_get_bool(o, key, false) || c->output->kept[st] >= c->output->cap;
+        }
+
+        if (!running) {
+                c->output->finished = true;
+                *ret = c;
+                return 0;
+        }
+
+        if (c->result.status == COMMAND_PENDING) {
+                /* sandboxd went away between asking for the unit and hearing back. */
+                c->result.status = COMMAND_RUNNING;
+        }
+        m->n_running++;
+        if (fds[0] < 0 || fds[1] < 0) {
+                /* systemd dropped our pipe ends (sandboxd was stopped, not restarted). */
+                static const char lost[] = "{\"type\":\"notice\",\"message\":\"output written while sandboxd "
+                                           "was stopped is lost\"}\n";
+                (void) output_append_event(c->output, lost, sizeof(lost) - 1);
+        }
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                c->fd[st] = TAKE_FD(fds[st]);
+                if (c->fd[st] < 0)
+                        continue;
+                (void) fcntl(c->fd[st], F_SETFL, O_NONBLOCK);
+                r = watch_stream(c, st);
+                if (r < 0)
+                        goto fail;
+        }
+        if (c->stdin_mode == STDIN_STREAM && fds[2] >= 0) {
+                c->stdin_fd = TAKE_FD(fds[2]);
+                (void) fcntl(c->stdin_fd, F_SETFL, O_NONBLOCK);
+        }
+
+        r = command_watch(c);
+        if (r < 0)
+                goto fail;
+        log_info("Re-attached to %s (%s).", c->unit, c->request_id);
+        *ret = c;
+        return 0;
+
+fail:
         command_free(c);
         return r;
 }
 
-Command *command_free(Command *c) {
-        CommandFollower *f;
+/* --- operations ----------------------------------------------------------------------- */
 
+int command_signal(Command *c, int sig) {
+        if (!command_status_is_running(c))
+                return -ESRCH;
+        return systemd_kill_unit_async(c->session->manager->bus, c->unit, "all", sig, NULL, NULL);
+}
+
+int command_stop(Command *c) {
+        if (!command_status_is_running(c))
+                return 0;
+        return systemd_stop_unit_async(c->session->manager->bus, c->unit, NULL, NULL);
+}
+
+static int append_stream_snapshot(Command *c, Buf *b, OutputStream st) {
+        Buf raw = {};
+        bool valid;
+        int r;
+
+        r = output_read_raw(c->output, st, &raw);
+        if (r < 0)
+                goto finish;
+        if (utf8_valid_prefix(raw.data ?: "", raw.len, &valid) == raw.len && valid) {
+                r = buf_printf(b, ",\"%s\":", stream_names[st]);
+                if (r >= 0)
+                        r = json_append_string(b, raw.data ?: "", raw.len);
+        } else {
+                r = buf_printf(b, ",\"%s\":null,\"%s_b64\":\"", stream_names[st], stream_names[st]);
+                if (r >= 0)
+                        r = base64_encode(b, raw.data, raw.len);
+                if (r >= 0)
+                        r = buf_puts(b, "\"");
+        }
+finish:
+        buf_done(&raw);
+        return r;
+}
+
+int command_append_json(Command *c, Buf *b, bool with_output) {
+        Output *o = c->output;
+        int r;
+
+        r = buf_puts(b, "{\"request_id\":");
+        if (r >= 0)
+                r = json_append_string(b, c->request_id, strlen(c->request_id));
+        if (r >= 0)
+                r = buf_printf(b, ",\"unit\":\"%s\",\"session\":\"%s\",\"terminal\":%s,\"created_at_usec\":%" PRIu64
+                                  ",\"stdin\":\"%s\",\"argv\":[",
+                               c->unit, c->session->id, command_status_is_terminal(c->result.status) ? "true" : "false",
+                               c->created_realtime_usec, stdin_mode_to_string(c->stdin_mode));
+        for (char **a = c->argv; r >= 0 && a && *a; a++) {
+                if (a != c->argv)
+                        r = buf_puts(b, ",");
+                if (r >= 0)
+                        r = json_append_string(b, *a, strlen(*a));
+        }
+        if (r >= 0)
+                r = buf_puts(b, "],");
+        if (r < 0)
+                return r;
+
+        if (command_status_is_terminal(c->result.status))
+                r = ndjson_append_result_fields(b, &c->result);
+        else
+                r = buf_printf(b, "\"status\":\"%s\",\"exit_code\":null,\"signal\":null,\"reason\":null,"
+                                  "\"duration_ms\":null,\"usage\":{\"cpu_usec\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
+                                  ",\"tasks\":%" PRIu64 "}",
+                               command_status_to_string(c->result.status), c->cpu_sampled_usec, c->memory_peak,
+                               c->tasks_peak);
+        if (r < 0)
+                return r;
+
+        r = buf_printf(b, ",\"truncated\":%s,\"stdout_truncated\":%s,\"stderr_truncated\":%s,"
+                          "\"stdout_bytes\":%" PRIu64 ",\"stderr_bytes\":%" PRIu64 ",\"events_bytes\":%" PRIu64,
+                       o->truncated[0] || o->truncated[1] ? "true" : "false", o->truncated[0] ? "true" : "false",
+                       o->truncated[1] ? "true" : "false", o->total[0], o->total[1], o->log_size);
+        if (r >= 0 && with_output)
+                r = append_stream_snapshot(c, b, OUTPUT_STDOUT);
+        if (r >= 0 && with_output)
+                r = append_stream_snapshot(c, b, OUTPUT_STDERR);
+        if (r >= 0)
+                r = buf_puts(b, "}");
+        return r;
+}
+
+/* --- teardown --------------------------------------------------------------------------- */
+
+void command_remove(Command *c) {
+        char dir[PATH_MAX], name[32], path[PATH_MAX];
+
+        if (!c)
+                return;
+        for (unsigned i = 0; i < 3; i++)
+                fdstore_remove(c, i);
+        snprintf(dir, sizeof(dir), "%s/spool/%s", c->session->manager->runtime_dir, c->session->id);
+        snprintf(name, sizeof(name), "%u", c->n);
+        (void) output_remove(dir, name);
+        if (command_record_path(c, path, sizeof(path)) >= 0)
+                (void) unlink(path);
+        command_free(c);
+}
+
+Command *command_free(Command *c) {
         if (!c)
                 return NULL;
 
-        if (c->result.status == COMMAND_RUNNING && c->session->manager->n_running > 0)
+        if (command_status_is_running(c) && c->session->manager->n_running > 0)
                 c->session->manager->n_running--;
 
-        while ((f = c->followers)) {
-                command_unfollow(f);
-                f->notify(f); /* tells the follower its command is gone */
-        }
-
+        output_free(c->output);
         LIST_REMOVE(commands, c->session->commands, c);
-        for (CommandStream st = 0; st < _STREAM_MAX; st++) {
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 close_stream(c, st);
-                buf_done(&c->partial[st]);
-        }
+        c->stdin_fd = safe_close(c->stdin_fd);
+        stdin_close(c, -ECANCELED);
         sd_bus_slot_unref(c->start_slot);
         sd_bus_slot_unref(c->match_slot);
         sd_bus_slot_unref(c->state_slot);
         sd_event_source_disable_unref(c->sample_timer);
-        buf_done(&c->log);
+        strv_free(c->argv);
         free(c->request_id);
         free(c->unit);
         free(c->unit_path);

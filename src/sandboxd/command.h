@@ -1,28 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <json-c/json.h>
+
 #include "buf.h"
 #include "manager.h"
+#include "output.h"
 #include "request.h"
 #include "result.h"
 #include "systemd.h"
 
-typedef enum CommandStream {
-        STREAM_STDOUT,
-        STREAM_STDERR,
-        _STREAM_MAX,
-} CommandStream;
-
-/* Someone reading a command's event log as it grows (an HTTP stream). */
-typedef struct CommandFollower CommandFollower;
-struct CommandFollower {
-        Command *command;
-        void (*notify)(CommandFollower *f); /* new events, or the command is going away */
-        LIST_FIELDS(CommandFollower, followers);
-};
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* r >= 0: the unit was accepted by systemd; r < 0: it was not, `message` says why. */
 typedef void (*CommandStartedFn)(Command *c, int r, const char *message, void *userdata);
+/* A POST .../stdin finished: r < 0 if the command went away first. */
+typedef void (*CommandStdinFn)(Command *c, int r, void *userdata);
+
+typedef struct StdinWaiter StdinWaiter;
+struct StdinWaiter {
+        size_t until; /* done once this many more bytes were written */
+        CommandStdinFn fn;
+        void *userdata;
+        LIST_FIELDS(StdinWaiter, waiters);
+};
 
 struct Command {
         Session *session;
@@ -30,18 +31,21 @@ struct Command {
         char *request_id;
         char *unit;
         char *unit_path;
+        char **argv;
+        uint64_t created_realtime_usec;
 
         CommandResult result; /* .status is PENDING, RUNNING or terminal */
+        Output *output;
 
-        /* The NDJSON event log: accepted, output chunks, exit. Followers read it by offset. */
-        Buf log;
-        uint64_t output_total[_STREAM_MAX];
-        uint64_t output_kept[_STREAM_MAX];
-        bool truncated[_STREAM_MAX];
+        int fd[_OUTPUT_STREAM_MAX]; /* our ends of stdout/stderr, also in systemd's fd store */
+        sd_event_source *io[_OUTPUT_STREAM_MAX];
 
-        int fd[_STREAM_MAX];
-        sd_event_source *io[_STREAM_MAX];
-        Buf partial[_STREAM_MAX]; /* an incomplete UTF-8 character held back */
+        StdinMode stdin_mode;
+        int stdin_fd;          /* stream mode: our end, also in the fd store */
+        sd_event_source *stdin_io;
+        Buf stdin_pending;
+        bool stdin_eof;        /* close once pending is written */
+        StdinWaiter *stdin_waiters;
 
         sd_bus_slot *start_slot, *match_slot, *state_slot;
         bool refresh_again;
@@ -54,18 +58,35 @@ struct Command {
         CommandStartedFn started_fn;
         void *started_userdata;
 
-        CommandFollower *followers;
         LIST_FIELDS(Command, commands);
 };
 
-/* Validates what depends on the session (cwd, executable), then starts the unit. `fn`
- * is called once systemd answers. Returns -EINVAL with *error set for bad input. */
+/* Validates what depends on the session (cwd, executable, limits), then starts the unit.
+ * `fn` is called once systemd answers. Returns -EINVAL with *error set for bad input. */
 int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
                   RequestError *error);
+
+/* Rebuilds a command from its record after a restart; fds: what the fd store gave back
+ * for it (stdout, stderr, stdin; -EBADF where missing), taken over. */
+int command_recover(Session *s, json_object *record, int fds[3], Command **ret);
+
+/* Forgets the command and its spool (it must be terminal). */
+void command_remove(Command *c);
 Command *command_free(Command *c);
 
-void command_follow(Command *c, CommandFollower *f);
-void command_unfollow(CommandFollower *f);
+/* Sends `sig` to every process of the command's unit. */
+int command_signal(Command *c, int sig);
+/* Queues bytes for a command started with "stdin":"stream"; fn runs once written. */
+int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandStdinFn fn, void *userdata);
+/* Stops a running command (its unit); the result follows as usual. */
+int command_stop(Command *c);
 
-/* Resolves argv[0] like execvp() would, in `path` (colon-separated). */
+int command_append_json(Command *c, Buf *b, bool with_output);
+int command_save(Command *c);
+
+bool command_status_is_running(const Command *c);
+
+/* command-setup.c */
 int find_executable(const char *name, const char *path, char **ret);
+int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e);
+int command_build_env(Session *s, char * const *user_env, char ***ret);

@@ -23,11 +23,28 @@ void config_init(Config *c) {
                         .cpu_quota_percent = 400,
                         .tasks_max = 4096,
                 },
+                .idle_timeout_usec = 30 * 60 * USEC_PER_SEC,
+                .max_idle_timeout_usec = 24 * 3600 * USEC_PER_SEC,
+                .max_lifetime_usec = 24 * 3600 * USEC_PER_SEC,
+                .retain_closed_usec = 3600 * USEC_PER_SEC,
+                .pool_profile = POOL_SHARED,
+                .pool_size = 16,
+                .pool_min_ready = 4,
                 .default_timeout_usec = 600 * USEC_PER_SEC,
                 .max_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .kill_grace_usec = 5 * USEC_PER_SEC,
                 .output_max_bytes = 1024 * 1024,
         };
+}
+
+const char *pool_profile_to_string(PoolProfile p) {
+        static const char *const table[_POOL_PROFILE_MAX] = {
+                [POOL_SHARED] = "shared",
+                [POOL_LOCAL] = "local",
+        };
+        if (p < 0 || p >= _POOL_PROFILE_MAX)
+                return NULL;
+        return table[p];
 }
 
 void config_done(Config *c) {
@@ -121,6 +138,39 @@ static int handler(void *userdata, const char *section, const char *key, const c
                 r = parse_limit_key(st, &c->session_limits_max, section, key, value, "Max");
                 if (r != -ENOENT)
                         return r;
+                if (streq(key, "IdleTimeoutSec") || streq(key, "MaxIdleTimeoutSec") || streq(key, "MaxLifetimeSec") ||
+                    streq(key, "RetainClosedSec")) {
+                        if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC)
+                                return set_error(st, section, key, value, "expected a duration of at least 1s, like 30min or 1d");
+                        if (streq(key, "IdleTimeoutSec"))
+                                c->idle_timeout_usec = v;
+                        else if (streq(key, "MaxIdleTimeoutSec"))
+                                c->max_idle_timeout_usec = v;
+                        else if (streq(key, "MaxLifetimeSec"))
+                                c->max_lifetime_usec = v;
+                        else
+                                c->retain_closed_usec = v;
+                        return 1;
+                }
+        } else if (streq(section, "Pool")) {
+                if (streq(key, "Profile")) {
+                        if (streq(value, "shared"))
+                                c->pool_profile = POOL_SHARED;
+                        else if (streq(value, "local"))
+                                c->pool_profile = POOL_LOCAL;
+                        else
+                                return set_error(st, section, key, value, "expected 'shared' or 'local'");
+                        return 1;
+                }
+                if (streq(key, "PoolSize") || streq(key, "MinReady")) {
+                        if (parse_uint64(value, &v) < 0 || v > 1024)
+                                return set_error(st, section, key, value, "expected a number between 0 and 1024");
+                        if (streq(key, "PoolSize"))
+                                c->pool_size = (unsigned) v;
+                        else
+                                c->pool_min_ready = (unsigned) v;
+                        return 1;
+                }
         } else if (streq(section, "Command")) {
                 if (streq(key, "DefaultTimeoutSec") || streq(key, "MaxTimeoutSec") || streq(key, "TimeoutStopSec")) {
                         if (parse_duration(value, &v) < 0 || v == 0)
@@ -198,6 +248,10 @@ static int check_consistency(LoadState *st) {
                 what = "TasksMax= is above MaxTasksMax=";
         else if (c->default_timeout_usec > c->max_timeout_usec)
                 what = "DefaultTimeoutSec= is above MaxTimeoutSec=";
+        else if (c->idle_timeout_usec > c->max_idle_timeout_usec)
+                what = "IdleTimeoutSec= is above MaxIdleTimeoutSec=";
+        else if (c->pool_min_ready > c->pool_size)
+                what = "MinReady= is above PoolSize=";
         if (!what)
                 return 0;
 

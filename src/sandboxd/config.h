@@ -12,6 +12,15 @@ typedef struct Limits {
         uint64_t tasks_max;
 } Limits;
 
+typedef enum PoolProfile {
+        POOL_SHARED, /* slices prepared ahead: sessions start without waiting for PID 1 */
+        POOL_LOCAL,  /* everything on demand: nothing idles */
+        _POOL_PROFILE_MAX,
+        _POOL_PROFILE_INVALID = -EINVAL,
+} PoolProfile;
+
+const char *pool_profile_to_string(PoolProfile p);
+
 typedef struct Config {
         /* [Daemon] */
         uint64_t idle_exit_usec; /* 0: never exit when idle */
@@ -24,6 +33,15 @@ typedef struct Config {
         /* [Session]: defaults and the ceiling a request may ask for */
         Limits session_limits;
         Limits session_limits_max;
+        uint64_t idle_timeout_usec;     /* pushed back by activity and running commands */
+        uint64_t max_idle_timeout_usec; /* the most a request's ttl_s may ask for */
+        uint64_t max_lifetime_usec;     /* hard limit from creation */
+        uint64_t retain_closed_usec;    /* how long results of a closed session stay */
+
+        /* [Pool] */
+        PoolProfile pool_profile;
+        unsigned pool_size;
+        unsigned pool_min_ready;
 
         /* [Command] */
         uint64_t default_timeout_usec;

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <inttypes.h>
-#include <time.h>
+#include <signal.h>
 
+#include "cgroup.h"
 #include "command.h"
 #include "http.h"
+#include "json-util.h"
 #include "log.h"
 #include "ndjson.h"
+#include "parse-util.h"
+#include "pool.h"
 #include "session.h"
+#include "time-util.h"
 #include "validate.h"
 
 #define PATH_PARTS_MAX 8
@@ -48,13 +53,56 @@ static bool is_json_request(HttpRequest *r) {
         return !ct || startswith(ct, "application/json") || startswith(ct, "application/x-www-form-urlencoded");
 }
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+static const char *query(HttpRequest *r, const char *key) {
+        return MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, key);
 }
 
-/* --- health --------------------------------------------------------------- */
+/* ?flag, ?flag=1, ?flag=true: true; ?flag=0, ?flag=false: false; anything else: -EINVAL */
+static int query_bool(HttpRequest *r, const char *key, bool dflt) {
+        const char *v = query(r, key);
+
+        if (!v)
+                return dflt;
+        if (streq(v, "") || streq(v, "1") || streq(v, "true") || streq(v, "yes"))
+                return true;
+        if (streq(v, "0") || streq(v, "false") || streq(v, "no"))
+                return false;
+        return -EINVAL;
+}
+
+static int queue_session(HttpRequest *r, unsigned status, Session *s) {
+        Buf b = {};
+
+        if (session_append_json(s, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, status, &b);
+}
+
+static struct MHD_Response *session_response(Session *s) {
+        struct MHD_Response *resp;
+        Buf b = {};
+
+        if (session_append_json(s, &b) < 0 || buf_puts(&b, "\n") < 0) {
+                buf_done(&b);
+                return http_error_response("internal", "Out of memory.");
+        }
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
+}
+
+/* A tenant sees only its sessions; local (unix socket) callers see all. */
+static bool session_visible(HttpRequest *r, Session *s) {
+        return r->server->is_unix || streq_ptr(r->tenant, s->tenant);
+}
+
+/* --- health ----------------------------------------------------------------- */
+
+static bool manager_is_ready(Manager *m) {
+        return m->bus && sd_bus_is_open(m->bus) > 0;
+}
 
 static int route_healthz(HttpRequest *r) {
         Buf b = {};
@@ -64,18 +112,22 @@ static int route_healthz(HttpRequest *r) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
-static bool manager_is_ready(Manager *m) {
-        return m->bus && sd_bus_is_open(m->bus) > 0;
-}
-
 static int route_readyz(HttpRequest *r) {
-        Manager *m = r->server->manager;
-        bool ready = manager_is_ready(m);
+        bool ready = manager_is_ready(r->server->manager);
         Buf b = {};
 
         if (buf_printf(&b, "{\"status\":\"%s\"}", ready ? "ready" : "systemd-unreachable") < 0)
                 return MHD_NO;
         return http_queue_json(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &b);
+}
+
+static int append_pool_json(Manager *m, Buf *b) {
+        PoolStats st;
+
+        pool_stats(m, &st);
+        return buf_printf(b, "{\"profile\":\"%s\",\"size\":%u,\"min_ready\":%u,\"ready\":%u,\"starting\":%u,\"in_use\":%u}",
+                          pool_profile_to_string(m->config.pool_profile), st.size, st.min_ready, st.ready, st.starting,
+                          st.in_use);
 }
 
 static int route_health(HttpRequest *r) {
@@ -89,17 +141,30 @@ static int route_health(HttpRequest *r) {
         struct tm tm;
 
         LIST_FOREACH(sessions, s, m->sessions)
-                n_sessions++;
+                if (s->state == SESSION_ACTIVE)
+                        n_sessions++;
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 
         if (buf_printf(&b,
                        "{\"status\":\"%s\",\"timestamp\":\"%s\",\"uptime\":%.3f,\"version\":\"%s\","
-                       "\"sessions\":%u,\"running_commands\":%u,"
-                       "\"pool\":{\"size\":0,\"ready\":0,\"in_use\":0}}",
+                       "\"sessions\":%u,\"running_commands\":%u,\"pool\":",
                        manager_is_ready(m) ? "ok" : "degraded", ts,
                        (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC, PROJECT_VERSION,
-                       n_sessions, m->n_running) < 0)
+                       n_sessions, m->n_running) < 0 ||
+            append_pool_json(m, &b) < 0 || buf_puts(&b, "}") < 0) {
+                buf_done(&b);
                 return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_pool(HttpRequest *r) {
+        Buf b = {};
+
+        if (append_pool_json(r->server->manager, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
@@ -107,21 +172,13 @@ static int route_health(HttpRequest *r) {
 
 static void on_session_ready(Session *s, int ret, void *userdata) {
         HttpRequest *r = userdata;
-        Buf b = {};
 
         r->session = NULL;
-        if (ret < 0) {
+        if (ret < 0)
                 http_complete(r, MHD_HTTP_BAD_GATEWAY,
                               http_error_response("systemd_failed", s->error ?: "systemd could not create the session's slice."));
-                return;
-        }
-        if (session_append_json(s, &b) < 0 || buf_puts(&b, "\n") < 0) {
-                buf_done(&b);
-                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("internal", "Out of memory."));
-                return;
-        }
-        http_complete(r, r->status, http_json_response(b.data, b.len));
-        buf_done(&b);
+        else
+                http_complete(r, r->status, session_response(s));
 }
 
 static int route_create_session(HttpRequest *r) {
@@ -140,10 +197,13 @@ static int route_create_session(HttpRequest *r) {
                 return queue_request_error(r, ret, &e);
 
         s = manager_find_session_by_scope(m, req.user, req.workspace);
+        if (s && !session_visible(r, s))
+                return http_queue_error(r, MHD_HTTP_CONFLICT, "scope_taken",
+                                        "Another tenant has an active session for this user and workspace.");
         if (s)
                 r->status = MHD_HTTP_OK;
         else {
-                ret = session_create(m, &req, &s, &e);
+                ret = session_create(m, &req, r->tenant, &s, &e);
                 if (ret < 0) {
                         if (ret == -EINVAL)
                                 return queue_request_error(r, ret, &e);
@@ -151,6 +211,9 @@ static int route_create_session(HttpRequest *r) {
                 }
                 r->status = MHD_HTTP_CREATED;
         }
+
+        if (s->state != SESSION_STARTING)
+                return queue_session(r, r->status, s);
 
         http_suspend(r);
         r->session = s;
@@ -165,7 +228,7 @@ static int route_create_session(HttpRequest *r) {
 
 static int route_list_sessions(HttpRequest *r) {
         Manager *m = r->server->manager;
-        const char *user = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "user");
+        const char *user = query(r, "user");
         bool first = true;
         Session *s;
         Buf b = {};
@@ -176,7 +239,7 @@ static int route_list_sessions(HttpRequest *r) {
         if (buf_puts(&b, "{\"sessions\":[") < 0)
                 return MHD_NO;
         LIST_FOREACH(sessions, s, m->sessions) {
-                if (user && !streq(user, s->user))
+                if ((user && !streq(user, s->user)) || !session_visible(r, s))
                         continue;
                 if ((!first && buf_puts(&b, ",") < 0) || session_append_json(s, &b) < 0) {
                         buf_done(&b);
@@ -191,17 +254,91 @@ static int route_list_sessions(HttpRequest *r) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
-static int route_get_session(HttpRequest *r, Session *s) {
-        Buf b = {};
+static void on_session_closed(Session *s, int ret, void *userdata) {
+        HttpRequest *r = userdata;
 
-        if (session_append_json(s, &b) < 0) {
-                buf_done(&b);
-                return MHD_NO;
+        if (ret < 0)
+                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("internal", "The session went away."));
+        else
+                http_complete(r, MHD_HTTP_OK, session_response(s));
+}
+
+static int route_delete_session(HttpRequest *r, Session *s) {
+        int purge = query_bool(r, "purge", false), ret;
+
+        if (purge < 0)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?purge= must be true or false.");
+        if (s->state == SESSION_STARTING)
+                return http_queue_error(r, MHD_HTTP_CONFLICT, "session_starting", "The session is still starting.");
+
+        http_suspend(r);
+        ret = session_close(s, "deleted", purge, on_session_closed, r);
+        if (ret < 0) {
+                r->suspended = false;
+                MHD_resume_connection(r->connection);
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         }
-        return http_queue_json(r, MHD_HTTP_OK, &b);
+        return MHD_YES;
+}
+
+static int require_active(HttpRequest *r, Session *s) {
+        if (s->state == SESSION_ACTIVE)
+                return 0;
+        http_queue_error(r, MHD_HTTP_CONFLICT, "session_not_active",
+                         s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
+        return -1;
+}
+
+static int route_activity(HttpRequest *r, Session *s) {
+        if (require_active(r, s) < 0)
+                return MHD_YES;
+        session_touch(s);
+        return queue_session(r, MHD_HTTP_OK, s);
+}
+
+static int on_frozen(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        HttpRequest *r = userdata;
+
+        if (sd_bus_message_is_method_error(reply, NULL))
+                http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", systemd_error_message(reply)));
+        else
+                http_complete(r, MHD_HTTP_OK, session_response(r->session));
+        return 0;
+}
+
+static int route_freeze(HttpRequest *r, Session *s, bool freeze) {
+        int ret;
+
+        if (require_active(r, s) < 0)
+                return MHD_YES;
+        r->session = s;
+        ret = session_freeze(s, freeze, on_frozen, r);
+        if (ret == -EOPNOTSUPP)
+                return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "unsupported",
+                                        "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or hybrid, "
+                                        "where systemd cannot freeze units.");
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+        http_suspend(r);
+        return MHD_YES;
 }
 
 /* --- commands ------------------------------------------------------------- */
+
+static struct MHD_Response *accepted_response(Command *c) {
+        struct MHD_Response *resp;
+        Buf b = {};
+
+        if (buf_puts(&b, "{\"request_id\":") < 0 || json_append_string(&b, c->request_id, strlen(c->request_id)) < 0 ||
+            buf_printf(&b, ",\"unit\":\"%s\",\"session\":\"%s\",\"status\":\"%s\"}\n", c->unit, c->session->id,
+                       command_status_to_string(c->result.status)) < 0) {
+                buf_done(&b);
+                return NULL;
+        }
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
+}
 
 static void on_command_started(Command *c, int ret, const char *message, void *userdata) {
         HttpRequest *r = userdata;
@@ -210,19 +347,25 @@ static void on_command_started(Command *c, int ret, const char *message, void *u
         r->command = NULL;
         if (ret < 0) {
                 snprintf(msg, sizeof(msg), "systemd refused to start the command: %s", message ?: strerror(-ret));
-                command_free(c);
+                command_remove(c);
                 http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", msg));
                 return;
         }
-        http_complete(r, MHD_HTTP_OK, http_command_stream_response(r, c, 0));
+        if (r->status == MHD_HTTP_ACCEPTED)
+                http_complete(r, MHD_HTTP_ACCEPTED, accepted_response(c));
+        else
+                http_complete(r, MHD_HTTP_OK, http_command_stream_response(r, c, 0));
 }
 
 static int route_start_command(HttpRequest *r, Session *s) {
         _cleanup_(command_request_done) CommandRequest req = {};
         RequestError e = {};
+        int wait = query_bool(r, "wait", true);
         Command *c;
         int ret;
 
+        if (wait < 0)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?wait= must be true or false.");
         if (!is_json_request(r))
                 return http_queue_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
                                         "Send the request body as application/json.");
@@ -231,14 +374,140 @@ static int route_start_command(HttpRequest *r, Session *s) {
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
 
-        if (s->state != SESSION_ACTIVE)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "session_not_active", "The session is not active.");
+        if (req.request_id && (c = session_find_command(s, req.request_id))) {
+                /* Idempotent: the same request id returns the first command, never a second one. */
+                if (!wait)
+                        return http_queue(r, MHD_HTTP_OK, accepted_response(c));
+                return http_queue(r, MHD_HTTP_OK, http_command_stream_response(r, c, 0));
+        }
+        if (require_active(r, s) < 0)
+                return MHD_YES;
 
         ret = command_start(s, &req, on_command_started, r, &c, &e);
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
 
+        session_touch(s);
+        r->status = wait ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED;
         r->command = c;
+        http_suspend(r);
+        return MHD_YES;
+}
+
+static int route_list_commands(HttpRequest *r, Session *s) {
+        Command *c;
+        Buf b = {};
+        bool first = true;
+
+        if (buf_puts(&b, "{\"commands\":[") < 0)
+                return MHD_NO;
+        /* The list is newest first; answer oldest first. */
+        for (c = s->commands; c && c->commands_next; c = c->commands_next)
+                ;
+        for (; c; c = c->commands_prev) {
+                if ((!first && buf_puts(&b, ",") < 0) || command_append_json(c, &b, false) < 0) {
+                        buf_done(&b);
+                        return MHD_NO;
+                }
+                first = false;
+        }
+        if (buf_puts(&b, "]}") < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_get_command(HttpRequest *r, Command *c) {
+        Buf b = {};
+
+        if (buf_puts(&b, "{\"found\":true,") < 0 || command_append_json(c, &b, true) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        /* "{"found":true,{"request_id"...}" -> merge the two objects */
+        memmove(b.data + 14, b.data + 15, b.len - 15);
+        b.len--;
+        b.data[b.len] = 0;
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_events(HttpRequest *r, Command *c) {
+        const char *v = query(r, "offset");
+        uint64_t offset = 0;
+
+        if (v && parse_uint64(v, &offset) < 0)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?offset= must be a byte offset (an integer).");
+        if (offset > c->output->log_size)
+                return http_queue_error(r, MHD_HTTP_RANGE_NOT_SATISFIABLE, "invalid_offset",
+                                        "?offset= is past the end of the command's events.");
+        return http_queue(r, MHD_HTTP_OK, http_command_stream_response(r, c, offset));
+}
+
+static int route_signal(HttpRequest *r, Command *c) {
+        static const int allowed[] = { SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2 };
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        json_object *v = NULL;
+        const char *name;
+        int sig = -1, ret;
+        Buf b = {};
+
+        o = r->body.len > 0 && !memchr(r->body.data, 0, r->body.len) ? json_tokener_parse(r->body.data) : NULL;
+        if (!o || !json_object_is_type(o, json_type_object))
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_json", "Send {\"signal\": \"SIGINT\"}.");
+        json_object_object_foreach(o, key, val) {
+                if (!streq(key, "signal"))
+                        return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "unknown_field", "Only 'signal' is allowed.");
+                v = val;
+        }
+        if (!v || !json_object_is_type(v, json_type_string))
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_type", "Field 'signal' must be a string.");
+        name = json_object_get_string(v);
+        for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
+                if (streq_ptr(signal_to_string(allowed[i]), name))
+                        sig = allowed[i];
+        if (sig < 0)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
+                                        "Field 'signal' must be one of SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2.");
+
+        ret = command_signal(c, sig);
+        if (ret == -ESRCH)
+                return http_queue_error(r, MHD_HTTP_CONFLICT, "not_running", "The command has already finished.");
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+
+        if (buf_printf(&b, "{\"request_id\":\"%s\",\"signal\":\"%s\",\"target\":\"all\"}", c->request_id, name) < 0)
+                return MHD_NO;
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static void on_stdin_written(Command *c, int ret, void *userdata) {
+        HttpRequest *r = userdata;
+        char json[128];
+
+        if (ret < 0) {
+                http_complete(r, MHD_HTTP_CONFLICT,
+                              http_error_response("stdin_closed", "The command's stdin is closed (it exited or closed it)."));
+                return;
+        }
+        snprintf(json, sizeof(json), "{\"written\":%zu}\n", r->body.len);
+        http_complete(r, MHD_HTTP_OK, http_json_response(json, strlen(json)));
+}
+
+static int route_stdin(HttpRequest *r, Command *c) {
+        int eof = query_bool(r, "eof", false), ret;
+
+        if (eof < 0)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?eof= must be 1 or 0.");
+        if (c->stdin_mode != STDIN_STREAM)
+                return http_queue_error(r, MHD_HTTP_CONFLICT, "stdin_not_streamed",
+                                        "The command was not started with \"stdin\":\"stream\".");
+        ret = command_write_stdin(c, r->body.data ?: "", r->body.len, eof, on_stdin_written, r);
+        if (ret == -EPIPE)
+                return http_queue_error(r, MHD_HTTP_CONFLICT, "stdin_closed",
+                                        "The command's stdin is closed (it finished, or an earlier ?eof=1 closed it).");
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         http_suspend(r);
         return MHD_YES;
 }
@@ -257,11 +526,32 @@ static size_t split_path(char *url, char *parts[static PATH_PARTS_MAX]) {
         return n;
 }
 
+static int route_command(HttpRequest *r, Session *s, char **p, size_t n, bool get, bool post) {
+        Command *c;
+
+        if (!request_id_is_valid(p[4]))
+                return not_found(r, "No such command.");
+        c = session_find_command(s, p[4]);
+        if (!c)
+                return not_found(r, "No such command.");
+
+        if (n == 5)
+                return get ? route_get_command(r, c) : method_not_allowed(r, "GET");
+        if (n == 6 && streq(p[5], "events"))
+                return get ? route_events(r, c) : method_not_allowed(r, "GET");
+        if (n == 6 && streq(p[5], "signal"))
+                return post ? route_signal(r, c) : method_not_allowed(r, "POST");
+        if (n == 6 && streq(p[5], "stdin"))
+                return post ? route_stdin(r, c) : method_not_allowed(r, "POST");
+        return not_found(r, "No such route.");
+}
+
 int http_route(HttpRequest *r) {
         Manager *m = r->server->manager;
         _cleanup_free_ char *url = strdup(r->url);
         char *p[PATH_PARTS_MAX];
-        bool get = streq(r->method, "GET") || streq(r->method, "HEAD"), post = streq(r->method, "POST");
+        bool get = streq(r->method, "GET") || streq(r->method, "HEAD"), post = streq(r->method, "POST"),
+             del = streq(r->method, "DELETE");
         Session *s;
         size_t n;
 
@@ -281,6 +571,8 @@ int http_route(HttpRequest *r) {
 
         if (n == 2 && streq(p[1], "health"))
                 return get ? route_health(r) : method_not_allowed(r, "GET");
+        if (n == 2 && streq(p[1], "pool"))
+                return get ? route_pool(r) : method_not_allowed(r, "GET");
 
         if (!streq(p[1], "sessions"))
                 return not_found(r, "No such route.");
@@ -294,14 +586,25 @@ int http_route(HttpRequest *r) {
         if (!session_id_is_valid(p[2]))
                 return not_found(r, "No such session.");
         s = manager_find_session(m, p[2]);
-        if (!s)
+        if (!s || !session_visible(r, s))
                 return not_found(r, "No such session.");
 
-        if (n == 3)
-                return get ? route_get_session(r, s) : method_not_allowed(r, "GET");
-
-        if (n == 4 && streq(p[3], "commands"))
-                return post ? route_start_command(r, s) : method_not_allowed(r, "POST");
+        if (n == 3) {
+                if (del)
+                        return route_delete_session(r, s);
+                return get ? queue_session(r, MHD_HTTP_OK, s) : method_not_allowed(r, "GET, DELETE");
+        }
+        if (n == 4 && streq(p[3], "activity"))
+                return post ? route_activity(r, s) : method_not_allowed(r, "POST");
+        if (n == 4 && (streq(p[3], "freeze") || streq(p[3], "thaw")))
+                return post ? route_freeze(r, s, streq(p[3], "freeze")) : method_not_allowed(r, "POST");
+        if (n == 4 && streq(p[3], "commands")) {
+                if (post)
+                        return route_start_command(r, s);
+                return get ? route_list_commands(r, s) : method_not_allowed(r, "GET, POST");
+        }
+        if (n >= 5 && streq(p[3], "commands"))
+                return route_command(r, s, p, n, get, post);
 
         return not_found(r, "No such route.");
 }

@@ -77,18 +77,14 @@ void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
 /* --- streaming a command's event log ------------------------------------------- */
 
 typedef struct StreamReader {
-        CommandFollower follower;
+        OutputReader reader;
         struct MHD_Connection *connection;
-        size_t offset;
         bool suspended;
-        bool gone; /* the command was freed under us */
 } StreamReader;
 
-static void stream_notify(CommandFollower *f) {
-        StreamReader *s = (StreamReader *) f;
+static void stream_notify(OutputReader *r) {
+        StreamReader *s = r->userdata;
 
-        if (!f->command)
-                s->gone = true;
         if (s->suspended) {
                 s->suspended = false;
                 MHD_resume_connection(s->connection);
@@ -97,20 +93,13 @@ static void stream_notify(CommandFollower *f) {
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         StreamReader *s = cls;
-        Command *c = s->follower.command;
-        size_t n;
+        ssize_t n;
 
-        if (s->gone || !c)
-                return MHD_CONTENT_READER_END_OF_STREAM;
-
-        if (s->offset < c->log.len) {
-                n = MIN(max, c->log.len - s->offset);
-                memcpy(buf, c->log.data + s->offset, n);
-                s->offset += n;
-                return (ssize_t) n;
-        }
-        if (command_status_is_terminal(c->result.status))
-                return MHD_CONTENT_READER_END_OF_STREAM;
+        n = output_read(&s->reader, buf, max);
+        if (n > 0)
+                return n;
+        if (n < 0)
+                return MHD_CONTENT_READER_END_OF_STREAM; /* the end (or the command is gone) */
 
         /* Nothing new: park the connection until the command appends (returning 0 would spin). */
         s->suspended = true;
@@ -121,11 +110,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
         StreamReader *s = cls;
 
-        command_unfollow(&s->follower);
+        output_detach(&s->reader);
         free(s);
 }
 
-struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, size_t offset) {
+struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, uint64_t offset) {
         struct MHD_Response *resp;
         StreamReader *s;
 
@@ -133,9 +122,9 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, si
         if (!s)
                 return NULL;
         s->connection = r->connection;
-        s->offset = MIN(offset, c->log.len);
-        s->follower.notify = stream_notify;
-        command_follow(c, &s->follower);
+        s->reader.notify = stream_notify;
+        s->reader.userdata = s;
+        output_attach(c->output, &s->reader, offset);
 
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s, stream_free);
         if (!resp) {

@@ -51,7 +51,7 @@ void http_suspend(HttpRequest *r);
 void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp);
 
 /* Serves the NDJSON event log of a command from `offset`, following it until exit. */
-struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, size_t offset);
+struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, uint64_t offset);
 
 /* The route table, in http-routes.c. */
 int http_route(HttpRequest *r);

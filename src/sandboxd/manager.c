@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <signal.h>
+#include <dirent.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -11,16 +12,14 @@
 #include "http.h"
 #include "log.h"
 #include "manager.h"
+#include "validate.h"
 #include "session.h"
+#include "pool.h"
+#include "store.h"
 #include "systemd.h"
+#include "time-util.h"
 
 #define BUS_NAME "io.sandboxd.sandbox1"
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
 
 int manager_new(Manager **ret) {
         Manager *m;
@@ -30,6 +29,12 @@ int manager_new(Manager **ret) {
         if (!m)
                 return -ENOMEM;
         config_init(&m->config);
+        m->state_dir = strdup(getenv("STATE_DIRECTORY") ?: "/var/lib/sandboxd");
+        m->runtime_dir = strdup(getenv("RUNTIME_DIRECTORY") ?: "/run/sandboxd");
+        if (!m->state_dir || !m->runtime_dir) {
+                manager_free(m);
+                return -ENOMEM;
+        }
         m->start_realtime_usec = now_usec(CLOCK_REALTIME);
         m->start_monotonic_usec = now_usec(CLOCK_MONOTONIC);
 
@@ -49,6 +54,14 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while ((s = m->sessions))
                 session_free(s);
+        pool_free(m);
+        for (size_t i = 0; i < m->n_stored_fds; i++) {
+                safe_close(m->stored_fds[i].fd);
+                free(m->stored_fds[i].name);
+        }
+        free(m->stored_fds);
+        free(m->state_dir);
+        free(m->runtime_dir);
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         sd_event_source_disable_unref(m->idle_timer);
@@ -74,6 +87,98 @@ int manager_load_config(Manager *m, const char *path) {
         return 0;
 }
 
+void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]) {
+        static const char *const prefix[3] = { "out", "err", "in" };
+
+        for (unsigned k = 0; k < 3; k++) {
+                char name[64];
+
+                ret_fds[k] = -EBADF;
+                snprintf(name, sizeof(name), "%s-%s-%u", prefix[k], sid, n);
+                for (size_t i = 0; i < m->n_stored_fds; i++)
+                        if (m->stored_fds[i].fd >= 0 && streq_ptr(m->stored_fds[i].name, name)) {
+                                ret_fds[k] = TAKE_FD(m->stored_fds[i].fd);
+                                break;
+                        }
+        }
+}
+
+/* After a restart: sessions and commands from their records, the units and pipes that
+ * still exist, slices nobody owns. */
+static int manager_recover(Manager *m) {
+        _cleanup_strv_free_ char **slices = NULL;
+        char dir[PATH_MAX];
+        struct dirent *de;
+        DIR *d;
+        int r;
+
+        snprintf(dir, sizeof(dir), "%s/sessions", m->state_dir);
+        r = store_mkdir_p(dir, 0700);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", dir);
+        d = opendir(dir);
+        if (!d)
+                return log_error_errno(-errno, "Failed to open %s: %m", dir);
+        while ((de = readdir(d))) {
+                char sub[PATH_MAX + 256];
+                Session *s;
+
+                if (!session_id_is_valid(de->d_name))
+                        continue;
+                snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+                r = session_recover(m, sub, &s);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to recover session %s, ignoring: %m", de->d_name);
+        }
+        closedir(d);
+
+        /* Pipes of commands we have no record of: let systemd drop them. */
+        for (size_t i = 0; i < m->n_stored_fds; i++)
+                if (m->stored_fds[i].fd >= 0) {
+                        char msg[128];
+
+                        log_info("Dropping stored fd %s: no command owns it.", m->stored_fds[i].name);
+                        m->stored_fds[i].fd = safe_close(m->stored_fds[i].fd);
+                        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", m->stored_fds[i].name);
+                        (void) sd_notify(false, msg);
+                }
+
+        /* Slices: a session's whose slice is gone is closed; a slice without session is pooled or stopped. */
+        r = systemd_list_units(m->bus, "sandboxd-*.slice", &slices, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list sandboxd's slices: %m");
+        for (Session *s = m->sessions, *next; s; s = next) {
+                bool found = false;
+
+                next = s->sessions_next;
+                for (char **sl = slices; *sl; sl++)
+                        if (streq(*sl, s->slice))
+                                found = true;
+                if (!found && (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING)) {
+                        /* Its commands, if any, went with it and are reported lost. */
+                        log_info("The slice of session %s is gone (reboot?): closing it.", s->id);
+                        free(s->close_reason);
+                        s->close_reason = strdup("slice-gone");
+                        s->state = SESSION_CLOSED;
+                        s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
+                        (void) session_save(s);
+                        session_arm_expiry(s);
+                }
+        }
+        for (char **sl = slices; *sl; sl++) {
+                Session *s, *owner = NULL;
+
+                LIST_FOREACH(sessions, s, m->sessions)
+                        if (streq(*sl, s->slice))
+                                owner = s;
+                if (!owner)
+                        pool_adopt(m, *sl);
+                else if (owner->state == SESSION_CLOSED)
+                        (void) systemd_stop_unit_async(m->bus, *sl, NULL, NULL); /* closing did not finish */
+        }
+        return 0;
+}
+
 Session *manager_find_session(Manager *m, const char *id) {
         Session *s;
 
@@ -83,11 +188,13 @@ Session *manager_find_session(Manager *m, const char *id) {
         return NULL;
 }
 
+#define IN_SET_STATE(st) ((st) == SESSION_STARTING || (st) == SESSION_ACTIVE)
+
 Session *manager_find_session_by_scope(Manager *m, const char *user, const char *workspace) {
         Session *s;
 
         LIST_FOREACH(sessions, s, m->sessions)
-                if (s->state != SESSION_FAILED && streq(s->user, user) && streq(s->workspace, workspace))
+                if (IN_SET_STATE(s->state) && streq(s->user, user) && streq(s->workspace, workspace))
                         return s;
         return NULL;
 }
@@ -101,8 +208,19 @@ static int on_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return sd_event_exit(m->event, 0);
 }
 
+static bool manager_has_live_sessions(Manager *m) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (s->state != SESSION_CLOSED)
+                        return true;
+        return false;
+}
+
 void manager_check_idle(Manager *m) {
-        bool idle = m->config.idle_exit_usec > 0 && !m->sessions && m->n_running == 0 && m->n_connections == 0;
+        /* Closed sessions keep their records on disk: they do not keep us running. */
+        bool idle = m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m) && m->n_running == 0 &&
+                    m->n_connections == 0;
         int r;
 
         if (!m->idle_timer)
@@ -163,6 +281,20 @@ static int setup_sockets(Manager *m, const char *listen_path) {
                 int fd = SD_LISTEN_FDS_START + i;
                 bool is_unix;
 
+                if (names && names[i] && (startswith(names[i], "out-") || startswith(names[i], "err-") ||
+                                           startswith(names[i], "in-"))) {
+                        /* A pipe end of a running command, kept by systemd across our restart. */
+                        StoredFd *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(StoredFd));
+                        if (!a) {
+                                r = log_oom();
+                                goto finish;
+                        }
+                        m->stored_fds = a;
+                        a[m->n_stored_fds].fd = fd;
+                        a[m->n_stored_fds].name = strdup(names[i]);
+                        m->n_stored_fds++;
+                        continue;
+                }
                 if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) > 0)
                         is_unix = true;
                 else if (sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) > 0)
@@ -240,6 +372,13 @@ int manager_startup(Manager *m, const char *listen_path) {
         r = setup_sockets(m, listen_path);
         if (r < 0)
                 return r;
+        r = store_mkdir_p(m->runtime_dir, 0755);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", m->runtime_dir);
+        r = manager_recover(m);
+        if (r < 0)
+                return r;
+        pool_fill(m);
 
         r = sd_event_add_time(m->event, &m->idle_timer, CLOCK_MONOTONIC, USEC_INFINITY, USEC_PER_SEC,
                                        on_idle_timeout, m);

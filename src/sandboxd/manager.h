@@ -12,6 +12,13 @@ typedef struct Session Session;
 typedef struct Command Command;
 typedef struct HttpServer HttpServer;
 typedef struct ApiKey ApiKey;
+typedef struct PoolSlot PoolSlot;
+
+/* A pipe end systemd kept for us in the fd store while sandboxd was away. */
+typedef struct StoredFd {
+        char *name; /* out-<sid>-<n>, err-<sid>-<n>, in-<sid>-<n> */
+        int fd;
+} StoredFd;
 
 #define HTTP_SERVERS_MAX 8
 
@@ -26,6 +33,11 @@ struct Manager {
         size_t n_keys;
 
         Session *sessions;
+        PoolSlot *pool;
+        StoredFd *stored_fds;
+        size_t n_stored_fds;
+        char *state_dir;   /* $STATE_DIRECTORY, /var/lib/sandboxd */
+        char *runtime_dir; /* $RUNTIME_DIRECTORY, /run/sandboxd */
         unsigned n_connections;
         unsigned n_running;
 
@@ -44,6 +56,9 @@ int manager_run(Manager *m);
 
 /* Re-evaluates whether the daemon is idle and arms or disarms the exit timer. */
 void manager_check_idle(Manager *m);
+
+/* Hands over (and forgets) the stored fds of command <sid>-<n>: stdout, stderr, stdin. */
+void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]);
 
 Session *manager_find_session(Manager *m, const char *id);
 Session *manager_find_session_by_scope(Manager *m, const char *user, const char *workspace);

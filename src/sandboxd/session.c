@@ -1,19 +1,28 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <sys/random.h>
-#include <time.h>
 
+#include "cgroup.h"
 #include "command.h"
 #include "encoding.h"
 #include "log.h"
 #include "ndjson.h"
+#include "pool.h"
 #include "session.h"
+#include "store.h"
 #include "systemd.h"
+#include "time-util.h"
+#include "validate.h"
+
+#define PURGE_REQUEST_ID "sandboxd.purge"
 
 static const char *const session_state_table[_SESSION_STATE_MAX] = {
         [SESSION_STARTING] = "starting",
         [SESSION_ACTIVE] = "active",
+        [SESSION_CLOSING] = "closing",
+        [SESSION_CLOSED] = "closed",
         [SESSION_FAILED] = "failed",
 };
 
@@ -21,6 +30,13 @@ const char *session_state_to_string(SessionState s) {
         if (s < 0 || s >= _SESSION_STATE_MAX)
                 return NULL;
         return session_state_table[s];
+}
+
+SessionState session_state_from_string(const char *s) {
+        for (int i = 0; s && i < _SESSION_STATE_MAX; i++)
+                if (streq(s, session_state_table[i]))
+                        return (SessionState) i;
+        return _SESSION_STATE_INVALID;
 }
 
 int scope_dynamic_user(const char *user, const char *workspace, char **ret) {
@@ -35,7 +51,7 @@ int scope_dynamic_user(const char *user, const char *workspace, char **ret) {
         return asprintf(ret, "sbx-%s", hex) < 0 ? -ENOMEM : 0;
 }
 
-static int random_id(char ret[static 17]) {
+int random_session_id(char ret[static 17]) {
         uint8_t b[8];
         ssize_t n;
 
@@ -46,21 +62,150 @@ static int random_id(char ret[static 17]) {
         return 0;
 }
 
-static uint64_t now_realtime(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static void session_set_state(Session *s, SessionState state, int r) {
+static void run_waiters(SessionWaiter **list, Session *s, int r) {
         SessionWaiter *w;
 
-        s->state = state;
-        while ((w = s->waiters)) {
-                LIST_REMOVE(waiters, s->waiters, w);
+        while ((w = *list)) {
+                LIST_REMOVE(waiters, *list, w);
                 w->fn(s, r, w->userdata);
                 free(w);
         }
+}
+
+static int add_waiter(SessionWaiter **list, SessionReadyFn fn, void *userdata) {
+        SessionWaiter *w = calloc(1, sizeof(SessionWaiter));
+
+        if (!w)
+                return -ENOMEM;
+        w->fn = fn;
+        w->userdata = userdata;
+        LIST_PREPEND(waiters, *list, w);
+        return 0;
+}
+
+/* --- records ------------------------------------------------------------------ */
+
+static int session_dir(Session *s, char *buf, size_t n) {
+        return snprintf(buf, n, "%s/sessions/%s", s->manager->state_dir, s->id) < (int) n ? 0 : -ENAMETOOLONG;
+}
+
+int session_save(Session *s) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *l = json_object_new_object();
+        char dir[PATH_MAX], path[PATH_MAX + 32];
+        int r;
+
+        if (!o || !l)
+                return -ENOMEM;
+        json_object_object_add(o, "id", json_object_new_string(s->id));
+        json_object_object_add(o, "user", json_object_new_string(s->user));
+        json_object_object_add(o, "workspace", json_object_new_string(s->workspace));
+        if (s->tenant)
+                json_object_object_add(o, "tenant", json_object_new_string(s->tenant));
+        json_object_object_add(o, "state", json_object_new_string(session_state_to_string(s->state)));
+        if (s->close_reason)
+                json_object_object_add(o, "close_reason", json_object_new_string(s->close_reason));
+        json_object_object_add(l, "memory_max", json_object_new_uint64(s->limits.memory_max));
+        json_object_object_add(l, "cpu_quota", json_object_new_uint64(s->limits.cpu_quota_percent));
+        json_object_object_add(l, "tasks_max", json_object_new_uint64(s->limits.tasks_max));
+        json_object_object_add(o, "limits", json_object_get(l));
+        json_object_object_add(o, "created_usec", json_object_new_uint64(s->created_realtime_usec));
+        json_object_object_add(o, "last_activity_usec", json_object_new_uint64(s->last_activity_realtime_usec));
+        json_object_object_add(o, "closed_usec", json_object_new_uint64(s->closed_realtime_usec));
+        json_object_object_add(o, "ttl_usec", json_object_new_uint64(s->ttl_usec));
+        json_object_object_add(o, "n_commands", json_object_new_uint64(s->n_commands));
+        json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
+
+        r = session_dir(s, dir, sizeof(dir));
+        if (r >= 0)
+                r = store_mkdir_p(dir, 0700);
+        if (r >= 0) {
+                snprintf(path, sizeof(path), "%s/session.json", dir);
+                r = store_write(path, o);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Failed to save the record of session %s, ignoring: %m", s->id);
+        return r;
+}
+
+/* --- expiry ---------------------------------------------------------------------- */
+
+static uint64_t session_expiry(Session *s) {
+        const Config *c = &s->manager->config;
+
+        if (s->state == SESSION_CLOSED)
+                return s->closed_realtime_usec + c->retain_closed_usec;
+        return MIN(s->last_activity_realtime_usec + s->ttl_usec, s->created_realtime_usec + c->max_lifetime_usec);
+}
+
+static void on_closed_expiry(Session *s, int r, void *userdata) {
+}
+
+static int on_expiry(sd_event_source *es, uint64_t usec, void *userdata) {
+        Session *s = userdata;
+        const Config *c = &s->manager->config;
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        char dir[PATH_MAX];
+
+        switch (s->state) {
+        case SESSION_CLOSED:
+                /* Results were kept long enough: forget the session. */
+                log_info("Forgetting closed session %s.", s->id);
+                if (session_dir(s, dir, sizeof(dir)) >= 0)
+                        (void) store_rm_rf(dir);
+                snprintf(dir, sizeof(dir), "%s/spool/%s", s->manager->runtime_dir, s->id);
+                (void) store_rm_rf(dir);
+                session_free(s);
+                return 0;
+        case SESSION_ACTIVE:
+                if (now >= s->created_realtime_usec + c->max_lifetime_usec) {
+                        log_info("Session %s reached its maximum lifetime, closing.", s->id);
+                        (void) session_close(s, "lifetime", false, on_closed_expiry, NULL);
+                } else if (session_count_running(s) > 0) {
+                        /* Running commands keep a session alive. */
+                        session_touch(s);
+                } else if (now >= s->last_activity_realtime_usec + s->ttl_usec) {
+                        log_info("Session %s was idle for %" PRIu64 " s, closing.", s->id, s->ttl_usec / USEC_PER_SEC);
+                        (void) session_close(s, "idle", false, on_closed_expiry, NULL);
+                } else
+                        session_arm_expiry(s);
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+void session_arm_expiry(Session *s) {
+        uint64_t when = session_expiry(s);
+        int r;
+
+        if (s->state != SESSION_ACTIVE && s->state != SESSION_CLOSED) {
+                (void) sd_event_source_set_enabled(s->expiry_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (!s->expiry_timer) {
+                r = sd_event_add_time(s->manager->event, &s->expiry_timer, CLOCK_REALTIME, when, USEC_PER_SEC, on_expiry, s);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to arm the expiry of session %s, ignoring: %m", s->id);
+                return;
+        }
+        (void) sd_event_source_set_time(s->expiry_timer, when);
+        (void) sd_event_source_set_enabled(s->expiry_timer, SD_EVENT_ONESHOT);
+}
+
+void session_touch(Session *s) {
+        s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
+        session_arm_expiry(s);
+        (void) session_save(s);
+}
+
+/* --- creation ------------------------------------------------------------------ */
+
+static void session_set_active(Session *s) {
+        s->state = SESSION_ACTIVE;
+        log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
+        (void) session_save(s);
+        session_arm_expiry(s);
+        run_waiters(&s->waiters, s, 0);
 }
 
 static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -74,13 +219,12 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 log_error("Failed to start slice %s: %s", s->slice, msg);
                 free(s->error);
                 s->error = strdup(msg);
-                session_set_state(s, SESSION_FAILED, -EIO);
+                s->state = SESSION_FAILED;
+                run_waiters(&s->waiters, s, -EIO);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
                 return 0;
         }
-
-        log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
-        session_set_state(s, SESSION_ACTIVE, 0);
+        session_set_active(s);
         return 0;
 }
 
@@ -92,71 +236,106 @@ static int limit_check(RequestError *e, const char *field, bool has, uint64_t as
         }
         if (asked > max) {
                 e->code = "limit_exceeded";
-                snprintf(e->message, sizeof(e->message), "limits.%s=%" PRIu64 " is above the maximum of %" PRIu64 ".",
-                         field, asked, max);
+                snprintf(e->message, sizeof(e->message), "%s=%" PRIu64 " is above the maximum of %" PRIu64 ".", field,
+                         asked, max);
                 return -EINVAL;
         }
         *ret = asked;
         return 0;
 }
 
-int session_create(Manager *m, const SessionRequest *req, Session **ret, RequestError *error) {
+static Session *session_alloc(Manager *m) {
+        Session *s = calloc(1, sizeof(Session));
+
+        if (!s)
+                return NULL;
+        s->manager = m;
+        s->state = SESSION_STARTING;
+        return s;
+}
+
+static int session_set_scope(Session *s, const char *user, const char *workspace) {
+        s->user = strdup(user);
+        s->workspace = strdup(workspace);
+        if (!s->user || !s->workspace || asprintf(&s->slice, "sandboxd-%s.slice", s->id) < 0 ||
+            asprintf(&s->workspace_dir, "/var/lib/sandboxd/ws/%s/%s", user, workspace) < 0 ||
+            asprintf(&s->home_dir, "/var/lib/sandboxd/home/%s/%s", user, workspace) < 0 ||
+            asprintf(&s->tmp_dir, "/var/lib/sandboxd/tmp/%s/%s", user, workspace) < 0)
+                return -ENOMEM;
+        return scope_dynamic_user(user, workspace, &s->dynamic_user);
+}
+
+int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error) {
         const Config *c = &m->config;
         Session *s;
         Limits l;
+        uint64_t ttl = c->idle_timeout_usec;
+        bool pooled;
         int r;
 
-        r = limit_check(error, "memory_max", req->has_memory_max, req->memory_max, c->session_limits_max.memory_max,
-                        c->session_limits.memory_max, &l.memory_max);
+        r = limit_check(error, "limits.memory_max", req->has_memory_max, req->memory_max,
+                        c->session_limits_max.memory_max, c->session_limits.memory_max, &l.memory_max);
         if (r >= 0)
-                r = limit_check(error, "cpu_quota", req->has_cpu_quota, req->cpu_quota_percent,
+                r = limit_check(error, "limits.cpu_quota", req->has_cpu_quota, req->cpu_quota_percent,
                                 c->session_limits_max.cpu_quota_percent, c->session_limits.cpu_quota_percent,
                                 &l.cpu_quota_percent);
         if (r >= 0)
-                r = limit_check(error, "tasks_max", req->has_tasks_max, req->tasks_max, c->session_limits_max.tasks_max,
-                                c->session_limits.tasks_max, &l.tasks_max);
+                r = limit_check(error, "limits.tasks_max", req->has_tasks_max, req->tasks_max,
+                                c->session_limits_max.tasks_max, c->session_limits.tasks_max, &l.tasks_max);
+        if (r >= 0 && req->has_ttl)
+                r = limit_check(error, "ttl_s", true, req->ttl_s, c->max_idle_timeout_usec / USEC_PER_SEC, 0, &ttl);
         if (r < 0)
                 return r;
+        if (req->has_ttl)
+                ttl *= USEC_PER_SEC;
         if (l.memory_max < 4 * 1024 * 1024) {
                 error->code = "invalid_value";
                 snprintf(error->message, sizeof(error->message), "limits.memory_max must be at least 4M.");
                 return -EINVAL;
         }
 
-        s = calloc(1, sizeof(Session));
+        s = session_alloc(m);
         if (!s)
                 return -ENOMEM;
-        s->manager = m;
         s->limits = l;
         s->network = req->network;
-        s->state = SESSION_STARTING;
-        s->created_realtime_usec = now_realtime();
-
-        r = random_id(s->id);
-        if (r < 0)
-                goto fail;
-        s->user = strdup(req->user);
-        s->workspace = strdup(req->workspace);
-        if (!s->user || !s->workspace ||
-            asprintf(&s->slice, "sandboxd-%s.slice", s->id) < 0 ||
-            asprintf(&s->workspace_dir, "/var/lib/sandboxd/ws/%s/%s", req->user, req->workspace) < 0 ||
-            asprintf(&s->home_dir, "/var/lib/sandboxd/home/%s/%s", req->user, req->workspace) < 0 ||
-            asprintf(&s->tmp_dir, "/var/lib/sandboxd/tmp/%s/%s", req->user, req->workspace) < 0) {
+        s->ttl_usec = ttl;
+        s->created_realtime_usec = s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
+        if (tenant && !(s->tenant = strdup(tenant))) {
                 r = -ENOMEM;
                 goto fail;
         }
-        r = scope_dynamic_user(req->user, req->workspace, &s->dynamic_user);
+
+        /* A slice prepared ahead, when there is one: no round trip to PID 1 now. */
+        pooled = pool_take(m, s->id) >= 0;
+        if (!pooled) {
+                r = random_session_id(s->id);
+                if (r < 0)
+                        goto fail;
+        }
+        r = session_set_scope(s, req->user, req->workspace);
         if (r < 0)
                 goto fail;
 
-        r = systemd_start_slice_async(m->bus, &s->start_slot, s->slice, "sandboxd session", &s->limits,
-                                      on_slice_started, s);
-        if (r < 0) {
-                log_error_errno(r, "Failed to ask systemd to start %s: %m", s->slice);
-                goto fail;
+        if (pooled) {
+                if (memcmp(&l, &c->session_limits, sizeof(l)) != 0) {
+                        /* Queued before any command of the session, so it applies first. */
+                        r = systemd_set_slice_limits_async(m->bus, s->slice, &l, NULL, NULL);
+                        if (r < 0)
+                                goto fail;
+                }
+                LIST_PREPEND(sessions, m->sessions, s);
+                session_set_active(s);
+        } else {
+                r = systemd_start_slice_async(m->bus, &s->start_slot, s->slice, "sandboxd session", &s->limits,
+                                              on_slice_started, s);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to ask systemd to start %s: %m", s->slice);
+                        goto fail;
+                }
+                LIST_PREPEND(sessions, m->sessions, s);
         }
 
-        LIST_PREPEND(sessions, m->sessions, s);
         manager_check_idle(m);
         *ret = s;
         return 0;
@@ -167,52 +346,174 @@ fail:
 }
 
 Session *session_free(Session *s) {
-        SessionWaiter *w;
         Command *cmd;
 
         if (!s)
                 return NULL;
 
-        while ((w = s->waiters)) {
-                LIST_REMOVE(waiters, s->waiters, w);
-                w->fn(s, -ECANCELED, w->userdata);
-                free(w);
-        }
+        run_waiters(&s->waiters, s, -ECANCELED);
+        run_waiters(&s->close_waiters, s, -ECANCELED);
         while ((cmd = s->commands))
                 command_free(cmd);
 
-        if (s->manager && (s->sessions_prev || s->manager->sessions == s))
+        if (s->manager && (s->sessions_prev || s->manager->sessions == s)) {
                 LIST_REMOVE(sessions, s->manager->sessions, s);
+                manager_check_idle(s->manager);
+        }
 
         sd_bus_slot_unref(s->start_slot);
+        sd_event_source_disable_unref(s->expiry_timer);
         free(s->user);
         free(s->workspace);
+        free(s->tenant);
         free(s->slice);
         free(s->dynamic_user);
         free(s->workspace_dir);
         free(s->home_dir);
         free(s->tmp_dir);
         free(s->error);
+        free(s->close_reason);
         free(s->cgroup);
         free(s);
         return NULL;
 }
 
 int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata) {
-        SessionWaiter *w;
-
         if (s->state != SESSION_STARTING) {
-                fn(s, s->state == SESSION_ACTIVE ? 0 : -EIO, userdata);
+                fn(s, s->state == SESSION_FAILED ? -EIO : 0, userdata);
                 return 0;
         }
-        w = calloc(1, sizeof(SessionWaiter));
-        if (!w)
-                return -ENOMEM;
-        w->fn = fn;
-        w->userdata = userdata;
-        LIST_PREPEND(waiters, s->waiters, w);
+        return add_waiter(&s->waiters, fn, userdata);
+}
+
+/* --- closing ----------------------------------------------------------------------- */
+
+static void session_closing_step(Session *s);
+
+static void purge_started(Command *c, int r, const char *message, void *userdata) {
+        Session *s = userdata;
+
+        if (r < 0) {
+                log_warning("Failed to empty the workspace of session %s, ignoring: %s", s->id, message ?: "");
+                command_remove(c);
+                s->purge = false;
+                session_closing_step(s);
+        }
+}
+
+static int start_purge(Session *s) {
+        /* -H: the directories are symlinks into /var/lib/private for a dynamic user */
+        char *argv[] = { (char *) "/usr/bin/find", (char *) "-H", s->workspace_dir, s->home_dir, s->tmp_dir, (char *) "-mindepth",
+                         (char *) "1", (char *) "-delete", NULL };
+        CommandRequest req = { .argv = argv, .request_id = (char *) PURGE_REQUEST_ID, .wait = true };
+        RequestError e = {};
+        Command *c;
+        Command *old = session_find_command(s, PURGE_REQUEST_ID);
+
+        if (old)
+                command_remove(old);
+        /* As the scope's own dynamic user, in its own sandbox: sandboxd needs no capability for it. */
+        return command_start(s, &req, purge_started, s, &c, &e);
+}
+
+static int on_slice_stopped(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Session *s = userdata;
+
+        if (sd_bus_message_is_method_error(reply, NULL) &&
+            !sd_bus_message_is_method_error(reply, "org.freedesktop.systemd1.NoSuchUnit"))
+                log_warning("Failed to stop %s, ignoring: %s", s->slice, systemd_error_message(reply));
         return 0;
 }
+
+/* Closing goes: stop the commands, empty the workspace (purge), stop the slice, closed. */
+static void session_closing_step(Session *s) {
+        Command *c;
+        int r;
+
+        if (s->state != SESSION_CLOSING)
+                return;
+        if (session_count_running(s) > 0)
+                return; /* session_command_finished() calls us again */
+
+        if (s->purge) {
+                c = session_find_command(s, PURGE_REQUEST_ID);
+                if (!c || command_status_is_terminal(c->result.status)) {
+                        if (!c) {
+                                r = start_purge(s);
+                                if (r >= 0)
+                                        return;
+                                log_warning_errno(r, "Failed to empty the workspace of session %s, ignoring: %m", s->id);
+                        }
+                        s->purge = false;
+                } else
+                        return;
+        }
+
+        r = systemd_stop_unit_async(s->manager->bus, s->slice, on_slice_stopped, s);
+        if (r < 0)
+                log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
+
+        s->state = SESSION_CLOSED;
+        s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
+        log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
+        (void) session_save(s);
+        session_arm_expiry(s);
+        run_waiters(&s->close_waiters, s, 0);
+        manager_check_idle(s->manager);
+}
+
+int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata) {
+        Command *c;
+        int r;
+
+        if (s->state == SESSION_CLOSED) {
+                fn(s, 0, userdata);
+                return 0;
+        }
+        if (s->state == SESSION_STARTING)
+                return -EBUSY;
+
+        r = add_waiter(&s->close_waiters, fn, userdata);
+        if (r < 0)
+                return r;
+        if (s->state == SESSION_CLOSING)
+                return 0;
+
+        s->state = SESSION_CLOSING;
+        s->closing = true;
+        s->purge = purge;
+        free(s->close_reason);
+        s->close_reason = strdup(reason);
+        (void) session_save(s);
+        if (s->frozen)
+                (void) systemd_freeze_unit_async(s->manager->bus, s->slice, false, NULL, NULL);
+
+        LIST_FOREACH(commands, c, s->commands)
+                if (command_status_is_running(c))
+                        (void) command_stop(c);
+        session_closing_step(s);
+        return 0;
+}
+
+void session_command_finished(Session *s, Command *c) {
+        if (s->state == SESSION_ACTIVE)
+                session_touch(s);
+        else
+                session_closing_step(s);
+        manager_check_idle(s->manager);
+}
+
+int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *userdata) {
+        if (cgroup_layout() != CGROUP_UNIFIED)
+                return -EOPNOTSUPP;
+        if (s->state != SESSION_ACTIVE)
+                return -ESTALE;
+        s->frozen = freeze;
+        (void) session_save(s);
+        return systemd_freeze_unit_async(s->manager->bus, s->slice, freeze, cb, userdata);
+}
+
+/* --- queries ------------------------------------------------------------------------- */
 
 Command *session_find_command(Session *s, const char *request_id) {
         Command *c;
@@ -238,10 +539,113 @@ int session_append_json(Session *s, Buf *b) {
 
         r = buf_printf(b, "{\"id\":\"%s\",\"user\":\"%s\",\"workspace\":\"%s\",\"state\":\"%s\",\"unit\":\"%s\","
                           "\"dynamic_user\":\"%s\",\"workspace_path\":\"%s\",\"created_at_usec\":%" PRIu64 ","
+                          "\"last_activity_usec\":%" PRIu64 ",\"ttl_s\":%" PRIu64 ",\"expires_at_usec\":%" PRIu64 ","
+                          "\"frozen\":%s,"
                           "\"limits\":{\"memory_max\":%" PRIu64 ",\"cpu_quota\":%" PRIu64 ",\"tasks_max\":%" PRIu64 "},"
-                          "\"network\":{\"mode\":\"none\"},\"commands\":%u,\"running\":%u}",
+                          "\"network\":{\"mode\":\"none\"},\"commands\":%u,\"running\":%u",
                        s->id, s->user, s->workspace, session_state_to_string(s->state), s->slice, s->dynamic_user,
-                       s->workspace_dir, s->created_realtime_usec, s->limits.memory_max, s->limits.cpu_quota_percent,
-                       s->limits.tasks_max, s->n_commands, session_count_running(s));
+                       s->workspace_dir, s->created_realtime_usec, s->last_activity_realtime_usec,
+                       s->ttl_usec / USEC_PER_SEC, session_expiry(s), s->frozen ? "true" : "false", s->limits.memory_max,
+                       s->limits.cpu_quota_percent, s->limits.tasks_max, s->n_commands, session_count_running(s));
+        if (r >= 0 && s->close_reason)
+                r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
+        if (r >= 0)
+                r = buf_puts(b, "}");
+        return r;
+}
+
+/* --- recovery --------------------------------------------------------------------------- */
+
+static int command_record_filter(const struct dirent *de) {
+        size_t l = strlen(de->d_name);
+        return l > 5 && streq(de->d_name + l - 5, ".json") && de->d_name[0] >= '1' && de->d_name[0] <= '9';
+}
+
+int session_recover(Manager *m, const char *dir, Session **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        char path[PATH_MAX];
+        const char *id, *user, *workspace, *tenant, *reason;
+        json_object *limits;
+        struct dirent **list = NULL;
+        Session *s;
+        int r, n;
+
+        snprintf(path, sizeof(path), "%s/session.json", dir);
+        r = store_read(path, &o);
+        if (r < 0)
+                return r;
+
+        id = store_get_string(o, "id");
+        user = store_get_string(o, "user");
+        workspace = store_get_string(o, "workspace");
+        if (!session_id_is_valid(id) || !user || !workspace)
+                return -EBADMSG;
+
+        s = session_alloc(m);
+        if (!s)
+                return -ENOMEM;
+        snprintf(s->id, sizeof(s->id), "%s", id);
+        r = session_set_scope(s, user, workspace);
+        if (r < 0)
+                goto fail;
+        tenant = store_get_string(o, "tenant");
+        if (tenant)
+                s->tenant = strdup(tenant);
+        reason = store_get_string(o, "close_reason");
+        if (reason)
+                s->close_reason = strdup(reason);
+        s->state = session_state_from_string(store_get_string(o, "state"));
+        if (s->state < 0 || s->state == SESSION_STARTING || s->state == SESSION_FAILED)
+                s->state = SESSION_ACTIVE; /* it went away while the slice was being made: check it below */
+        s->closing = s->state == SESSION_CLOSING;
+        if (json_object_object_get_ex(o, "limits", &limits)) {
+                s->limits.memory_max = store_get_u64(limits, "memory_max", m->config.session_limits.memory_max);
+                s->limits.cpu_quota_percent = store_get_u64(limits, "cpu_quota", m->config.session_limits.cpu_quota_percent);
+                s->limits.tasks_max = store_get_u64(limits, "tasks_max", m->config.session_limits.tasks_max);
+        } else
+                s->limits = m->config.session_limits;
+        s->created_realtime_usec = store_get_u64(o, "created_usec", 0);
+        s->last_activity_realtime_usec = store_get_u64(o, "last_activity_usec", s->created_realtime_usec);
+        s->closed_realtime_usec = store_get_u64(o, "closed_usec", 0);
+        s->ttl_usec = store_get_u64(o, "ttl_usec", m->config.idle_timeout_usec);
+        s->n_commands = (unsigned) store_get_u64(o, "n_commands", 0);
+        s->frozen = store_get_bool(o, "frozen", false);
+        LIST_PREPEND(sessions, m->sessions, s);
+
+        n = scandir(dir, &list, command_record_filter, alphasort);
+        for (int i = 0; i < n; i++) {
+                _cleanup_(json_object_putp) json_object *co = NULL;
+                char cpath[PATH_MAX + 256];
+                int fds[3];
+                Command *c;
+
+                snprintf(cpath, sizeof(cpath), "%s/%s", dir, list[i]->d_name);
+                free(list[i]);
+                if (store_read(cpath, &co) < 0) {
+                        log_warning("Unreadable command record %s, ignoring.", cpath);
+                        continue;
+                }
+                manager_take_stored_fds(m, s->id, (unsigned) store_get_u64(co, "n", 0), fds);
+                r = command_recover(s, co, fds, &c);
+                for (unsigned k = 0; k < 3; k++)
+                        safe_close(fds[k]);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to recover command record %s, ignoring: %m", cpath);
+                        continue;
+                }
+                s->n_commands = MAX(s->n_commands, c->n);
+        }
+        free(list);
+
+        log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
+                 session_state_to_string(s->state), session_count_running(s));
+        session_arm_expiry(s);
+        if (s->state == SESSION_CLOSING)
+                session_closing_step(s);
+        *ret = s;
+        return 0;
+
+fail:
+        session_free(s);
         return r;
 }

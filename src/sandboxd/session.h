@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <json-c/json.h>
+
 #include "buf.h"
 #include "manager.h"
 #include "request.h"
@@ -8,14 +10,18 @@
 typedef enum SessionState {
         SESSION_STARTING, /* the slice is being created */
         SESSION_ACTIVE,
+        SESSION_CLOSING,  /* commands and slice are being stopped */
+        SESSION_CLOSED,   /* results stay readable for RetainClosedSec= */
         SESSION_FAILED,
         _SESSION_STATE_MAX,
         _SESSION_STATE_INVALID = -EINVAL,
 } SessionState;
 
 const char *session_state_to_string(SessionState s);
+SessionState session_state_from_string(const char *s);
 
-/* Called once the session's slice is up (r >= 0) or could not be created (r < 0). */
+/* Called once the session leaves STARTING (r < 0: the slice could not be created), or,
+ * for session_close(), once it is closed. */
 typedef void (*SessionReadyFn)(Session *s, int r, void *userdata);
 
 typedef struct SessionWaiter SessionWaiter;
@@ -30,6 +36,7 @@ struct Session {
         char id[17];
         char *user;
         char *workspace;
+        char *tenant;         /* who created it */
         char *slice;          /* sandboxd-<id>.slice */
         char *dynamic_user;   /* sbx-<16 hex> */
         char *workspace_dir;  /* /var/lib/sandboxd/ws/<user>/<workspace> */
@@ -39,12 +46,22 @@ struct Session {
         NetworkMode network;
         SessionState state;
         char *error;          /* why the slice could not be created */
+        char *close_reason;   /* "deleted", "idle", "lifetime", "slice-gone" */
+        bool frozen;
+        bool purge;           /* empty the workspace while closing */
+        bool closing;
         uint64_t created_realtime_usec;
+        uint64_t last_activity_realtime_usec;
+        uint64_t closed_realtime_usec;
+        uint64_t ttl_usec;
+
         char *cgroup;         /* the slice's cgroup, learnt from its first command */
         uint64_t oom_seen;    /* OOM counter of the slice when last looked at (0 when new) */
 
         sd_bus_slot *start_slot;
-        SessionWaiter *waiters;
+        sd_event_source *expiry_timer;
+        SessionWaiter *waiters;       /* for the slice */
+        SessionWaiter *close_waiters; /* for the end of closing */
         Command *commands;
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
 
@@ -52,15 +69,30 @@ struct Session {
 };
 
 /* Validates the request against the configured ceilings (a clear *error otherwise) and
- * starts the session's slice. */
-int session_create(Manager *m, const SessionRequest *req, Session **ret, RequestError *error);
+ * starts the session's slice, or takes a prepared one from the pool. */
+int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error);
 Session *session_free(Session *s);
+
+/* Rebuilds a session and its commands from the records, after a restart. */
+int session_recover(Manager *m, const char *dir, Session **ret);
 
 /* Runs fn when the session leaves SESSION_STARTING (at once if it already has). */
 int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata);
 
+/* Stops the commands and the slice (emptying the workspace first if purge), then fn. */
+int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata);
+/* Pushes back the idle expiry. */
+void session_touch(Session *s);
+/* Freezing needs cgroup v2 (-EOPNOTSUPP otherwise). */
+int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *userdata);
+
+/* The command engine tells us when one of ours ends. */
+void session_command_finished(Session *s, Command *c);
+
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
+int session_save(Session *s);
+void session_arm_expiry(Session *s);
 
 int session_append_json(Session *s, Buf *b);
 

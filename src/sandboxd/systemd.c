@@ -235,7 +235,7 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
             (r = append_string(m, "Slice", s->slice)) < 0 ||
             (r = append_string(m, "Type", "exec")) < 0 ||
             (r = append_bool(m, "AddRef", true)) < 0 ||
-            (r = append_string(m, "CollectMode", "inactive-or-failed")) < 0 ||
+            (r = append_bool(m, "RemainAfterExit", true)) < 0 ||
             (r = append_exec_start(m, s->executable, s->argv)) < 0 ||
             (r = append_strv(m, "Environment", (const char * const *) s->env, SIZE_MAX)) < 0 ||
             (r = append_string(m, "WorkingDirectory", s->working_directory)) < 0 ||
@@ -342,7 +342,9 @@ int systemd_read_unit_state(sd_bus_message *reply, UnitState *st) {
                         return r;                                                       \
         } else
 
+                READ_STRING("LoadState", load_state)
                 READ_STRING("ActiveState", active_state)
+                READ_STRING("SubState", sub_state)
                 READ_STRING("Result", result)
                 READ_STRING("ControlGroup", control_group)
                 READ_SCALAR("ExecMainCode", "i", exec_main_code)
@@ -384,6 +386,87 @@ int systemd_unit_call_async(sd_bus *bus, const char *unit_path, const char *meth
 int systemd_stop_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata) {
         return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", cb,
                                         userdata, "ss", unit, "replace");
+}
+
+int systemd_reset_failed_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata) {
+        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "ResetFailedUnit", cb,
+                                        userdata, "s", unit);
+}
+
+int systemd_freeze_unit_async(sd_bus *bus, const char *unit, bool freeze, sd_bus_message_handler_t cb, void *userdata) {
+        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                        freeze ? "FreezeUnit" : "ThawUnit", cb, userdata, "s", unit);
+}
+
+int systemd_set_slice_limits_async(sd_bus *bus, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,
+                                   void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "SetUnitProperties");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "sb", slice, 1 /* runtime only */);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return r;
+        if ((r = append_u64(m, "MemoryMax", limits->memory_max)) < 0 ||
+            (r = append_u64(m, "CPUQuotaPerSecUSec", limits->cpu_quota_percent * USEC_PER_SEC / 100)) < 0 ||
+            (r = append_u64(m, "TasksMax", limits->tasks_max)) < 0)
+                return r;
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_call_async(bus, NULL, m, cb, userdata, 0);
+}
+
+int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char ***ret_active_states) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_strv_free_ char **names = NULL, **states = NULL;
+        const char *name, *active;
+        size_t n = 0;
+        int r;
+
+        /* Once, at start-up: a synchronous call keeps the recovery code straight. */
+        r = sd_bus_call_method(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "ListUnitsByPatterns", &error,
+                               &reply, "asas", 0, 1, pattern);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, "(ssssssouso)", &name, NULL, NULL, &active, NULL, NULL, NULL, NULL,
+                                        NULL, NULL)) > 0) {
+                char **a = realloc(names, (n + 2) * sizeof(char *)), **b;
+
+                if (!a)
+                        return -ENOMEM;
+                names = a;
+                names[n] = names[n + 1] = NULL;
+                b = realloc(states, (n + 2) * sizeof(char *));
+                if (!b)
+                        return -ENOMEM;
+                states = b;
+                states[n] = states[n + 1] = NULL;
+                names[n] = strdup(name);
+                states[n] = strdup(active);
+                if (!names[n] || !states[n])
+                        return -ENOMEM;
+                n++;
+        }
+        if (r < 0)
+                return r;
+        if (!names && !(names = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        if (!states && !(states = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret_names = TAKE_PTR(names);
+        if (ret_active_states)
+                *ret_active_states = TAKE_PTR(states);
+        return 0;
 }
 
 int systemd_kill_unit_async(sd_bus *bus, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,

@@ -10,7 +10,9 @@
  * the operations sandboxd needs. No policy lives here. */
 
 typedef struct UnitState {
+        char load_state[32];
         char active_state[32];
+        char sub_state[32];
         uint32_t job_id;
         char result[32];
         int32_t exec_main_code;
@@ -23,8 +25,13 @@ typedef struct UnitState {
         char control_group[512];
 } UnitState;
 
+/* Commands run with RemainAfterExit=yes, so that PID 1 keeps their result until sandboxd
+ * has read it: a successful one rests in active/exited, a failed one in failed. */
 static inline bool unit_state_is_done(const UnitState *s) {
-        return s->job_id == 0 && (streq(s->active_state, "inactive") || streq(s->active_state, "failed"));
+        if (s->job_id != 0)
+                return false;
+        return streq(s->active_state, "inactive") || streq(s->active_state, "failed") ||
+               (streq(s->active_state, "active") && streq(s->sub_state, "exited"));
 }
 
 typedef struct CommandUnitSpec {
@@ -63,6 +70,12 @@ int systemd_read_unit_state(sd_bus_message *reply, UnitState *state);
 int systemd_unit_call_async(sd_bus *bus, const char *unit_path, const char *method, sd_bus_message_handler_t cb,
                             void *userdata);
 int systemd_stop_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata);
+int systemd_reset_failed_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata);
+int systemd_freeze_unit_async(sd_bus *bus, const char *unit, bool freeze, sd_bus_message_handler_t cb, void *userdata);
+int systemd_set_slice_limits_async(sd_bus *bus, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,
+                                   void *userdata);
+/* Units whose names match `pattern` (ListUnitsByPatterns), as a NULL-terminated list. */
+int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char ***ret_active_states);
 int systemd_kill_unit_async(sd_bus *bus, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
                             void *userdata);
 

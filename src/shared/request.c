@@ -4,11 +4,14 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "buf.h"
+#include "json-util.h"
+#include "encoding.h"
 #include "parse-util.h"
 #include "request.h"
 #include "validate.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
 
 static int fail(RequestError *e, const char *code, const char *fmt, ...) _printf_(3, 4);
 static int fail(RequestError *e, const char *code, const char *fmt, ...) {
@@ -171,6 +174,10 @@ int session_request_parse(const char *body, size_t n, SessionRequest *ret, Reque
                         r = parse_limits(v, &s, e);
                 else if (streq(key, "network"))
                         r = parse_network(v, &s, e);
+                else if (streq(key, "ttl_s")) {
+                        r = get_uint(v, "ttl_s", 1, 365ULL * 86400, &s.ttl_s, e);
+                        s.has_ttl = r >= 0;
+                }
                 else
                         r = fail(e, "unknown_field", "Unknown field '%s'.", key);
                 if (r < 0)
@@ -201,11 +208,83 @@ fail:
         return r;
 }
 
+static const char *const stdin_mode_table[_STDIN_MODE_MAX] = {
+        [STDIN_NULL] = "null",
+        [STDIN_DATA] = "data",
+        [STDIN_STREAM] = "stream",
+};
+
+const char *stdin_mode_to_string(StdinMode m) {
+        if (m < 0 || m >= _STDIN_MODE_MAX)
+                return NULL;
+        return stdin_mode_table[m];
+}
+
+StdinMode stdin_mode_from_string(const char *s) {
+        for (int i = 0; s && i < _STDIN_MODE_MAX; i++)
+                if (streq(s, stdin_mode_table[i]))
+                        return (StdinMode) i;
+        return _STDIN_MODE_INVALID;
+}
+
+/* "stdin": "stream", or {"text": "..."} or {"base64": "..."} */
+static int parse_stdin(json_object *v, CommandRequest *c, RequestError *e) {
+        const char *key = NULL;
+        json_object *val = NULL;
+
+        if (json_object_is_type(v, json_type_string)) {
+                if (!streq(json_object_get_string(v), "stream"))
+                        return fail(e, "invalid_value",
+                                    "Field 'stdin' must be \"stream\", or an object {\"text\": ...} or {\"base64\": ...}.");
+                c->stdin_mode = STDIN_STREAM;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_object) || json_object_object_length(v) != 1)
+                return fail(e, "invalid_type",
+                            "Field 'stdin' must be \"stream\", or an object {\"text\": ...} or {\"base64\": ...}.");
+
+        json_object_object_foreach(v, k, x) {
+                key = k;
+                val = x;
+        }
+        if (!json_object_is_type(val, json_type_string))
+                return fail(e, "invalid_type", "Field 'stdin.%s' must be a string.", key);
+
+        free(c->stdin_data);
+        c->stdin_data = NULL;
+        if (streq(key, "text")) {
+                c->stdin_size = (size_t) json_object_get_string_len(val);
+                c->stdin_data = memdup(json_object_get_string(val), c->stdin_size);
+                if (!c->stdin_data)
+                        return -ENOMEM;
+        } else if (streq(key, "base64")) {
+                Buf b = {};
+                const char *s = json_object_get_string(val);
+                int r = base64_decode(s, strlen(s), &b);
+
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        buf_done(&b);
+                        return fail(e, "invalid_value", "Field 'stdin.base64' is not valid base64.");
+                }
+                c->stdin_size = b.len;
+                c->stdin_data = b.data ? buf_steal(&b) : strdup("");
+                if (!c->stdin_data)
+                        return -ENOMEM;
+        } else
+                return fail(e, "unknown_field", "Unknown field 'stdin.%s'; use 'text' or 'base64'.", key);
+
+        c->stdin_mode = STDIN_DATA;
+        return 0;
+}
+
 void command_request_done(CommandRequest *r) {
         strv_free(r->argv);
         strv_free(r->env);
         free(r->cwd);
         free(r->request_id);
+        free(r->stdin_data);
         *r = (CommandRequest) {};
 }
 
@@ -274,7 +353,7 @@ static int parse_env(json_object *v, CommandRequest *c, RequestError *e) {
 
 int command_request_parse(const char *body, size_t n, CommandRequest *ret, RequestError *e) {
         _cleanup_(json_object_putp) json_object *o = NULL;
-        CommandRequest c = {};
+        CommandRequest c = { .wait = true };
         int r;
 
         r = parse_object(body, n, &o, e);
@@ -301,7 +380,9 @@ int command_request_parse(const char *body, size_t n, CommandRequest *ret, Reque
                         r = get_string(v, "request_id", &c.request_id, e);
                         if (r >= 0 && !request_id_is_valid(c.request_id))
                                 r = fail(e, "invalid_name", "Invalid request_id: must match ^[A-Za-z0-9._-]{1,64}$.");
-                } else
+                } else if (streq(key, "stdin"))
+                        r = parse_stdin(v, &c, e);
+                else
                         r = fail(e, "unknown_field", "Unknown field '%s'.", key);
                 if (r < 0)
                         goto fail;

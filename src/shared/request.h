@@ -25,7 +25,20 @@ typedef struct SessionRequest {
         uint64_t cpu_quota_percent; /* 100 = one CPU */
         uint64_t tasks_max;
         NetworkMode network;
+        bool has_ttl;
+        uint64_t ttl_s;             /* idle time-to-live */
 } SessionRequest;
+
+typedef enum StdinMode {
+        STDIN_NULL,   /* /dev/null */
+        STDIN_DATA,   /* all of it in the request */
+        STDIN_STREAM, /* fed later through POST .../stdin */
+        _STDIN_MODE_MAX,
+        _STDIN_MODE_INVALID = -EINVAL,
+} StdinMode;
+
+const char *stdin_mode_to_string(StdinMode m);
+StdinMode stdin_mode_from_string(const char *s);
 
 typedef struct CommandRequest {
         char **argv;       /* at least one entry */
@@ -34,6 +47,10 @@ typedef struct CommandRequest {
         bool has_timeout;
         uint64_t timeout_ms;
         char *request_id;  /* NULL: generated */
+        StdinMode stdin_mode;
+        char *stdin_data;  /* STDIN_DATA */
+        size_t stdin_size;
+        bool wait;         /* false: answer 202 at once (from ?wait=false) */
 } CommandRequest;
 
 void session_request_done(SessionRequest *r);

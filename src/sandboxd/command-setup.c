@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* What a command request needs checked against its session before a unit is built:
+ * the executable, the working directory, the environment. */
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "command.h"
+#include "session.h"
+#include "validate.h"
+
+int find_executable(const char *name, const char *path, char **ret) {
+        const char *p = path ?: DEFAULT_PATH;
+
+        if (strchr(name, '/')) {
+                if (name[0] != '/')
+                        return -EINVAL; /* relative paths would depend on the cwd inside the sandbox */
+                *ret = strdup(name);
+                return *ret ? 0 : -ENOMEM;
+        }
+
+        while (*p) {
+                const char *e = strchrnul(p, ':');
+                _cleanup_free_ char *candidate = NULL;
+                struct stat st;
+
+                if (asprintf(&candidate, "%.*s/%s", (int) (e - p), p, name) < 0)
+                        return -ENOMEM;
+                if (stat(candidate, &st) >= 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+                        *ret = TAKE_PTR(candidate);
+                        return 0;
+                }
+                p = *e ? e + 1 : e;
+        }
+        return -ENOENT;
+}
+
+/* The cwd must name a directory that resolves beneath the workspace on the host, symlinks
+ * included: openat2(RESOLVE_BENEATH) decides, not string checks alone. */
+static int check_cwd_beneath(const char *workspace_host, const char *rel) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int top = -EBADF, fd = -EBADF;
+
+        top = open(workspace_host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return -errno;
+        fd = (int) syscall(SYS_openat2, top, rel, &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        return 0;
+}
+
+int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e) {
+        _cleanup_free_ char *rel = NULL, *host = NULL;
+        int r;
+
+        if (!cwd) {
+                *ret = strdup(s->workspace_dir);
+                return *ret ? 0 : -ENOMEM;
+        }
+
+        r = cwd_relative_to(s->workspace_dir, cwd, &rel);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                e->code = "invalid_path";
+                snprintf(e->message, sizeof(e->message), "cwd must stay inside the workspace %s.", s->workspace_dir);
+                return -EINVAL;
+        }
+
+        if (rel[0] != 0) {
+                /* On the host the workspace of a dynamic user lives below /var/lib/private. */
+                if (asprintf(&host, "/var/lib/private/sandboxd/ws/%s/%s", s->user, s->workspace) < 0)
+                        return -ENOMEM;
+                r = check_cwd_beneath(host, rel);
+                if (r == -EXDEV || r == -ELOOP) {
+                        e->code = "invalid_path";
+                        snprintf(e->message, sizeof(e->message), "cwd resolves outside the workspace.");
+                        return -EINVAL;
+                }
+                if (r < 0) {
+                        e->code = "invalid_path";
+                        snprintf(e->message, sizeof(e->message), "cwd '%.128s' is not a directory in the workspace: %s.",
+                                 rel, strerror(-r));
+                        return -EINVAL;
+                }
+        }
+
+        if (asprintf(ret, "%s%s%s", s->workspace_dir, rel[0] ? "/" : "", rel) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int command_build_env(Session *s, char * const *user_env, char ***ret) {
+        const Config *c = &s->manager->config;
+        size_t n = strv_length(user_env), k = 0;
+        char **env;
+
+        env = calloc(n + 12, sizeof(char *));
+        if (!env)
+                return -ENOMEM;
+
+#define ADD(...)                                                \
+        do {                                                    \
+                if (asprintf(&env[k], __VA_ARGS__) < 0) {       \
+                        env[k] = NULL;                          \
+                        strv_free(env);                         \
+                        return -ENOMEM;                         \
+                }                                               \
+                k++;                                            \
+        } while (0)
+
+        ADD("PATH=%s", c->path ?: DEFAULT_PATH);
+        ADD("LANG=C.UTF-8");
+        for (size_t i = 0; i < n; i++) {
+                /* The caller's PATH and LANG replace ours. */
+                if (startswith(user_env[i], "PATH=")) {
+                        free(env[0]);
+                        env[0] = strdup(user_env[i]);
+                } else if (startswith(user_env[i], "LANG=")) {
+                        free(env[1]);
+                        env[1] = strdup(user_env[i]);
+                } else
+                        ADD("%s", user_env[i]);
+                if (!env[0] || !env[1]) {
+                        strv_free(env);
+                        return -ENOMEM;
+                }
+        }
+        /* The scope's own directories, after the caller's so they cannot be overridden. */
+        ADD("HOME=%s", s->home_dir);
+        ADD("TMPDIR=%s", s->tmp_dir);
+        ADD("XDG_CONFIG_HOME=%s/.config", s->home_dir);
+        ADD("XDG_CACHE_HOME=%s/.cache", s->home_dir);
+        ADD("XDG_DATA_HOME=%s/.local/share", s->home_dir);
+        ADD("XDG_STATE_HOME=%s/.local/state", s->home_dir);
+#undef ADD
+
+        *ret = env;
+        return 0;
+}
+

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "ndjson.h"
+#include "output.h"
+
+static const char *const stream_names[_OUTPUT_STREAM_MAX] = { "stdout", "stderr" };
+static const char *const suffixes[] = { ".ndjson", ".stdout", ".stderr" };
+
+static int open_spool(const char *dir, const char *name, const char *suffix, bool create, uint64_t *ret_size) {
+        char path[512];
+        struct stat st;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%s%s", dir, name, suffix);
+        fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT | O_TRUNC : 0), 0600);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0) {
+                safe_close(fd);
+                return -errno;
+        }
+        *ret_size = (uint64_t) st.st_size;
+        return fd;
+}
+
+int output_open(const char *dir, const char *name, uint64_t cap, bool create, Output **ret) {
+        Output *o;
+        int r;
+
+        o = calloc(1, sizeof(Output));
+        if (!o)
+                return -ENOMEM;
+        o->cap = cap;
+        o->log_fd = o->raw_fd[0] = o->raw_fd[1] = -EBADF;
+
+        r = open_spool(dir, name, suffixes[0], create, &o->log_size);
+        if (r < 0)
+                goto fail;
+        o->log_fd = r;
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                r = open_spool(dir, name, suffixes[1 + st], create, &o->kept[st]);
+                if (r < 0)
+                        goto fail;
+                o->raw_fd[st] = r;
+                o->total[st] = o->kept[st];
+        }
+
+        *ret = o;
+        return 0;
+fail:
+        output_free(o);
+        return r;
+}
+
+Output *output_free(Output *o) {
+        OutputReader *r;
+
+        if (!o)
+                return NULL;
+        while ((r = o->readers)) {
+                output_detach(r);
+                r->notify(r); /* tells the reader its output is gone */
+        }
+        safe_close(o->log_fd);
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                safe_close(o->raw_fd[st]);
+                buf_done(&o->partial[st]);
+        }
+        buf_done(&o->live);
+        free(o);
+        return NULL;
+}
+
+int output_remove(const char *dir, const char *name) {
+        int r = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                char path[512];
+
+                snprintf(path, sizeof(path), "%s/%s%s", dir, name, suffixes[i]);
+                if (unlink(path) < 0 && errno != ENOENT)
+                        r = -errno;
+        }
+        return r;
+}
+
+static void notify_readers(Output *o) {
+        OutputReader *r, *n;
+
+        LIST_FOREACH_SAFE(readers, r, n, o->readers)
+                r->notify(r);
+}
+
+/* Drops what every live reader has read. */
+static void live_trim(Output *o) {
+        uint64_t min = o->live_base + o->live.len;
+        bool was_paused = output_should_pause(o);
+        OutputReader *r;
+        size_t drop;
+
+        LIST_FOREACH(readers, r, o->readers)
+                if (r->live && r->live_pos < min)
+                        min = r->live_pos;
+        drop = (size_t) (min - o->live_base);
+        if (drop == 0)
+                return;
+        memmove(o->live.data, o->live.data + drop, o->live.len - drop);
+        o->live.len -= drop;
+        o->live_base += drop;
+
+        if (was_paused && o->live.len <= OUTPUT_LIVE_RESUME && o->on_unpause)
+                o->on_unpause(o->userdata);
+}
+
+bool output_should_pause(Output *o) {
+        return o->n_live > 0 && o->live.len >= OUTPUT_LIVE_PAUSE;
+}
+
+static int live_append(Output *o, const char *line, size_t n) {
+        if (o->n_live == 0)
+                return 0;
+        return buf_append(&o->live, line, n);
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+        const char *q = p;
+
+        while (n > 0) {
+                ssize_t k = write(fd, q, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                q += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+int output_append_event(Output *o, const char *line, size_t n) {
+        int r;
+
+        r = write_all(o->log_fd, line, n);
+        if (r < 0)
+                return r;
+        o->log_size += n;
+        r = live_append(o, line, n);
+        notify_readers(o);
+        return r;
+}
+
+static int mark_truncated(Output *o, OutputStream st) {
+        char line[128];
+        int n;
+
+        o->truncated[st] = true;
+        n = snprintf(line, sizeof(line), "{\"type\":\"truncated\",\"stream\":\"%s\",\"kept_bytes\":%llu}\n",
+                     stream_names[st], (unsigned long long) o->kept[st]);
+        return output_append_event(o, line, (size_t) n);
+}
+
+/* Output past the cap: only to the readers attached now, in lines that say so. */
+static int emit_live_only(Output *o, OutputStream st, const char *data, size_t n, bool final, size_t *ret_consumed) {
+        Buf line = {};
+        int r;
+
+        if (o->n_live == 0) {
+                *ret_consumed = n; /* nobody to show it to: dropped, and counted */
+                return 0;
+        }
+        r = ndjson_append_output(&line, stream_names[st], data, n, final, ret_consumed);
+        if (r >= 0 && line.len > 0) {
+                /* "...}\n" becomes "...,"live":true}\n" */
+                line.len -= 2;
+                r = buf_puts(&line, ",\"live\":true}\n");
+                if (r >= 0)
+                        r = live_append(o, line.data, line.len);
+        }
+        buf_done(&line);
+        if (r >= 0)
+                notify_readers(o);
+        return r;
+}
+
+static int emit_kept(Output *o, OutputStream st, const char *data, size_t n, bool final, size_t *ret_consumed) {
+        Buf line = {};
+        int r;
+
+        r = ndjson_append_output(&line, stream_names[st], data, n, final, ret_consumed);
+        if (r >= 0 && *ret_consumed > 0)
+                r = write_all(o->raw_fd[st], data, *ret_consumed);
+        if (r >= 0 && line.len > 0)
+                r = output_append_event(o, line.data, line.len);
+        if (r >= 0)
+                o->kept[st] += *ret_consumed;
+        buf_done(&line);
+        return r;
+}
+
+int output_add_data(Output *o, OutputStream st, const char *data, size_t n, bool final) {
+        Buf *p = &o->partial[st];
+        size_t consumed = 0;
+        int r;
+
+        o->total[st] += n;
+        if (p->len > 0 || !final) {
+                r = buf_append(p, data, n);
+                if (r < 0)
+                        return r;
+                data = p->data;
+                n = p->len;
+        }
+        if (n == 0)
+                return 0;
+
+        if (!o->truncated[st] && o->kept[st] + n > o->cap) {
+                /* Keep up to the cap, then say so in the kept log. */
+                size_t room = (size_t) (o->cap - o->kept[st]);
+
+                if (room > 0) {
+                        r = emit_kept(o, st, data, room, true, &consumed);
+                        if (r < 0)
+                                return r;
+                }
+                r = mark_truncated(o, st);
+                if (r < 0)
+                        return r;
+                data += consumed;
+                n -= consumed;
+                final = true;
+                consumed = 0;
+                if (p->len > 0) {
+                        memmove(p->data, p->data + (p->len - n), n);
+                        p->len = n;
+                        data = p->data;
+                }
+        }
+
+        if (o->truncated[st])
+                r = emit_live_only(o, st, data, n, final, &consumed);
+        else
+                r = emit_kept(o, st, data, n, final, &consumed);
+        if (r < 0)
+                return r;
+
+        if (p->len > 0) {
+                memmove(p->data, p->data + consumed, p->len - consumed);
+                p->len -= consumed;
+        }
+        return 0;
+}
+
+void output_finish(Output *o) {
+        o->finished = true;
+        notify_readers(o);
+}
+
+void output_attach(Output *o, OutputReader *r, uint64_t offset) {
+        r->output = o;
+        r->log_pos = MIN(offset, o->log_size);
+        r->live = false;
+        LIST_PREPEND(readers, o->readers, r);
+}
+
+void output_detach(OutputReader *r) {
+        Output *o = r->output;
+
+        if (!o)
+                return;
+        LIST_REMOVE(readers, o->readers, r);
+        if (r->live && o->n_live > 0)
+                o->n_live--;
+        r->output = NULL;
+        if (o->n_live == 0) {
+                o->live.len = 0;
+                o->live_base = 0;
+                if (o->on_unpause)
+                        o->on_unpause(o->userdata);
+        } else
+                live_trim(o);
+}
+
+ssize_t output_read(OutputReader *r, char *buf, size_t max) {
+        Output *o = r->output;
+
+        if (!o)
+                return -EPIPE;
+
+        if (!r->live) {
+                if (r->log_pos < o->log_size) {
+                        ssize_t n = pread(o->log_fd, buf, MIN(max, o->log_size - r->log_pos), (off_t) r->log_pos);
+                        if (n < 0)
+                                return -errno;
+                        if (n == 0)
+                                return -EIO;
+                        r->log_pos += (uint64_t) n;
+                        return n;
+                }
+                if (o->finished)
+                        return -EPIPE;
+                /* Caught up: from now on follow every new event in memory. */
+                r->live = true;
+                r->live_pos = o->live_base + o->live.len;
+                o->n_live++;
+        }
+
+        if (r->live_pos < o->live_base + o->live.len) {
+                size_t at = (size_t) (r->live_pos - o->live_base), n = MIN(max, o->live.len - at);
+
+                memcpy(buf, o->live.data + at, n);
+                r->live_pos += n;
+                live_trim(o);
+                return (ssize_t) n;
+        }
+        return o->finished ? -EPIPE : 0;
+}
+
+int output_read_raw(Output *o, OutputStream st, Buf *ret) {
+        size_t n = (size_t) o->kept[st];
+        ssize_t k;
+        int r;
+
+        r = buf_reserve(ret, n);
+        if (r < 0)
+                return r;
+        k = pread(o->raw_fd[st], ret->data + ret->len, n, 0);
+        if (k < 0)
+                return -errno;
+        ret->len += (size_t) k;
+        ret->data[ret->len] = 0;
+        return 0;
+}

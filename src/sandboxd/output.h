@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "buf.h"
+#include "list.h"
+
+/* The output of one command, as NDJSON events.
+ *
+ * Kept events (accepted, output up to the per-stream cap, truncation markers, exit) are
+ * appended to a spool file under /run/sandboxd, which survives restarts of sandboxd: a
+ * reader replays it from any byte offset. The raw bytes of each stream, up to the cap,
+ * go to two more files for snapshots. Output beyond the cap is not kept: it is streamed
+ * to the readers attached at that moment, in lines marked "live":true, which do not
+ * count in offsets. A reader that has caught up with the spool follows a bounded
+ * in-memory buffer of every new event; when the slowest one lags too far, reading the
+ * command's pipes pauses (backpressure), so memory stays bounded. */
+
+typedef enum OutputStream {
+        OUTPUT_STDOUT,
+        OUTPUT_STDERR,
+        _OUTPUT_STREAM_MAX,
+} OutputStream;
+
+typedef struct Output Output;
+typedef struct OutputReader OutputReader;
+
+struct OutputReader {
+        Output *output;
+        uint64_t log_pos;  /* replaying the spool */
+        uint64_t live_pos; /* following, once caught up */
+        bool live;
+        void (*notify)(OutputReader *r); /* more to read, the end, or the output is going away */
+        void *userdata;
+        LIST_FIELDS(OutputReader, readers);
+};
+
+struct Output {
+        int log_fd;
+        uint64_t log_size;
+        int raw_fd[_OUTPUT_STREAM_MAX];
+        uint64_t kept[_OUTPUT_STREAM_MAX];
+        uint64_t total[_OUTPUT_STREAM_MAX];
+        bool truncated[_OUTPUT_STREAM_MAX];
+        Buf partial[_OUTPUT_STREAM_MAX]; /* a UTF-8 character cut by a read, held back */
+        uint64_t cap;
+        bool finished; /* the exit event is in: nothing more comes */
+
+        Buf live;          /* events since the oldest live reader's position */
+        uint64_t live_base; /* position of live.data[0] */
+        unsigned n_live;
+
+        OutputReader *readers;
+        void (*on_unpause)(void *userdata);
+        void *userdata;
+};
+
+/* Opens (create: creates) the spool files <dir>/<name>.{ndjson,stdout,stderr}. */
+int output_open(const char *dir, const char *name, uint64_t cap, bool create, Output **ret);
+Output *output_free(Output *o);
+int output_remove(const char *dir, const char *name);
+
+/* A kept event line (ends in \n). */
+int output_append_event(Output *o, const char *line, size_t n);
+/* Bytes read from a stream; final: flush a held-back partial character. */
+int output_add_data(Output *o, OutputStream st, const char *data, size_t n, bool final);
+/* Marks the end: the exit event must be appended right before. */
+void output_finish(Output *o);
+
+/* True while readers lag so far that the producer should stop reading pipes. */
+bool output_should_pause(Output *o);
+
+void output_attach(Output *o, OutputReader *r, uint64_t offset);
+void output_detach(OutputReader *r);
+/* > 0 bytes copied; 0 nothing now (wait for notify); -EPIPE the end. */
+ssize_t output_read(OutputReader *r, char *buf, size_t max);
+
+/* The kept bytes of a stream, for snapshots. */
+int output_read_raw(Output *o, OutputStream st, Buf *ret);
+
+#define OUTPUT_LIVE_PAUSE (8U * 1024 * 1024)
+#define OUTPUT_LIVE_RESUME (2U * 1024 * 1024)

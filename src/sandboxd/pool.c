@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "log.h"
+#include "pool.h"
+#include "session.h"
+#include "systemd.h"
+#include "validate.h"
+
+static PoolSlot *slot_free(PoolSlot *p) {
+        if (!p)
+                return NULL;
+        if (p->manager)
+                LIST_REMOVE(slots, p->manager->pool, p);
+        sd_bus_slot_unref(p->slot);
+        free(p->slice);
+        free(p);
+        return NULL;
+}
+
+static unsigned pool_count(Manager *m) {
+        unsigned n = 0;
+        PoolSlot *p;
+
+        LIST_FOREACH(slots, p, m->pool)
+                n++;
+        return n;
+}
+
+static int on_slot_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        PoolSlot *p = userdata;
+
+        p->slot = sd_bus_slot_unref(p->slot);
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                log_warning("Failed to prepare %s for the pool, ignoring: %s", p->slice, systemd_error_message(reply));
+                slot_free(p);
+                return 0;
+        }
+        p->ready = true;
+        return 0;
+}
+
+static PoolSlot *slot_new(Manager *m, const char *id) {
+        PoolSlot *p = calloc(1, sizeof(PoolSlot));
+
+        if (!p)
+                return NULL;
+        p->manager = m;
+        snprintf(p->id, sizeof(p->id), "%s", id);
+        if (asprintf(&p->slice, "sandboxd-%s.slice", id) < 0) {
+                free(p);
+                return NULL;
+        }
+        LIST_PREPEND(slots, m->pool, p);
+        return p;
+}
+
+void pool_fill(Manager *m) {
+        const Config *c = &m->config;
+
+        if (c->pool_profile != POOL_SHARED || !m->bus)
+                return;
+
+        while (pool_count(m) < c->pool_min_ready) {
+                char id[17];
+                PoolSlot *p;
+                int r;
+
+                if (random_session_id(id) < 0)
+                        return;
+                p = slot_new(m, id);
+                if (!p)
+                        return;
+                r = systemd_start_slice_async(m->bus, &p->slot, p->slice, "sandboxd session", &c->session_limits,
+                                              on_slot_started, p);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to prepare a slice for the pool, ignoring: %m");
+                        slot_free(p);
+                        return;
+                }
+        }
+}
+
+int pool_take(Manager *m, char ret_id[static 17]) {
+        PoolSlot *p;
+
+        LIST_FOREACH(slots, p, m->pool)
+                if (p->ready) {
+                        memcpy(ret_id, p->id, 17);
+                        slot_free(p);
+                        pool_fill(m); /* queued now, ready well before the next session */
+                        return 0;
+                }
+        pool_fill(m);
+        return -EAGAIN;
+}
+
+void pool_adopt(Manager *m, const char *slice) {
+        const char *id = startswith(slice, "sandboxd-");
+        char buf[17];
+        PoolSlot *p;
+
+        if (!id || strlen(id) != 16 + strlen(".slice") || !streq(id + 16, ".slice"))
+                return;
+        memcpy(buf, id, 16);
+        buf[16] = 0;
+        if (!session_id_is_valid(buf))
+                return;
+
+        if (m->config.pool_profile == POOL_SHARED && pool_count(m) < m->config.pool_size && (p = slot_new(m, buf))) {
+                /* Its limits may be a former session's: reset them to the defaults. */
+                (void) systemd_set_slice_limits_async(m->bus, slice, &m->config.session_limits, NULL, NULL);
+                p->ready = true;
+                log_debug("Adopted %s into the pool.", slice);
+                return;
+        }
+        log_info("Stopping %s: no session owns it.", slice);
+        (void) systemd_stop_unit_async(m->bus, slice, NULL, NULL);
+}
+
+void pool_free(Manager *m) {
+        /* The prepared slices stay in PID 1: the next start adopts them. */
+        while (m->pool)
+                slot_free(m->pool);
+}
+
+void pool_stats(Manager *m, PoolStats *ret) {
+        PoolStats st = { .size = m->config.pool_profile == POOL_SHARED ? m->config.pool_size : 0,
+                         .min_ready = m->config.pool_profile == POOL_SHARED ? m->config.pool_min_ready : 0 };
+        PoolSlot *p;
+        Session *s;
+
+        LIST_FOREACH(slots, p, m->pool) {
+                if (p->ready)
+                        st.ready++;
+                else
+                        st.starting++;
+        }
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (s->state == SESSION_ACTIVE)
+                        st.in_use++;
+        *ret = st;
+}

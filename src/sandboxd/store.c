@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "store.h"
+
+int store_mkdir_p(const char *path, mode_t mode) {
+        char buf[PATH_MAX];
+        size_t n = strlen(path);
+
+        if (n == 0 || n >= sizeof(buf))
+                return -EINVAL;
+        memcpy(buf, path, n + 1);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int store_write(const char *path, json_object *o) {
+        char tmp[PATH_MAX];
+        const char *s;
+        size_t n;
+        int fd, r = 0;
+
+        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!s)
+                return -ENOMEM;
+        n = strlen(s);
+        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
+                return -ENAMETOOLONG;
+
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        while (n > 0) {
+                ssize_t k = write(fd, s, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        break;
+                }
+                s += k;
+                n -= (size_t) k;
+        }
+        if (r >= 0 && write(fd, "\n", 1) != 1)
+                r = -EIO;
+        safe_close(fd);
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
+}
+
+int store_read(const char *path, json_object **ret) {
+        json_object *o;
+
+        o = json_object_from_file(path);
+        if (!o)
+                return access(path, F_OK) < 0 ? -errno : -EBADMSG;
+        if (!json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                return -EBADMSG;
+        }
+        *ret = o;
+        return 0;
+}
+
+int store_rm_rf(const char *path) {
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        d = opendir(path);
+        if (!d)
+                return errno == ENOENT ? 0 : (errno == ENOTDIR ? (unlink(path) < 0 ? -errno : 0) : -errno);
+        while ((de = readdir(d))) {
+                char sub[PATH_MAX];
+                struct stat st;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+                if (lstat(sub, &st) < 0)
+                        continue;
+                if (S_ISDIR(st.st_mode))
+                        r = store_rm_rf(sub) < 0 ? -EIO : r;
+                else if (unlink(sub) < 0)
+                        r = -errno;
+        }
+        closedir(d);
+        if (rmdir(path) < 0 && errno != ENOENT)
+                r = -errno;
+        return r;
+}
+
+const char *store_get_string(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+uint64_t store_get_u64(json_object *o, const char *key, uint64_t dflt) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return dflt;
+        return json_object_get_uint64(v);
+}
+
+int64_t store_get_i64(json_object *o, const char *key, int64_t dflt) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return dflt;
+        return json_object_get_int64(v);
+}
+
+bool store_get_bool(json_object *o, const char *key, bool dflt) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_boolean))
+                return dflt;
+        return json_object_get_boolean(v);
+}
