@@ -44,8 +44,15 @@ static int parse_object(const char *body, size_t n, json_object **ret, RequestEr
         o = json_tokener_parse_ex(tok, body, (int) n);
         jerr = json_tokener_get_error(tok);
         consumed = json_tokener_get_parse_end(tok);
+        if (!o && jerr == json_tokener_continue) {
+                /* A top-level scalar (null, 123) is only complete once the input ends. */
+                o = json_tokener_parse_ex(tok, "", 1);
+                jerr = json_tokener_get_error(tok);
+        }
         json_tokener_free(tok);
 
+        if (jerr == json_tokener_success && !o)
+                return fail(e, "invalid_type", "Request body must be a JSON object, not null.");
         if (jerr != json_tokener_success || !o) {
                 return fail(e, "invalid_json", "Request body is not valid JSON: %s.",
                             jerr == json_tokener_continue ? "unexpected end of input"

@@ -55,6 +55,8 @@ static void test_session(void) {
         expect_session_error("{", "invalid_json");
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\"} x", "invalid_json");
         expect_session_error("[1]", "invalid_type");
+        expect_session_error("null", "invalid_type");
+        expect_session_error("123", "invalid_type");
         expect_session_error("{\"user\":\"a\"}", "missing_field");
         expect_session_error("{\"workspace\":\"w\"}", "missing_field");
         expect_session_error("{\"user\":1,\"workspace\":\"w\"}", "invalid_type");
