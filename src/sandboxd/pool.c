@@ -98,10 +98,8 @@ int pool_take(Manager *m, char ret_id[static 17]) {
                 if (p->ready) {
                         memcpy(ret_id, p->id, 17);
                         slot_free(p);
-                        pool_fill(m); /* queued now, ready well before the next session */
                         return 0;
                 }
-        pool_fill(m);
         return -EAGAIN;
 }
 

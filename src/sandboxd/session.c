@@ -337,6 +337,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 LIST_PREPEND(sessions, m->sessions, s);
         }
 
+        pool_fill(m); /* queued now, ready well before the next session */
         manager_check_idle(m);
         *ret = s;
         return 0;
