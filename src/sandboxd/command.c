@@ -743,6 +743,8 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 log_error_errno(r, "Failed to ask systemd to start %s: %m", c->unit);
                 goto fail;
         }
+        /* Recorded before PID 1 answers: if we die in between, the next start still knows it. */
+        (void) command_save(c);
 
         log_debug("Starting %s: %s", c->unit, exe);
         *ret = c;
