@@ -326,6 +326,7 @@ static void command_set_result(Command *c, const CommandResult *res) {
         Buf line = {};
 
         c->result = *res;
+        metrics_count_command(&m->metrics, res);
         if (ndjson_append_exit(&line, &c->result) < 0 || output_append_event(c->output, line.data, line.len) < 0)
                 log_warning("Failed to spool the exit of %s, ignoring.", c->unit);
         buf_done(&line);
