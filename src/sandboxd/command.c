@@ -15,6 +15,7 @@
 #include "time-util.h"
 
 #define READ_CHUNK (64 * 1024)
+#define TAKE_SIGNAL(s) ({ int _s = (s); (s) = 0; _s; })
 #define PIPE_SIZE (1024 * 1024)
 #define SAMPLE_INTERVAL_USEC (200 * USEC_PER_MSEC)
 
@@ -416,6 +417,12 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
         if (command_status_is_running(c) && unit_state_is_done(&c->state)) {
                 command_finish(c);
                 return 0;
+        }
+        if (!c->unit_running && (streq(c->state.active_state, "activating") || streq(c->state.active_state, "active") ||
+                                 streq(c->state.active_state, "deactivating"))) {
+                c->unit_running = true;
+                if (c->pending_signal > 0)
+                        (void) command_signal(c, TAKE_SIGNAL(c->pending_signal));
         }
         if (c->refresh_again)
                 refresh_state(c);
@@ -874,8 +881,14 @@ fail:
 /* --- operations ----------------------------------------------------------------------- */
 
 int command_signal(Command *c, int sig) {
-        if (!command_status_is_running(c))
+        if (!command_status_is_running(c) && c->result.status != COMMAND_PENDING)
                 return -ESRCH;
+        if (!c->unit_running) {
+                /* The start job has not run yet: there is no process to signal. Keep the
+                 * signal (the last one wins) and send it once there is. */
+                c->pending_signal = sig;
+                return 0;
+        }
         return systemd_kill_unit_async(c->session->manager->bus, c->unit, "all", sig, NULL, NULL);
 }
 

@@ -55,6 +55,9 @@ struct Command {
         sd_event_source *sample_timer; /* reads the cgroup while the command runs */
         char *cgroup;                  /* ControlGroup=, kept once seen: it empties at the end */
 
+        bool unit_running;    /* PID 1 forked the process: signals reach it now */
+        int pending_signal;   /* asked for before that; sent once it is so */
+
         CommandStartedFn started_fn;
         void *started_userdata;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <inttypes.h>
 #include <sys/socket.h>
 
 #include "auth.h"
@@ -204,9 +205,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (r->suspended)
                 return MHD_YES;
 
-        if (r->body_too_large)
-                return http_queue_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large",
-                                        "Request body is larger than the configured MaxBodySize=.");
+        if (r->body_too_large) {
+                char msg[128];
+
+                snprintf(msg, sizeof(msg), "Request body is larger than MaxBodySize=%" PRIu64 " bytes.",
+                         m->config.max_body_bytes);
+                return http_queue_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg);
+        }
 
         if (server->is_unix) {
                 if (!peer_is_allowed(connection, &r->tenant)) {
