@@ -114,6 +114,22 @@ int auth_check_key(Manager *m, const char *key, char **ret_tenant) {
         return *ret_tenant ? 0 : -ENOMEM;
 }
 
+bool auth_tenant_is_admin(Manager *m, const char *tenant) {
+        const char *p = m->config.admin_tenants;
+        size_t l;
+
+        if (!tenant || !p)
+                return false;
+        l = strlen(tenant);
+        while (*p) {
+                const char *e = strchrnul(p, ' ');
+                if ((size_t) (e - p) == l && strncmp(p, tenant, l) == 0)
+                        return true;
+                p = *e ? e + 1 : e;
+        }
+        return false;
+}
+
 bool auth_uid_is_allowed(uid_t uid, pid_t pid) {
         struct passwd *pw;
         struct group *gr;

@@ -21,6 +21,9 @@ int auth_load_keys(Manager *m, const char *path);
 /* Compares the key's hash against every stored one in constant time. */
 int auth_check_key(Manager *m, const char *key, char **ret_tenant);
 
+/* Tenants named in [HTTP] AdminTenants= may drain and see every session over TCP. */
+bool auth_tenant_is_admin(Manager *m, const char *tenant);
+
 /* Root, or a member of group sandboxd. */
 bool auth_uid_is_allowed(uid_t uid, pid_t pid);
 

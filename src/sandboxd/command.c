@@ -326,6 +326,7 @@ static void command_set_result(Command *c, const CommandResult *res) {
         Buf line = {};
 
         c->result = *res;
+        metrics_count_command(&m->metrics, res);
         if (ndjson_append_exit(&line, &c->result) < 0 || output_append_event(c->output, line.data, line.len) < 0)
                 log_warning("Failed to spool the exit of %s, ignoring.", c->unit);
         buf_done(&line);
@@ -743,6 +744,8 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 log_error_errno(r, "Failed to ask systemd to start %s: %m", c->unit);
                 goto fail;
         }
+        /* Recorded before PID 1 answers: if we die in between, the next start still knows it. */
+        (void) command_save(c);
 
         log_debug("Starting %s: %s", c->unit, exe);
         *ret = c;

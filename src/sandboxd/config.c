@@ -50,6 +50,8 @@ const char *pool_profile_to_string(PoolProfile p) {
 void config_done(Config *c) {
         free(c->path);
         c->path = NULL;
+        free(c->admin_tenants);
+        c->admin_tenants = NULL;
 }
 
 typedef struct LoadState {
@@ -124,6 +126,11 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 return set_error(st, section, key, value, "expected a number between 1 and 65536");
                         c->max_connections = (unsigned) v;
                         return 1;
+                }
+                if (streq(key, "AdminTenants")) {
+                        free(c->admin_tenants);
+                        c->admin_tenants = strdup(value);
+                        return c->admin_tenants ? 1 : 0;
                 }
                 if (streq(key, "ConnectionTimeoutSec")) {
                         if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC || v > 86400 * USEC_PER_SEC)

@@ -29,6 +29,7 @@ typedef struct Config {
         uint64_t max_body_bytes;
         unsigned max_connections;
         unsigned connection_timeout_sec;
+        char *admin_tenants; /* space-separated tenant names */
 
         /* [Session]: defaults and the ceiling a request may ask for */
         Limits session_limits;

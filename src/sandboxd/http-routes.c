@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <signal.h>
 
+#include "auth.h"
 #include "cgroup.h"
 #include "command.h"
 #include "http.h"
@@ -113,10 +114,12 @@ static int route_healthz(HttpRequest *r) {
 }
 
 static int route_readyz(HttpRequest *r) {
-        bool ready = manager_is_ready(r->server->manager);
+        Manager *m = r->server->manager;
+        bool ready = manager_is_ready(m) && !m->draining;
         Buf b = {};
 
-        if (buf_printf(&b, "{\"status\":\"%s\"}", ready ? "ready" : "systemd-unreachable") < 0)
+        if (buf_printf(&b, "{\"status\":\"%s\"}",
+                       m->draining ? "draining" : ready ? "ready" : "systemd-unreachable") < 0)
                 return MHD_NO;
         return http_queue_json(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &b);
 }
@@ -148,7 +151,7 @@ static int route_health(HttpRequest *r) {
         if (buf_printf(&b,
                        "{\"status\":\"%s\",\"timestamp\":\"%s\",\"uptime\":%.3f,\"version\":\"%s\","
                        "\"sessions\":%u,\"running_commands\":%u,\"pool\":",
-                       manager_is_ready(m) ? "ok" : "degraded", ts,
+                       m->draining ? "draining" : manager_is_ready(m) ? "ok" : "degraded", ts,
                        (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC, PROJECT_VERSION,
                        n_sessions, m->n_running) < 0 ||
             append_pool_json(m, &b) < 0 || buf_puts(&b, "}") < 0) {
@@ -168,6 +171,78 @@ static int route_pool(HttpRequest *r) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
+static int route_metrics(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        unsigned by_state[_SESSION_STATE_MAX] = {};
+        struct MHD_Response *resp;
+        PoolStats ps;
+        Session *s;
+        Buf b = {};
+        int ret;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                by_state[s->state]++;
+        pool_stats(m, &ps);
+
+        ret = buf_puts(&b, "# HELP sandboxd_sessions Sessions known, by state.\n# TYPE sandboxd_sessions gauge\n");
+        for (SessionState st = 0; ret >= 0 && st < _SESSION_STATE_MAX; st++)
+                ret = buf_printf(&b, "sandboxd_sessions{state=\"%s\"} %u\n", session_state_to_string(st), by_state[st]);
+        if (ret >= 0)
+                ret = buf_printf(&b,
+                                 "# HELP sandboxd_commands_running Commands running now.\n"
+                                 "# TYPE sandboxd_commands_running gauge\n"
+                                 "sandboxd_commands_running %u\n"
+                                 "# HELP sandboxd_pool_slices Prepared session slices, by state.\n"
+                                 "# TYPE sandboxd_pool_slices gauge\n"
+                                 "sandboxd_pool_slices{state=\"ready\"} %u\n"
+                                 "sandboxd_pool_slices{state=\"starting\"} %u\n"
+                                 "sandboxd_pool_slices{state=\"in_use\"} %u\n"
+                                 "# HELP sandboxd_http_connections Open HTTP connections.\n"
+                                 "# TYPE sandboxd_http_connections gauge\n"
+                                 "sandboxd_http_connections %u\n"
+                                 "# HELP sandboxd_draining 1 while sandboxd drains.\n"
+                                 "# TYPE sandboxd_draining gauge\n"
+                                 "sandboxd_draining %d\n"
+                                 "# HELP sandboxd_uptime_seconds Seconds since this process started.\n"
+                                 "# TYPE sandboxd_uptime_seconds gauge\n"
+                                 "sandboxd_uptime_seconds %.3f\n"
+                                 "# HELP sandboxd_build_info The version running.\n"
+                                 "# TYPE sandboxd_build_info gauge\n"
+                                 "sandboxd_build_info{version=\"%s\"} 1\n",
+                                 m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections, m->draining,
+                                 (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
+                                 PROJECT_VERSION);
+        if (ret >= 0)
+                ret = metrics_format(&m->metrics, &b);
+        if (ret < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        resp = MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
+        buf_done(&b);
+        if (resp)
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+        return http_queue(r, MHD_HTTP_OK, resp);
+}
+
+static int route_drain_state(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        Buf b = {};
+
+        if (buf_printf(&b, "{\"draining\":%s,\"running_commands\":%u}", m->draining ? "true" : "false",
+                       m->n_running) < 0)
+                return MHD_NO;
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_drain(HttpRequest *r, bool drain) {
+        int ret = manager_set_draining(r->server->manager, drain);
+
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+        return route_drain_state(r);
+}
+
 /* --- sessions ------------------------------------------------------------- */
 
 static void on_session_ready(Session *s, int ret, void *userdata) {
@@ -181,12 +256,24 @@ static void on_session_ready(Session *s, int ret, void *userdata) {
                 http_complete(r, r->status, session_response(s));
 }
 
+static int refuse_draining(HttpRequest *r) {
+        struct MHD_Response *resp = http_error_response(
+                "draining", "sandboxd is draining: it takes no new sessions or commands. Try another instance, or later.");
+
+        if (resp)
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "30");
+        return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+}
+
 static int route_create_session(HttpRequest *r) {
         Manager *m = r->server->manager;
         _cleanup_(session_request_done) SessionRequest req = {};
         RequestError e = {};
         Session *s;
         int ret;
+
+        if (m->draining)
+                return refuse_draining(r);
 
         if (!is_json_request(r))
                 return http_queue_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
@@ -374,6 +461,8 @@ static int route_start_command(HttpRequest *r, Session *s) {
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
 
+        if (s->manager->draining && !(req.request_id && session_find_command(s, req.request_id)))
+                return refuse_draining(r);
         if (req.request_id && (c = session_find_command(s, req.request_id))) {
                 /* Idempotent: the same request id returns the first command, never a second one. */
                 if (!wait)
@@ -535,14 +624,22 @@ static int route_command(HttpRequest *r, Session *s, char **p, size_t n, bool ge
         if (!c)
                 return not_found(r, "No such command.");
 
-        if (n == 5)
+        if (n == 5) {
+                r->route = "/v1/sessions/{sid}/commands/{rid}";
                 return get ? route_get_command(r, c) : method_not_allowed(r, "GET");
-        if (n == 6 && streq(p[5], "events"))
+        }
+        if (n == 6 && streq(p[5], "events")) {
+                r->route = "/v1/sessions/{sid}/commands/{rid}/events";
                 return get ? route_events(r, c) : method_not_allowed(r, "GET");
-        if (n == 6 && streq(p[5], "signal"))
+        }
+        if (n == 6 && streq(p[5], "signal")) {
+                r->route = "/v1/sessions/{sid}/commands/{rid}/signal";
                 return post ? route_signal(r, c) : method_not_allowed(r, "POST");
-        if (n == 6 && streq(p[5], "stdin"))
+        }
+        if (n == 6 && streq(p[5], "stdin")) {
+                r->route = "/v1/sessions/{sid}/commands/{rid}/stdin";
                 return post ? route_stdin(r, c) : method_not_allowed(r, "POST");
+        }
         return not_found(r, "No such route.");
 }
 
@@ -561,28 +658,51 @@ int http_route(HttpRequest *r) {
         if (n == SIZE_MAX)
                 return not_found(r, "No such route.");
 
-        if (n == 1 && streq(p[0], "healthz"))
+        if (n == 1 && streq(p[0], "healthz")) {
+                r->route = "/healthz";
                 return get ? route_healthz(r) : method_not_allowed(r, "GET");
-        if (n == 1 && streq(p[0], "readyz"))
+        }
+        if (n == 1 && streq(p[0], "readyz")) {
+                r->route = "/readyz";
                 return get ? route_readyz(r) : method_not_allowed(r, "GET");
+        }
+        if (n == 1 && streq(p[0], "metrics")) {
+                r->route = "/metrics";
+                return get ? route_metrics(r) : method_not_allowed(r, "GET");
+        }
 
         if (n < 2 || !streq(p[0], "v1"))
                 return not_found(r, "No such route.");
 
-        if (n == 2 && streq(p[1], "health"))
+        if (n == 2 && streq(p[1], "health")) {
+                r->route = "/v1/health";
                 return get ? route_health(r) : method_not_allowed(r, "GET");
-        if (n == 2 && streq(p[1], "pool"))
+        }
+        if (n == 2 && streq(p[1], "pool")) {
+                r->route = "/v1/pool";
                 return get ? route_pool(r) : method_not_allowed(r, "GET");
+        }
+        if (n == 2 && streq(p[1], "drain")) {
+                r->route = "/v1/drain";
+                if (!r->server->is_unix && !auth_tenant_is_admin(m, r->tenant))
+                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
+                                                "Only local callers and admin keys may drain sandboxd.");
+                if (post || del)
+                        return route_drain(r, post);
+                return get ? route_drain_state(r) : method_not_allowed(r, "GET, POST, DELETE");
+        }
 
         if (!streq(p[1], "sessions"))
                 return not_found(r, "No such route.");
 
         if (n == 2) {
+                r->route = "/v1/sessions";
                 if (post)
                         return route_create_session(r);
                 return get ? route_list_sessions(r) : method_not_allowed(r, "GET, POST");
         }
 
+        r->route = "/v1/sessions/{sid}";
         if (!session_id_is_valid(p[2]))
                 return not_found(r, "No such session.");
         s = manager_find_session(m, p[2]);
@@ -594,17 +714,24 @@ int http_route(HttpRequest *r) {
                         return route_delete_session(r, s);
                 return get ? queue_session(r, MHD_HTTP_OK, s) : method_not_allowed(r, "GET, DELETE");
         }
-        if (n == 4 && streq(p[3], "activity"))
+        if (n == 4 && streq(p[3], "activity")) {
+                r->route = "/v1/sessions/{sid}/activity";
                 return post ? route_activity(r, s) : method_not_allowed(r, "POST");
-        if (n == 4 && (streq(p[3], "freeze") || streq(p[3], "thaw")))
+        }
+        if (n == 4 && (streq(p[3], "freeze") || streq(p[3], "thaw"))) {
+                r->route = streq(p[3], "freeze") ? "/v1/sessions/{sid}/freeze" : "/v1/sessions/{sid}/thaw";
                 return post ? route_freeze(r, s, streq(p[3], "freeze")) : method_not_allowed(r, "POST");
+        }
         if (n == 4 && streq(p[3], "commands")) {
+                r->route = "/v1/sessions/{sid}/commands";
                 if (post)
                         return route_start_command(r, s);
                 return get ? route_list_commands(r, s) : method_not_allowed(r, "GET, POST");
         }
-        if (n >= 5 && streq(p[3], "commands"))
+        if (n >= 5 && streq(p[3], "commands")) {
+                r->route = "/v1/sessions/{sid}/commands/{rid}";
                 return route_command(r, s, p, n, get, post);
+        }
 
         return not_found(r, "No such route.");
 }

@@ -40,6 +40,7 @@ int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
                 return MHD_NO; /* out of memory: drop the connection */
         ret = MHD_queue_response(r->connection, status, resp);
         MHD_destroy_response(resp);
+        metrics_count_http(&r->server->manager->metrics, r->route ?: "unmatched", status);
         log_debug("%s %s -> %u", r->method, r->url, status);
         return ret;
 }
@@ -78,6 +79,7 @@ void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
 
 typedef struct StreamReader {
         OutputReader reader;
+        Metrics *metrics;
         struct MHD_Connection *connection;
         bool suspended;
 } StreamReader;
@@ -96,8 +98,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         ssize_t n;
 
         n = output_read(&s->reader, buf, max);
-        if (n > 0)
+        if (n > 0) {
+                s->metrics->bytes_streamed += (uint64_t) n;
                 return n;
+        }
         if (n < 0)
                 return MHD_CONTENT_READER_END_OF_STREAM; /* the end (or the command is gone) */
 
@@ -122,6 +126,7 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, ui
         if (!s)
                 return NULL;
         s->connection = r->connection;
+        s->metrics = &r->server->manager->metrics;
         s->reader.notify = stream_notify;
         s->reader.userdata = s;
         output_attach(c->output, &s->reader, offset);
@@ -204,9 +209,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                                         "Request body is larger than the configured MaxBodySize=.");
 
         if (server->is_unix) {
-                if (!peer_is_allowed(connection, &r->tenant))
+                if (!peer_is_allowed(connection, &r->tenant)) {
+                        m->metrics.auth_failures++;
                         return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
                                                 "Only root and members of group sandboxd may use this socket.");
+                }
         } else if (!startswith(url, "/healthz") && !startswith(url, "/readyz")) {
                 const char *h = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
                 const char *token = h ? startswith(h, "Bearer ") : NULL;
@@ -214,6 +221,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 if (!token || auth_check_key(m, token, &r->tenant) < 0) {
                         struct MHD_Response *resp = http_error_response(
                                 "unauthorized", token ? "Invalid API key." : "Missing 'Authorization: Bearer <key>' header.");
+
+                        m->metrics.auth_failures++;
                         if (resp)
                                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
                         return http_queue(r, MHD_HTTP_UNAUTHORIZED, resp);

@@ -22,6 +22,7 @@ typedef struct HttpRequest {
         struct MHD_Connection *connection;
         const char *method;
         char *url;
+        const char *route;         /* the matched route, for metrics */
         Buf body;
         bool body_too_large;
         bool suspended;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -199,8 +200,42 @@ Session *manager_find_session_by_scope(Manager *m, const char *user, const char 
         return NULL;
 }
 
+static int drain_flag_path(Manager *m, char *buf, size_t n) {
+        return snprintf(buf, n, "%s/draining", m->runtime_dir) < (int) n ? 0 : -ENAMETOOLONG;
+}
+
+int manager_set_draining(Manager *m, bool draining) {
+        char path[PATH_MAX];
+        int r;
+
+        r = drain_flag_path(m, path, sizeof(path));
+        if (r < 0)
+                return r;
+        if (draining) {
+                int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        return -errno;
+                safe_close(fd);
+        } else if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+
+        if (draining != m->draining)
+                log_info("%s.", draining ? "Draining: no new sessions or commands, exiting once running commands end"
+                                         : "Drain undone: accepting work again");
+        m->draining = draining;
+        (void) sd_notifyf(false, "STATUS=%s", draining ? "Draining." : "Serving.");
+        manager_check_idle(m);
+        return 0;
+}
+
 static int on_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
+
+        if (m->draining) {
+                log_info("Drained: exiting.");
+                (void) sd_notify(false, "STOPPING=1\nSTATUS=Drained, exiting.");
+                return sd_event_exit(m->event, 0);
+        }
 
         log_info("Idle for %" PRIu64 " s: exiting; the socket brings sandboxd back on the next request.",
                  m->config.idle_exit_usec / USEC_PER_SEC);
@@ -218,9 +253,11 @@ static bool manager_has_live_sessions(Manager *m) {
 }
 
 void manager_check_idle(Manager *m) {
-        /* Closed sessions keep their records on disk: they do not keep us running. */
-        bool idle = m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m) && m->n_running == 0 &&
-                    m->n_connections == 0;
+        /* Closed sessions keep their records on disk: they do not keep us running. A drained
+         * daemon goes as soon as its commands are done, open sessions or not. */
+        bool drained = m->draining && m->n_running == 0 && m->n_connections == 0;
+        bool idle = drained || (m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m) && m->n_running == 0 &&
+                                m->n_connections == 0);
         int r;
 
         if (!m->idle_timer)
@@ -231,7 +268,7 @@ void manager_check_idle(Manager *m) {
         }
         if (sd_event_source_get_enabled(m->idle_timer, NULL) > 0)
                 return; /* already counting down */
-        r = sd_event_source_set_time_relative(m->idle_timer, m->config.idle_exit_usec);
+        r = sd_event_source_set_time_relative(m->idle_timer, drained ? USEC_PER_SEC : m->config.idle_exit_usec);
         if (r >= 0)
                 r = sd_event_source_set_enabled(m->idle_timer, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -378,6 +415,13 @@ int manager_startup(Manager *m, const char *listen_path) {
         r = manager_recover(m);
         if (r < 0)
                 return r;
+        {
+                char path[PATH_MAX];
+                if (drain_flag_path(m, path, sizeof(path)) >= 0 && access(path, F_OK) >= 0) {
+                        log_info("Still draining (%s exists).", path);
+                        m->draining = true;
+                }
+        }
         pool_fill(m);
 
         r = sd_event_add_time(m->event, &m->idle_timer, CLOCK_MONOTONIC, USEC_INFINITY, USEC_PER_SEC,

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "list.h"
+#include "metrics.h"
 
 typedef struct Manager Manager;
 typedef struct Session Session;
@@ -38,6 +39,8 @@ struct Manager {
         size_t n_stored_fds;
         char *state_dir;   /* $STATE_DIRECTORY, /var/lib/sandboxd */
         char *runtime_dir; /* $RUNTIME_DIRECTORY, /run/sandboxd */
+        Metrics metrics;
+        bool draining;     /* POST /v1/drain: no new work; exit once the running commands end */
         unsigned n_connections;
         unsigned n_running;
 
@@ -56,6 +59,9 @@ int manager_run(Manager *m);
 
 /* Re-evaluates whether the daemon is idle and arms or disarms the exit timer. */
 void manager_check_idle(Manager *m);
+/* Drain: refuse new sessions and commands, let running commands finish, then exit. It lasts
+ * across activations (a flag file in /run/sandboxd) until undone. */
+int manager_set_draining(Manager *m, bool draining);
 
 /* Hands over (and forgets) the stored fds of command <sid>-<n>: stdout, stderr, stdin. */
 void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]);

@@ -26,6 +26,16 @@ static unsigned pool_count(Manager *m) {
         return n;
 }
 
+static unsigned pool_in_use(Manager *m) {
+        unsigned n = 0;
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (s->from_pool && s->state != SESSION_CLOSED && s->state != SESSION_FAILED)
+                        n++;
+        return n;
+}
+
 static int on_slot_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         PoolSlot *p = userdata;
 
@@ -60,7 +70,8 @@ void pool_fill(Manager *m) {
         if (c->pool_profile != POOL_SHARED || !m->bus)
                 return;
 
-        while (pool_count(m) < c->pool_min_ready) {
+        /* PoolSize= sandboxes at most come from the pool (prepared or in use); MinReady= of them wait ready. */
+        while (pool_count(m) < c->pool_min_ready && pool_count(m) + pool_in_use(m) < c->pool_size) {
                 char id[17];
                 PoolSlot *p;
                 int r;
@@ -87,10 +98,8 @@ int pool_take(Manager *m, char ret_id[static 17]) {
                 if (p->ready) {
                         memcpy(ret_id, p->id, 17);
                         slot_free(p);
-                        pool_fill(m); /* queued now, ready well before the next session */
                         return 0;
                 }
-        pool_fill(m);
         return -EAGAIN;
 }
 
@@ -106,7 +115,8 @@ void pool_adopt(Manager *m, const char *slice) {
         if (!session_id_is_valid(buf))
                 return;
 
-        if (m->config.pool_profile == POOL_SHARED && pool_count(m) < m->config.pool_size && (p = slot_new(m, buf))) {
+        if (m->config.pool_profile == POOL_SHARED && pool_count(m) + pool_in_use(m) < m->config.pool_size &&
+            (p = slot_new(m, buf))) {
                 /* Its limits may be a former session's: reset them to the defaults. */
                 (void) systemd_set_slice_limits_async(m->bus, slice, &m->config.session_limits, NULL, NULL);
                 p->ready = true;
@@ -127,7 +137,6 @@ void pool_stats(Manager *m, PoolStats *ret) {
         PoolStats st = { .size = m->config.pool_profile == POOL_SHARED ? m->config.pool_size : 0,
                          .min_ready = m->config.pool_profile == POOL_SHARED ? m->config.pool_min_ready : 0 };
         PoolSlot *p;
-        Session *s;
 
         LIST_FOREACH(slots, p, m->pool) {
                 if (p->ready)
@@ -135,8 +144,6 @@ void pool_stats(Manager *m, PoolStats *ret) {
                 else
                         st.starting++;
         }
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (s->state == SESSION_ACTIVE)
-                        st.in_use++;
+        st.in_use = pool_in_use(m);
         *ret = st;
 }

@@ -26,7 +26,8 @@ typedef struct PoolStats {
 
 /* Starts slices until MinReady= are ready or starting (never more than PoolSize=). */
 void pool_fill(Manager *m);
-/* Takes a ready slice: its id becomes the session's. -EAGAIN if none is ready. */
+/* Takes a ready slice: its id becomes the session's. -EAGAIN if none is ready. Call
+ * pool_fill() once the session is in the manager's list. */
 int pool_take(Manager *m, char ret_id[static 17]);
 /* A slice found at start-up that no session owns: back in the pool, or stopped. */
 void pool_adopt(Manager *m, const char *slice);

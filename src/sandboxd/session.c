@@ -114,6 +114,7 @@ int session_save(Session *s) {
         json_object_object_add(o, "ttl_usec", json_object_new_uint64(s->ttl_usec));
         json_object_object_add(o, "n_commands", json_object_new_uint64(s->n_commands));
         json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
+        json_object_object_add(o, "from_pool", json_object_new_boolean(s->from_pool));
 
         r = session_dir(s, dir, sizeof(dir));
         if (r >= 0)
@@ -307,7 +308,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         }
 
         /* A slice prepared ahead, when there is one: no round trip to PID 1 now. */
-        pooled = pool_take(m, s->id) >= 0;
+        pooled = s->from_pool = pool_take(m, s->id) >= 0;
         if (!pooled) {
                 r = random_session_id(s->id);
                 if (r < 0)
@@ -336,6 +337,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 LIST_PREPEND(sessions, m->sessions, s);
         }
 
+        pool_fill(m); /* queued now, ready well before the next session */
         manager_check_idle(m);
         *ret = s;
         return 0;
@@ -456,6 +458,7 @@ static void session_closing_step(Session *s) {
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
+        pool_fill(s->manager); /* a pooled session's place is free again */
         (void) session_save(s);
         session_arm_expiry(s);
         run_waiters(&s->close_waiters, s, 0);
@@ -610,6 +613,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         s->ttl_usec = store_get_u64(o, "ttl_usec", m->config.idle_timeout_usec);
         s->n_commands = (unsigned) store_get_u64(o, "n_commands", 0);
         s->frozen = store_get_bool(o, "frozen", false);
+        s->from_pool = store_get_bool(o, "from_pool", false);
         LIST_PREPEND(sessions, m->sessions, s);
 
         n = scandir(dir, &list, command_record_filter, alphasort);

@@ -50,6 +50,7 @@ struct Session {
         bool frozen;
         bool purge;           /* empty the workspace while closing */
         bool closing;
+        bool from_pool;       /* its slice was prepared ahead */
         uint64_t created_realtime_usec;
         uint64_t last_activity_realtime_usec;
         uint64_t closed_realtime_usec;

@@ -5,6 +5,7 @@ Runs last (file name): it restarts sandboxd with a short IdleExitSec=, which dro
 in-memory sessions of earlier tests.
 """
 
+import json
 import os
 import subprocess
 import time
@@ -38,16 +39,28 @@ def wait_for(pred, timeout):
     return pred()
 
 
+def close_all_sessions():
+    """Sessions persist across restarts and keep sandboxd up: close what earlier tests left."""
+    out = subprocess.run(["curl", "-sS", "--max-time", "10", "--unix-socket", "/run/sandboxd/http.sock",
+                          "http://localhost/v1/sessions"], capture_output=True, text=True, check=True).stdout
+    for s in json.loads(out)["sessions"]:
+        if s["state"] != "closed":
+            subprocess.run(["curl", "-sS", "--max-time", "30", "-X", "DELETE", "--unix-socket",
+                            "/run/sandboxd/http.sock", "http://localhost/v1/sessions/" + s["id"]],
+                           capture_output=True, check=True)
+
+
 def test_exits_when_idle_and_comes_back():
     os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
     with open(DROPIN, "w") as f:
         f.write("[Daemon]\nIdleExitSec=2s\n")
     try:
+        close_all_sessions()
         systemctl("restart", "sandboxd.service")
         assert is_active("sandboxd.service") == "active"
         assert '"status":"ok"' in health()
 
-        # no session, no command, no connection: gone after about 2 s, socket still listening
+        # no live session, no command, no connection: gone after about 2 s, socket still listening
         assert wait_for(lambda: is_active("sandboxd.service") != "active", 15)
         assert is_active("sandboxd.socket") == "active"
         result = systemctl("show", "-p", "Result", "--value", "sandboxd.service").stdout.strip()
