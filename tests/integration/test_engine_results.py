@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from conftest import (EventStream, assert_error, assert_well_formed, commands_path, event_bytes, open_events,
-                      replay, run, sh, snapshot, snapshot_bytes, start_command, stream_output, units,
-                      wait_for, wait_terminal)
+from conftest import (EventStream, assert_error, assert_well_formed, commands_path, open_events, replay, run,
+                      sh, snapshot, snapshot_bytes, start_command, stream_output, units, wait_for,
+                      wait_terminal)
 
 MIB = 1 << 20
 OUTPUT_MAX = 1 * MIB  # OutputMax=1M, the default

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import (assert_error, commands_path, is_active, replay, run, sh, snapshot, start_command,
-                      units, wait_for, wait_terminal)
+                      units, wait_for)
 
 
 def slice_of(sid):
