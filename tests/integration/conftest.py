@@ -57,6 +57,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "time_limit(seconds): time limit of one test (default %d s)" % TEST_TIME_LIMIT)
     config.addinivalue_line("markers", "restarts_daemon: the test stops or restarts sandboxd.service itself "
                             "(sandboxd must still exit cleanly each time)")
+    config.addinivalue_line("markers", "kills_daemon(n=1): the test kills sandboxd with SIGKILL n times on purpose; "
+                            "the crash check tolerates what systemd logs for exactly those kills")
 
 
 class TimeLimitExceeded(Exception):
@@ -262,6 +264,9 @@ class Api:
     def post(self, path, body=None, **kw):
         return self.request("POST", path, body, **kw)
 
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
     # --- sessions
 
     def create_session(self, user, workspace, **extra):
@@ -338,7 +343,8 @@ def run(api, sid, body, timeout=SOCKET_TIMEOUT):
     assert len(exits) == 1, "expected exactly one exit event, got %d: %r" % (len(exits), events[-3:])
     assert events[-1] is exits[0], "the exit event is not the last one: %r" % events[-3:]
     for e in events[1:-1]:
-        assert e.get("type") in ("stdout", "stderr"), "unexpected event in the middle: %r" % e
+        # output, and the kept marks of the output cap and of lost output
+        assert e.get("type") in ("stdout", "stderr", "truncated", "notice"), "unexpected event in the middle: %r" % e
     return {
         "events": events,
         "accepted": events[0],
@@ -362,6 +368,190 @@ def assert_error(resp, status, code):
     assert body["error"]["code"] == code, body
     assert isinstance(body["error"]["message"], str) and body["error"]["message"].strip(), body
     return body["error"]
+
+
+# --------------------------------------------------------------------------
+# commands: snapshots, background starts, raw event streams with byte offsets
+
+def commands_path(sid, rid=None, tail=""):
+    p = "/v1/sessions/%s/commands" % sid
+    if rid is not None:
+        p += "/" + rid
+    return p + tail
+
+
+def snapshot(api, sid, rid):
+    """GET .../commands/{rid}: the command's snapshot (asserts 200)."""
+    r = api.get(commands_path(sid, rid))
+    assert r.status == 200, "snapshot of %s: %r" % (rid, r)
+    return r.json
+
+
+def start_command(api, sid, body):
+    """POST .../commands?wait=false: returns the 202 answer's JSON."""
+    if isinstance(body, (list, tuple)):
+        body = {"argv": list(body)}
+    r = api.post(commands_path(sid) + "?wait=false", body)
+    assert r.status == 202, "starting %r: %r" % (body, r)
+    return r.json
+
+
+def wait_terminal(api, sid, rid, timeout=30.0):
+    """Polls the snapshot until the command is terminal; returns it."""
+    last = {}
+
+    def done():
+        last["s"] = snapshot(api, sid, rid)
+        return last["s"]["terminal"]
+
+    try:
+        wait_for(done, timeout=timeout, interval=0.1, what="command %s to end" % rid)
+    except AssertionError as e:
+        raise AssertionError("%s; last snapshot: %r" % (e, {k: v for k, v in last.get("s", {}).items()
+                                                             if k not in ("stdout", "stderr")})) from None
+    return last["s"]
+
+
+def snapshot_bytes(snap, stream):
+    """A stream's kept bytes from a snapshot (text or *_b64)."""
+    if snap.get(stream) is not None:
+        return snap[stream].encode("utf-8")
+    return base64.b64decode(snap[stream + "_b64"], validate=True)
+
+
+class EventStream:
+    """An NDJSON event stream of a command (POST .../commands or GET .../events), read
+    line by line. Keeps the raw bytes of the kept lines: their length is the byte
+    offset to re-attach at; lines marked "live":true do not count in offsets."""
+
+    def __init__(self, api, method, path, body=None, timeout=SOCKET_TIMEOUT, offset=0):
+        self.conn = api.connection(timeout=timeout)
+        self.conn.request(method, path, body=api._encode(body), headers=api._headers(None, body))
+        self.sock = self.conn.sock
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.headers = self.resp.headers
+        self.error_body = None
+        if self.status != 200:
+            self.error_body = self.resp.read()
+        self.buf = b""
+        self.start_offset = offset
+        self.kept_raw = b""  # kept lines, as received
+        self.live_raw = b""  # live lines, as received
+        self.events = []
+        self.eof = False
+
+    @property
+    def offset(self):
+        """The byte offset of the kept event log after the last complete line received."""
+        return self.start_offset + len(self.kept_raw)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        assert self.status == 200, "stream refused: %d %r" % (self.status, (self.error_body or b"")[:500])
+        while b"\n" not in self.buf:
+            if self.eof:
+                assert not self.buf.strip(), "stream ended inside a line: %r" % self.buf[:500]
+                raise StopIteration
+            chunk = self.resp.read1(65536)
+            if not chunk:
+                self.eof = True
+                continue
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        raw = line + b"\n"
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            raise AssertionError("not an NDJSON line: %r" % line[:500]) from None
+        assert isinstance(ev, dict), line
+        if ev.get("live") is True:
+            self.live_raw += raw
+        else:
+            self.kept_raw += raw
+        ev["_t"] = time.monotonic()
+        self.events.append(ev)
+        return ev
+
+    def read_all(self):
+        for _ in self:
+            pass
+        return self.events
+
+    def close(self):
+        """Hangs up, as a client that goes away does."""
+        try:
+            if self.sock is not None:
+                self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.resp.close()
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def open_events(api, sid, rid, offset=None, timeout=SOCKET_TIMEOUT):
+    """GET .../commands/{rid}/events[?offset=N] as an EventStream."""
+    path = commands_path(sid, rid, "/events")
+    if offset is not None:
+        path += "?offset=%d" % offset
+    return EventStream(api, "GET", path, timeout=timeout, offset=offset or 0)
+
+
+def replay(api, sid, rid, offset=0, timeout=SOCKET_TIMEOUT):
+    """The whole event stream from OFFSET to its end: (events, kept raw bytes)."""
+    with open_events(api, sid, rid, offset, timeout=timeout) as st:
+        st.read_all()
+        return st.events, st.kept_raw
+
+
+def stream_output(events, stream="stdout", live=None):
+    """The bytes of a stream in EVENTS (live=None: all, True/False: only those)."""
+    out = b""
+    for ev in events:
+        if ev.get("type") != stream:
+            continue
+        if live is not None and bool(ev.get("live")) != live:
+            continue
+        out += event_bytes(ev)
+    return out
+
+
+def assert_well_formed(events, what="stream"):
+    """Exactly one accepted (first) and one exit (last), output in between."""
+    types = [e.get("type") for e in events]
+    assert types.count("accepted") == 1, "%s: %d accepted events: %r" % (what, types.count("accepted"), types[:5])
+    assert types.count("exit") == 1, "%s: %d exit events: %r" % (what, types.count("exit"), types[-5:])
+    assert types[0] == "accepted", "%s starts with %r" % (what, types[:3])
+    assert types[-1] == "exit", "%s ends with %r" % (what, types[-3:])
+
+
+# --------------------------------------------------------------------------
+# the daemon itself
+
+def daemon_pid():
+    """sandboxd.service's MainPID (0 when it is not running)."""
+    return int(systemctl_show("sandboxd.service", "MainPID")["MainPID"] or 0)
+
+
+def wait_daemon_running(not_pid=None, timeout=20.0):
+    """Waits until sandboxd.service is active with a main process (other than NOT_PID) and
+    answers; returns its pid."""
+    def up():
+        pid = daemon_pid()
+        return pid if pid and pid != not_pid and is_active("sandboxd.service") == "active" else None
+
+    pid = wait_for(up, timeout=timeout, interval=0.1, what="sandboxd.service to run again")
+    r = Api("unix").get("/v1/health")
+    assert r.status == 200, r
+    return pid
 
 
 # --------------------------------------------------------------------------
@@ -421,6 +611,9 @@ def api_key():
 # what systemd logs when sandboxd dies rather than exits cleanly
 _CRASH_RE = re.compile(r"sandboxd\.service: (Main process exited, code=(killed|dumped|exited, status=[1-9])"
                        r"|Failed with result|Watchdog timeout|Scheduled restart job)")
+_KILLED_RES = [re.compile(r"sandboxd\.service: Main process exited, code=killed, status=9/KILL"),
+               re.compile(r"sandboxd\.service: Failed with result 'signal'"),
+               re.compile(r"sandboxd\.service: Scheduled restart job")]
 
 
 @pytest.fixture(autouse=True)
@@ -435,6 +628,14 @@ def _daemon_survives(request, api_key):
     time.sleep(0.05)  # let PID 1's last messages reach the journal
     log = journal_since(cursor, "sandboxd.service", lines=400)
     bad = [l for l in log.splitlines() if _CRASH_RE.search(l)]
+    marker = request.node.get_closest_marker("kills_daemon")
+    if marker:
+        # What systemd logs for each SIGKILL the test sent: tolerated that many times, nothing else.
+        allowed = int(marker.args[0]) if marker.args else 1
+        for pattern in _KILLED_RES:
+            hits = [l for l in bad if pattern.search(l)]
+            for l in hits[:allowed]:
+                bad.remove(l)
     assert not bad, "sandboxd.service crashed or failed during the test:\n" + "\n".join(bad)
 
 
