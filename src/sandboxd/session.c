@@ -199,6 +199,13 @@ void session_touch(Session *s) {
         (void) session_save(s);
 }
 
+int session_check_active(Session *s, RequestError *e) {
+        if (s->state == SESSION_ACTIVE)
+                return 0;
+        return request_error(e, "session_not_active", "%s",
+                             s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
+}
+
 /* --- creation ------------------------------------------------------------------ */
 
 static void session_set_active(Session *s) {
@@ -274,6 +281,13 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         bool pooled;
         int r;
 
+        /* One active session per scope: asking again returns it, as it is. */
+        s = manager_find_session_by_scope(m, req->user, req->workspace);
+        if (s) {
+                *ret = s;
+                return 0;
+        }
+
         r = limit_check(error, "limits.memory_max", req->has_memory_max, req->memory_max,
                         c->session_limits_max.memory_max, c->session_limits.memory_max, &l.memory_max);
         if (r >= 0)
@@ -340,7 +354,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         pool_fill(m); /* queued now, ready well before the next session */
         manager_check_idle(m);
         *ret = s;
-        return 0;
+        return 1;
 
 fail:
         session_free(s);
@@ -397,7 +411,6 @@ static void purge_started(Command *c, int r, const char *message, void *userdata
 
         if (r < 0) {
                 log_warning("Failed to empty the workspace of session %s, ignoring: %s", s->id, message ?: "");
-                command_remove(c);
                 s->purge = false;
                 session_closing_step(s);
         }
@@ -514,6 +527,27 @@ int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *u
         s->frozen = freeze;
         (void) session_save(s);
         return systemd_freeze_unit_async(s->manager->bus, s->slice, freeze, cb, userdata);
+}
+
+int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
+                 RequestError *e) {
+        Command *c;
+        int r;
+
+        /* Idempotent: the same request id returns the first command, never a second one. */
+        if (req->request_id && (c = session_find_command(s, req->request_id))) {
+                *ret = c;
+                return 0;
+        }
+        r = session_check_active(s, e);
+        if (r < 0)
+                return r;
+        r = command_start(s, req, fn, userdata, &c, e);
+        if (r < 0)
+                return r;
+        session_touch(s);
+        *ret = c;
+        return 1;
 }
 
 /* --- queries ------------------------------------------------------------------------- */
