@@ -9,6 +9,7 @@
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
+#include "command-dbus.h"
 #include "log.h"
 #include "ndjson.h"
 #include "session.h"
@@ -353,6 +354,8 @@ static void command_set_result(Command *c, const CommandResult *res) {
         (void) command_save(c);
         if (m->n_running > 0)
                 m->n_running--;
+        command_send_changed(c);
+        command_send_finished(c);
         session_command_finished(c->session, c);
 }
 
@@ -529,6 +532,7 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
                 log_warning("Failed to spool the start of %s, ignoring.", c->unit);
         buf_done(&line);
         (void) command_save(c);
+        command_send_changed(c);
 
         r = command_watch(c);
         if (r < 0)

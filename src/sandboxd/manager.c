@@ -12,14 +12,14 @@
 #include "http.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-dbus.h"
+#include "polkit.h"
 #include "validate.h"
 #include "session.h"
 #include "pool.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
-
-#define BUS_NAME "io.sandboxd.sandbox1"
 
 int manager_new(Manager **ret) {
         Manager *m;
@@ -54,6 +54,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while ((s = m->sessions))
                 session_free(s);
+        manager_bus_free(m);
         pool_free(m);
         for (size_t i = 0; i < m->n_stored_fds; i++) {
                 safe_close(m->stored_fds[i].fd);
@@ -199,13 +200,45 @@ Session *manager_find_session_by_scope(Manager *m, const char *user, const char 
         return NULL;
 }
 
-static int on_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-
-        log_info("Idle for %" PRIu64 " s: exiting; the socket brings sandboxd back on the next request.",
+static int idle_exit(Manager *m) {
+        log_info("Idle for %" PRIu64 " s: exiting; the socket or the bus brings sandboxd back on the next request.",
                  m->config.idle_exit_usec / USEC_PER_SEC);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Idle, exiting.");
         return sd_event_exit(m->event, 0);
+}
+
+static int on_name_released(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        int r;
+
+        m->bus_name_releasing = false;
+        /* Calls that came in before the name went have been dispatched by now. */
+        if (manager_is_idle(m))
+                return idle_exit(m);
+
+        log_debug("Busy again while giving up the bus name: staying.");
+        r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, NULL, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to request bus name %s again, ignoring: %m", BUS_NAME);
+        manager_check_idle(m);
+        return 0;
+}
+
+static int on_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        if (!m->bus)
+                return idle_exit(m);
+        /* The name goes first: a call sent after that starts a new sandboxd (bus activation)
+         * instead of being lost with this one. */
+        r = sd_bus_release_name_async(m->bus, NULL, BUS_NAME, on_name_released, m);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to release bus name %s, ignoring: %m", BUS_NAME);
+                return idle_exit(m);
+        }
+        m->bus_name_releasing = true;
+        return 0;
 }
 
 static bool manager_has_live_sessions(Manager *m) {
@@ -217,13 +250,17 @@ static bool manager_has_live_sessions(Manager *m) {
         return false;
 }
 
-void manager_check_idle(Manager *m) {
+bool manager_is_idle(Manager *m) {
         /* Closed sessions keep their records on disk: they do not keep us running. */
-        bool idle = m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m) && m->n_running == 0 &&
-                    m->n_connections == 0;
+        return m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m) && m->n_running == 0 &&
+               m->n_connections == 0 && !m->bus_pending && polkit_pending(m) == 0;
+}
+
+void manager_check_idle(Manager *m) {
+        bool idle = manager_is_idle(m);
         int r;
 
-        if (!m->idle_timer)
+        if (!m->idle_timer || m->bus_name_releasing)
                 return;
         if (!idle) {
                 (void) sd_event_source_set_enabled(m->idle_timer, SD_EVENT_OFF);
@@ -261,8 +298,12 @@ static int setup_bus(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
 
-        /* The name is reserved for the D-Bus API; failing to get it is not fatal (say, in a
-         * foreground run next to the installed daemon). */
+        /* The objects first: calls that activated us are dispatched as soon as the name is ours. */
+        r = manager_bus_register(m);
+        if (r < 0)
+                return r;
+        /* Failing to get the name is not fatal (say, in a foreground run next to the
+         * installed daemon): HTTP still works. */
         r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, NULL, NULL);
         if (r < 0)
                 log_warning_errno(r, "Failed to request bus name %s, ignoring: %m", BUS_NAME);

@@ -11,6 +11,7 @@
 #include "ndjson.h"
 #include "pool.h"
 #include "session.h"
+#include "session-dbus.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
@@ -196,6 +197,7 @@ void session_arm_expiry(Session *s) {
 void session_touch(Session *s) {
         s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
         session_arm_expiry(s);
+        session_send_changed(s, "LastActivity");
         (void) session_save(s);
 }
 
@@ -211,6 +213,7 @@ int session_check_active(Session *s, RequestError *e) {
 static void session_set_active(Session *s) {
         s->state = SESSION_ACTIVE;
         log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
+        session_send_changed(s, "State");
         (void) session_save(s);
         session_arm_expiry(s);
         run_waiters(&s->waiters, s, 0);
@@ -229,6 +232,7 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 s->error = strdup(msg);
                 s->state = SESSION_FAILED;
                 run_waiters(&s->waiters, s, -EIO);
+                session_send_signal(s, false);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
                 return 0;
         }
@@ -340,6 +344,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                                 goto fail;
                 }
                 LIST_PREPEND(sessions, m->sessions, s);
+                session_send_signal(s, true);
                 session_set_active(s);
         } else {
                 r = systemd_start_slice_async(m->bus, &s->start_slot, s->slice, "sandboxd session", &s->limits,
@@ -349,6 +354,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         goto fail;
                 }
                 LIST_PREPEND(sessions, m->sessions, s);
+                session_send_signal(s, true);
         }
 
         pool_fill(m); /* queued now, ready well before the next session */
@@ -471,6 +477,8 @@ static void session_closing_step(Session *s) {
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
+        session_send_changed(s, "State");
+        session_send_signal(s, false);
         pool_fill(s->manager); /* a pooled session's place is free again */
         (void) session_save(s);
         session_arm_expiry(s);
@@ -500,6 +508,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         s->purge = purge;
         free(s->close_reason);
         s->close_reason = strdup(reason);
+        session_send_changed(s, "State");
         (void) session_save(s);
         if (s->frozen)
                 (void) systemd_freeze_unit_async(s->manager->bus, s->slice, false, NULL, NULL);
@@ -525,6 +534,7 @@ int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *u
         if (s->state != SESSION_ACTIVE)
                 return -ESTALE;
         s->frozen = freeze;
+        session_send_changed(s, "Frozen");
         (void) session_save(s);
         return systemd_freeze_unit_async(s->manager->bus, s->slice, freeze, cb, userdata);
 }
