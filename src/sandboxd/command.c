@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <systemd/sd-daemon.h>
 
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
+#include "command-dbus.h"
 #include "log.h"
 #include "ndjson.h"
 #include "session.h"
@@ -78,6 +80,13 @@ int command_save(Command *c) {
         json_object_object_add(o, "argv", json_object_get(argv));
         json_object_object_add(o, "created_usec", json_object_new_uint64(c->created_realtime_usec));
         json_object_object_add(o, "stdin", json_object_new_string(stdin_mode_to_string(c->stdin_mode)));
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
+                if (c->caller_fd[st]) {
+                        char key[32];
+
+                        snprintf(key, sizeof(key), "%s_fd", stream_names[st]);
+                        json_object_object_add(o, key, json_object_new_boolean(true));
+                }
         json_object_object_add(o, "status", json_object_new_string(command_status_to_string(c->result.status)));
         if (command_status_is_terminal(c->result.status)) {
                 json_object_object_add(o, "exit_code", json_object_new_int(c->result.exit_code));
@@ -347,6 +356,8 @@ static void command_set_result(Command *c, const CommandResult *res) {
         (void) command_save(c);
         if (m->n_running > 0)
                 m->n_running--;
+        command_send_changed(c);
+        command_send_finished(c);
         session_command_finished(c->session, c);
 }
 
@@ -512,12 +523,13 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
 
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 const char *msg = systemd_error_message(reply);
+                void *fn_userdata = c->started_userdata;
 
                 log_error("Failed to start %s: %s", c->unit, msg);
+                /* Never started: nothing to keep. */
+                command_remove(c);
                 if (fn)
-                        fn(c, -EIO, msg, c->started_userdata);
-                else
-                        command_remove(c);
+                        fn(NULL, -EIO, msg, fn_userdata);
                 return 0;
         }
 
@@ -528,6 +540,7 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
                 log_warning("Failed to spool the start of %s, ignoring.", c->unit);
         buf_done(&line);
         (void) command_save(c);
+        command_send_changed(c);
 
         r = command_watch(c);
         if (r < 0)
@@ -683,8 +696,13 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         if (r < 0)
                 goto fail;
 
-        r = make_pipe(&c->fd[OUTPUT_STDOUT], &out_w, true);
-        if (r >= 0)
+        /* A stream the caller brought its own fd for goes there directly; we keep none of it. */
+        c->caller_fd[OUTPUT_STDOUT] = req->has_stdout_fd;
+        c->caller_fd[OUTPUT_STDERR] = req->has_stderr_fd;
+        r = 0;
+        if (!req->has_stdout_fd)
+                r = make_pipe(&c->fd[OUTPUT_STDOUT], &out_w, true);
+        if (r >= 0 && !req->has_stderr_fd)
                 r = make_pipe(&c->fd[OUTPUT_STDERR], &err_w, true);
         if (r < 0) {
                 log_error_errno(r, "Failed to create pipes for %s: %m", c->unit);
@@ -697,6 +715,9 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         case STDIN_STREAM:
                 r = make_pipe(&in_fd, &c->stdin_fd, false);
                 break;
+        case STDIN_FD:
+                r = 0; /* the caller's, passed on as it is */
+                break;
         default:
                 in_fd = r = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 if (r < 0)
@@ -707,6 +728,8 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 goto fail;
         }
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                if (c->caller_fd[st])
+                        continue;
                 r = watch_stream(c, st);
                 if (r < 0)
                         goto fail;
@@ -735,9 +758,9 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .state_directories = { statedir_ws, statedir_home, statedir_tmp },
                 .runtime_max_usec = req->has_timeout ? req->timeout_ms * USEC_PER_MSEC : m->config.default_timeout_usec,
                 .timeout_stop_usec = m->config.kill_grace_usec,
-                .stdin_fd = in_fd,
-                .stdout_fd = out_w,
-                .stderr_fd = err_w,
+                .stdin_fd = c->stdin_mode == STDIN_FD ? req->stdin_fd : in_fd,
+                .stdout_fd = req->has_stdout_fd ? req->stdout_fd : out_w,
+                .stderr_fd = req->has_stderr_fd ? req->stderr_fd : err_w,
                 .inaccessible_paths = { "-/run/dbus/system_bus_socket", "-/run/sandboxd", "-/var/lib/sandboxd/sessions",
                                         "-/etc/sandboxd" },
         };
@@ -817,6 +840,12 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         if (r < 0)
                 goto fail;
 
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
+                char key[32];
+
+                snprintf(key, sizeof(key), "%s_fd", stream_names[st]);
+                c->caller_fd[st] = store_get_bool(o, key, false);
+        }
         running = !command_status_is_terminal(c->result.status);
         r = command_open_output(c, false);
         if (r == -ENOENT) {
@@ -846,7 +875,7 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
                 c->result.status = COMMAND_RUNNING;
         }
         m->n_running++;
-        if (fds[0] < 0 || fds[1] < 0) {
+        if ((fds[0] < 0 && !c->caller_fd[0]) || (fds[1] < 0 && !c->caller_fd[1])) {
                 /* systemd dropped our pipe ends (sandboxd was stopped, not restarted). */
                 static const char lost[] = "{\"type\":\"notice\",\"message\":\"output written while sandboxd "
                                            "was stopped is lost\"}\n";
@@ -879,6 +908,15 @@ fail:
 }
 
 /* --- operations ----------------------------------------------------------------------- */
+
+int command_signal_from_string(const char *name) {
+        static const int allowed[] = { SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2 };
+
+        for (size_t i = 0; name && i < ELEMENTSOF(allowed); i++)
+                if (streq_ptr(signal_to_string(allowed[i]), name))
+                        return allowed[i];
+        return -EINVAL;
+}
 
 int command_signal(Command *c, int sig) {
         if (!command_status_is_running(c) && c->result.status != COMMAND_PENDING)

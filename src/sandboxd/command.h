@@ -12,7 +12,8 @@
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-/* r >= 0: the unit was accepted by systemd; r < 0: it was not, `message` says why. */
+/* r >= 0: the unit was accepted by systemd; r < 0: it was not, `message` says why, and the
+ * command is already forgotten (c is NULL). */
 typedef void (*CommandStartedFn)(Command *c, int r, const char *message, void *userdata);
 /* A POST .../stdin finished: r < 0 if the command went away first. */
 typedef void (*CommandStdinFn)(Command *c, int r, void *userdata);
@@ -38,6 +39,7 @@ struct Command {
         Output *output;
 
         int fd[_OUTPUT_STREAM_MAX]; /* our ends of stdout/stderr, also in systemd's fd store */
+        bool caller_fd[_OUTPUT_STREAM_MAX]; /* the stream went to the caller's own fd: not kept */
         sd_event_source *io[_OUTPUT_STREAM_MAX];
 
         StdinMode stdin_mode;
@@ -77,7 +79,9 @@ int command_recover(Session *s, json_object *record, int fds[3], Command **ret);
 void command_remove(Command *c);
 Command *command_free(Command *c);
 
-/* Sends `sig` to every process of the command's unit. */
+/* The signals a caller may send, by name ("SIGTERM"); -EINVAL for any other. */
+int command_signal_from_string(const char *name);
+/* Sends `sig` to every process of the command's unit; -ESRCH if it is not running. */
 int command_signal(Command *c, int sig);
 /* Queues bytes for a command started with "stdin":"stream"; fn runs once written. */
 int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandStdinFn fn, void *userdata);

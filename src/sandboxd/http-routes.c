@@ -21,8 +21,10 @@
 static unsigned status_for_request_error(const RequestError *e) {
         if (streq_ptr(e->code, "payload_too_large"))
                 return MHD_HTTP_CONTENT_TOO_LARGE;
-        if (streq_ptr(e->code, "conflict"))
+        if (streq_ptr(e->code, "conflict") || streq_ptr(e->code, "session_not_active"))
                 return MHD_HTTP_CONFLICT;
+        if (streq_ptr(e->code, "draining"))
+                return MHD_HTTP_SERVICE_UNAVAILABLE;
         return MHD_HTTP_BAD_REQUEST;
 }
 
@@ -283,21 +285,16 @@ static int route_create_session(HttpRequest *r) {
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
 
-        s = manager_find_session_by_scope(m, req.user, req.workspace);
-        if (s && !session_visible(r, s))
+        ret = session_create(m, &req, r->tenant, &s, &e);
+        if (ret < 0) {
+                if (ret == -EINVAL)
+                        return queue_request_error(r, ret, &e);
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+        }
+        if (ret == 0 && !session_visible(r, s))
                 return http_queue_error(r, MHD_HTTP_CONFLICT, "scope_taken",
                                         "Another tenant has an active session for this user and workspace.");
-        if (s)
-                r->status = MHD_HTTP_OK;
-        else {
-                ret = session_create(m, &req, r->tenant, &s, &e);
-                if (ret < 0) {
-                        if (ret == -EINVAL)
-                                return queue_request_error(r, ret, &e);
-                        return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
-                }
-                r->status = MHD_HTTP_CREATED;
-        }
+        r->status = ret > 0 ? MHD_HTTP_CREATED : MHD_HTTP_OK;
 
         if (s->state != SESSION_STARTING)
                 return queue_session(r, r->status, s);
@@ -369,10 +366,11 @@ static int route_delete_session(HttpRequest *r, Session *s) {
 }
 
 static int require_active(HttpRequest *r, Session *s) {
-        if (s->state == SESSION_ACTIVE)
+        RequestError e = {};
+
+        if (session_check_active(s, &e) >= 0)
                 return 0;
-        http_queue_error(r, MHD_HTTP_CONFLICT, "session_not_active",
-                         s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
+        queue_request_error(r, -EINVAL, &e);
         return -1;
 }
 
@@ -434,7 +432,6 @@ static void on_command_started(Command *c, int ret, const char *message, void *u
         r->command = NULL;
         if (ret < 0) {
                 snprintf(msg, sizeof(msg), "systemd refused to start the command: %s", message ?: strerror(-ret));
-                command_remove(c);
                 http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", msg));
                 return;
         }
@@ -463,20 +460,16 @@ static int route_start_command(HttpRequest *r, Session *s) {
 
         if (s->manager->draining && !(req.request_id && session_find_command(s, req.request_id)))
                 return refuse_draining(r);
-        if (req.request_id && (c = session_find_command(s, req.request_id))) {
-                /* Idempotent: the same request id returns the first command, never a second one. */
+        ret = session_exec(s, &req, on_command_started, r, &c, &e);
+        if (ret < 0)
+                return queue_request_error(r, ret, &e);
+        if (ret == 0) {
+                /* The command of this request id, started before. */
                 if (!wait)
                         return http_queue(r, MHD_HTTP_OK, accepted_response(c));
                 return http_queue(r, MHD_HTTP_OK, http_command_stream_response(r, c, 0));
         }
-        if (require_active(r, s) < 0)
-                return MHD_YES;
 
-        ret = command_start(s, &req, on_command_started, r, &c, &e);
-        if (ret < 0)
-                return queue_request_error(r, ret, &e);
-
-        session_touch(s);
         r->status = wait ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED;
         r->command = c;
         http_suspend(r);
@@ -534,11 +527,10 @@ static int route_events(HttpRequest *r, Command *c) {
 }
 
 static int route_signal(HttpRequest *r, Command *c) {
-        static const int allowed[] = { SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2 };
         _cleanup_(json_object_putp) json_object *o = NULL;
         json_object *v = NULL;
         const char *name;
-        int sig = -1, ret;
+        int sig, ret;
         Buf b = {};
 
         o = r->body.len > 0 && !memchr(r->body.data, 0, r->body.len) ? json_tokener_parse(r->body.data) : NULL;
@@ -552,9 +544,7 @@ static int route_signal(HttpRequest *r, Command *c) {
         if (!v || !json_object_is_type(v, json_type_string))
                 return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_type", "Field 'signal' must be a string.");
         name = json_object_get_string(v);
-        for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
-                if (streq_ptr(signal_to_string(allowed[i]), name))
-                        sig = allowed[i];
+        sig = command_signal_from_string(name);
         if (sig < 0)
                 return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
                                         "Field 'signal' must be one of SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2.");

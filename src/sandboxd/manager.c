@@ -13,14 +13,14 @@
 #include "http.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-dbus.h"
+#include "polkit.h"
 #include "validate.h"
 #include "session.h"
 #include "pool.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
-
-#define BUS_NAME "io.sandboxd.sandbox1"
 
 int manager_new(Manager **ret) {
         Manager *m;
@@ -55,6 +55,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while ((s = m->sessions))
                 session_free(s);
+        manager_bus_free(m);
         pool_free(m);
         for (size_t i = 0; i < m->n_stored_fds; i++) {
                 safe_close(m->stored_fds[i].fd);
@@ -228,19 +229,50 @@ int manager_set_draining(Manager *m, bool draining) {
         return 0;
 }
 
-static int on_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-
+static int idle_exit(Manager *m) {
         if (m->draining) {
                 log_info("Drained: exiting.");
                 (void) sd_notify(false, "STOPPING=1\nSTATUS=Drained, exiting.");
                 return sd_event_exit(m->event, 0);
         }
-
-        log_info("Idle for %" PRIu64 " s: exiting; the socket brings sandboxd back on the next request.",
+        log_info("Idle for %" PRIu64 " s: exiting; the socket or the bus brings sandboxd back on the next request.",
                  m->config.idle_exit_usec / USEC_PER_SEC);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Idle, exiting.");
         return sd_event_exit(m->event, 0);
+}
+
+static int on_name_released(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        int r;
+
+        m->bus_name_releasing = false;
+        /* Calls that came in before the name went have been dispatched by now. */
+        if (manager_is_idle(m))
+                return idle_exit(m);
+
+        log_debug("Busy again while giving up the bus name: staying.");
+        r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, NULL, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to request bus name %s again, ignoring: %m", BUS_NAME);
+        manager_check_idle(m);
+        return 0;
+}
+
+static int on_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        if (!m->bus)
+                return idle_exit(m);
+        /* The name goes first: a call sent after that starts a new sandboxd (bus activation)
+         * instead of being lost with this one. */
+        r = sd_bus_release_name_async(m->bus, NULL, BUS_NAME, on_name_released, m);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to release bus name %s, ignoring: %m", BUS_NAME);
+                return idle_exit(m);
+        }
+        m->bus_name_releasing = true;
+        return 0;
 }
 
 static bool manager_has_live_sessions(Manager *m) {
@@ -252,15 +284,19 @@ static bool manager_has_live_sessions(Manager *m) {
         return false;
 }
 
-void manager_check_idle(Manager *m) {
+bool manager_is_idle(Manager *m) {
+        bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->bus_pending && polkit_pending(m) == 0;
+
         /* Closed sessions keep their records on disk: they do not keep us running. A drained
          * daemon goes as soon as its commands are done, open sessions or not. */
-        bool drained = m->draining && m->n_running == 0 && m->n_connections == 0;
-        bool idle = drained || (m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m) && m->n_running == 0 &&
-                                m->n_connections == 0);
+        return quiet && (m->draining || (m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m)));
+}
+
+void manager_check_idle(Manager *m) {
+        bool idle = manager_is_idle(m);
         int r;
 
-        if (!m->idle_timer)
+        if (!m->idle_timer || m->bus_name_releasing)
                 return;
         if (!idle) {
                 (void) sd_event_source_set_enabled(m->idle_timer, SD_EVENT_OFF);
@@ -268,7 +304,7 @@ void manager_check_idle(Manager *m) {
         }
         if (sd_event_source_get_enabled(m->idle_timer, NULL) > 0)
                 return; /* already counting down */
-        r = sd_event_source_set_time_relative(m->idle_timer, drained ? USEC_PER_SEC : m->config.idle_exit_usec);
+        r = sd_event_source_set_time_relative(m->idle_timer, m->draining ? USEC_PER_SEC : m->config.idle_exit_usec);
         if (r >= 0)
                 r = sd_event_source_set_enabled(m->idle_timer, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -298,8 +334,12 @@ static int setup_bus(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
 
-        /* The name is reserved for the D-Bus API; failing to get it is not fatal (say, in a
-         * foreground run next to the installed daemon). */
+        /* The objects first: calls that activated us are dispatched as soon as the name is ours. */
+        r = manager_bus_register(m);
+        if (r < 0)
+                return r;
+        /* Failing to get the name is not fatal (say, in a foreground run next to the
+         * installed daemon): HTTP still works. */
         r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, NULL, NULL);
         if (r < 0)
                 log_warning_errno(r, "Failed to request bus name %s, ignoring: %m", BUS_NAME);

@@ -14,6 +14,8 @@ typedef struct Command Command;
 typedef struct HttpServer HttpServer;
 typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
+typedef struct PolkitQuery PolkitQuery;
+typedef struct BusPending BusPending;
 
 /* A pipe end systemd kept for us in the fd store while sandboxd was away. */
 typedef struct StoredFd {
@@ -44,6 +46,10 @@ struct Manager {
         unsigned n_connections;
         unsigned n_running;
 
+        PolkitQuery *polkit_queries; /* questions to polkit, and their answers */
+        BusPending *bus_pending;     /* D-Bus calls answered later */
+        bool bus_name_releasing;     /* exiting when idle: the name goes first */
+
         sd_event_source *idle_timer;
         uint64_t start_realtime_usec, start_monotonic_usec;
         bool foreground;
@@ -62,6 +68,7 @@ void manager_check_idle(Manager *m);
 /* Drain: refuse new sessions and commands, let running commands finish, then exit. It lasts
  * across activations (a flag file in /run/sandboxd) until undone. */
 int manager_set_draining(Manager *m, bool draining);
+bool manager_is_idle(Manager *m);
 
 /* Hands over (and forgets) the stored fds of command <sid>-<n>: stdout, stderr, stdin. */
 void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]);

@@ -11,6 +11,7 @@
 #include "ndjson.h"
 #include "pool.h"
 #include "session.h"
+#include "session-dbus.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
@@ -196,7 +197,15 @@ void session_arm_expiry(Session *s) {
 void session_touch(Session *s) {
         s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
         session_arm_expiry(s);
+        session_send_changed(s, "LastActivity");
         (void) session_save(s);
+}
+
+int session_check_active(Session *s, RequestError *e) {
+        if (s->state == SESSION_ACTIVE)
+                return 0;
+        return request_error(e, "session_not_active", "%s",
+                             s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
 }
 
 /* --- creation ------------------------------------------------------------------ */
@@ -204,6 +213,7 @@ void session_touch(Session *s) {
 static void session_set_active(Session *s) {
         s->state = SESSION_ACTIVE;
         log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
+        session_send_changed(s, "State");
         (void) session_save(s);
         session_arm_expiry(s);
         run_waiters(&s->waiters, s, 0);
@@ -222,11 +232,19 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 s->error = strdup(msg);
                 s->state = SESSION_FAILED;
                 run_waiters(&s->waiters, s, -EIO);
+                session_send_signal(s, false);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
                 return 0;
         }
         session_set_active(s);
         return 0;
+}
+
+static int refuse_draining(RequestError *e) {
+        e->code = "draining";
+        snprintf(e->message, sizeof(e->message),
+                 "sandboxd is draining: it takes no new sessions or commands. Try another instance, or later.");
+        return -EINVAL;
 }
 
 static int limit_check(RequestError *e, const char *field, bool has, uint64_t asked, uint64_t max, uint64_t dflt,
@@ -273,6 +291,15 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         uint64_t ttl = c->idle_timeout_usec;
         bool pooled;
         int r;
+
+        /* One active session per scope: asking again returns it, as it is. */
+        s = manager_find_session_by_scope(m, req->user, req->workspace);
+        if (s) {
+                *ret = s;
+                return 0;
+        }
+        if (m->draining)
+                return refuse_draining(error);
 
         r = limit_check(error, "limits.memory_max", req->has_memory_max, req->memory_max,
                         c->session_limits_max.memory_max, c->session_limits.memory_max, &l.memory_max);
@@ -326,6 +353,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                                 goto fail;
                 }
                 LIST_PREPEND(sessions, m->sessions, s);
+                session_send_signal(s, true);
                 session_set_active(s);
         } else {
                 r = systemd_start_slice_async(m->bus, &s->start_slot, s->slice, "sandboxd session", &s->limits,
@@ -335,12 +363,13 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         goto fail;
                 }
                 LIST_PREPEND(sessions, m->sessions, s);
+                session_send_signal(s, true);
         }
 
         pool_fill(m); /* queued now, ready well before the next session */
         manager_check_idle(m);
         *ret = s;
-        return 0;
+        return 1;
 
 fail:
         session_free(s);
@@ -397,7 +426,6 @@ static void purge_started(Command *c, int r, const char *message, void *userdata
 
         if (r < 0) {
                 log_warning("Failed to empty the workspace of session %s, ignoring: %s", s->id, message ?: "");
-                command_remove(c);
                 s->purge = false;
                 session_closing_step(s);
         }
@@ -458,6 +486,8 @@ static void session_closing_step(Session *s) {
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
+        session_send_changed(s, "State");
+        session_send_signal(s, false);
         pool_fill(s->manager); /* a pooled session's place is free again */
         (void) session_save(s);
         session_arm_expiry(s);
@@ -487,6 +517,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         s->purge = purge;
         free(s->close_reason);
         s->close_reason = strdup(reason);
+        session_send_changed(s, "State");
         (void) session_save(s);
         if (s->frozen)
                 (void) systemd_freeze_unit_async(s->manager->bus, s->slice, false, NULL, NULL);
@@ -512,8 +543,32 @@ int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *u
         if (s->state != SESSION_ACTIVE)
                 return -ESTALE;
         s->frozen = freeze;
+        session_send_changed(s, "Frozen");
         (void) session_save(s);
         return systemd_freeze_unit_async(s->manager->bus, s->slice, freeze, cb, userdata);
+}
+
+int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
+                 RequestError *e) {
+        Command *c;
+        int r;
+
+        /* Idempotent: the same request id returns the first command, never a second one. */
+        if (req->request_id && (c = session_find_command(s, req->request_id))) {
+                *ret = c;
+                return 0;
+        }
+        if (s->manager->draining)
+                return refuse_draining(e);
+        r = session_check_active(s, e);
+        if (r < 0)
+                return r;
+        r = command_start(s, req, fn, userdata, &c, e);
+        if (r < 0)
+                return r;
+        session_touch(s);
+        *ret = c;
+        return 1;
 }
 
 /* --- queries ------------------------------------------------------------------------- */

@@ -4,6 +4,7 @@
 #include <json-c/json.h>
 
 #include "buf.h"
+#include "command.h"
 #include "manager.h"
 #include "request.h"
 
@@ -69,8 +70,9 @@ struct Session {
         LIST_FIELDS(Session, sessions);
 };
 
-/* Validates the request against the configured ceilings (a clear *error otherwise) and
- * starts the session's slice, or takes a prepared one from the pool. */
+/* Returns the active session of the request's scope if there is one (0). Otherwise
+ * validates the request against the configured ceilings (a clear *error otherwise) and
+ * starts a new session's slice, or takes a prepared one from the pool (1). */
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error);
 Session *session_free(Session *s);
 
@@ -84,6 +86,13 @@ int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata);
 int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata);
 /* Pushes back the idle expiry. */
 void session_touch(Session *s);
+/* 0 if the session is active, else -EINVAL with *e saying why ("session_not_active"). */
+int session_check_active(Session *s, RequestError *e);
+/* Starts a command in the session: the command of the same request id if there is one
+ * (0: nothing started, fn is not called), else a new one (1: fn is called once systemd
+ * answers). The session must be active. */
+int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
+                 RequestError *e);
 /* Freezing needs cgroup v2 (-EOPNOTSUPP otherwise). */
 int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *userdata);
 

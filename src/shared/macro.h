@@ -16,6 +16,7 @@
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 #define _pure_ __attribute__((pure))
 #define _noreturn_ __attribute__((noreturn))
+#define _fallthrough_ __attribute__((fallthrough))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -92,6 +93,10 @@ static inline bool streq_ptr(const char *a, const char *b) {
         return strcmp(a, b) == 0;
 }
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+static inline const char *strempty(const char *s) {
+        return s ?: "";
+}
 
 static inline const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);

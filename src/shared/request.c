@@ -12,9 +12,7 @@
 #include "validate.h"
 
 
-
-static int fail(RequestError *e, const char *code, const char *fmt, ...) _printf_(3, 4);
-static int fail(RequestError *e, const char *code, const char *fmt, ...) {
+int request_error(RequestError *e, const char *code, const char *fmt, ...) {
         va_list ap;
 
         e->code = code;
@@ -24,6 +22,80 @@ static int fail(RequestError *e, const char *code, const char *fmt, ...) {
         return -EINVAL;
 }
 
+/* --- the rules, shared by every front end ------------------------------------ */
+
+int request_check_uint(const char *field, uint64_t v, uint64_t min, uint64_t max, RequestError *e) {
+        if (v < min || v > max)
+                return request_error(e, "invalid_value", "Field '%s' must be between %" PRIu64 " and %" PRIu64 ".", field, min,
+                            max);
+        return 0;
+}
+
+int request_parse_memory_max(const char *s, uint64_t *ret, RequestError *e) {
+        uint64_t v;
+
+        if (parse_size(s, &v) < 0)
+                return request_error(e, "invalid_value", "Field 'limits.memory_max' must be bytes or a size like \"512M\".");
+        *ret = v;
+        return 0;
+}
+
+int request_parse_network_mode(const char *mode, NetworkMode *ret, RequestError *e) {
+        if (streq(mode, "none")) {
+                *ret = NETWORK_NONE;
+                return 0;
+        }
+        if (streq(mode, "proxy") || streq(mode, "host"))
+                return request_error(e, "unsupported", "Network mode '%s' is not available in this version; only 'none' is.", mode);
+        return request_error(e, "invalid_value", "Field 'network.mode' must be one of: none.");
+}
+
+int session_request_check_scope(const SessionRequest *s, RequestError *e) {
+        if (!s->user)
+                return request_error(e, "missing_field", "Field 'user' is required.");
+        if (!user_name_is_valid(s->user))
+                return request_error(e, "invalid_name", "Invalid user name: must match ^[a-z_][a-z0-9_-]{0,31}$.");
+        if (!s->workspace)
+                return request_error(e, "missing_field", "Field 'workspace' is required.");
+        if (!workspace_name_is_valid(s->workspace))
+                return request_error(e, "invalid_name", "Invalid workspace name: must match ^[a-z0-9_-]{1,64}$.");
+        return 0;
+}
+
+int request_check_argv(char * const *argv, RequestError *e) {
+        size_t n = strv_length(argv);
+
+        if (n == 0)
+                return request_error(e, "invalid_value", "Field 'argv' must not be empty.");
+        if (n > REQUEST_ARGV_MAX)
+                return request_error(e, "invalid_value", "Field 'argv' has more than %d entries.", REQUEST_ARGV_MAX);
+        if (argv[0][0] == 0)
+                return request_error(e, "invalid_value", "Field 'argv[0]' must not be empty.");
+        return 0;
+}
+
+int request_check_env_name(const char *name, RequestError *e) {
+        if (!env_name_is_valid(name))
+                return request_error(e, "invalid_value", "Invalid environment variable name '%.64s'.", name);
+        if (env_name_is_reserved(name))
+                return request_error(e, "reserved_env", "Environment variable '%s' is set by sandboxd and cannot be overridden.", name);
+        return 0;
+}
+
+int request_check_cwd(const char *cwd, RequestError *e) {
+        if (cwd[0] == 0 || strlen(cwd) > REQUEST_CWD_MAX)
+                return request_error(e, "invalid_path", "Field 'cwd' must be a non-empty path of at most %d bytes.", REQUEST_CWD_MAX);
+        return 0;
+}
+
+int request_check_request_id(const char *id, RequestError *e) {
+        if (!request_id_is_valid(id))
+                return request_error(e, "invalid_name", "Invalid request_id: must match ^[A-Za-z0-9._-]{1,64}$.");
+        return 0;
+}
+
+/* --- JSON ------------------------------------------------------------------------ */
+
 static int parse_object(const char *body, size_t n, json_object **ret, RequestError *e) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         json_tokener *tok;
@@ -31,11 +103,11 @@ static int parse_object(const char *body, size_t n, json_object **ret, RequestEr
         size_t consumed;
 
         if (n > INT32_MAX)
-                return fail(e, "payload_too_large", "Request body is too large.");
+                return request_error(e, "payload_too_large", "Request body is too large.");
         if (n == 0)
-                return fail(e, "invalid_json", "Request body is empty; expected a JSON object.");
+                return request_error(e, "invalid_json", "Request body is empty; expected a JSON object.");
         if (memchr(body, 0, n))
-                return fail(e, "invalid_json", "Request body contains a NUL byte.");
+                return request_error(e, "invalid_json", "Request body contains a NUL byte.");
 
         tok = json_tokener_new_ex(32);
         if (!tok)
@@ -52,17 +124,17 @@ static int parse_object(const char *body, size_t n, json_object **ret, RequestEr
         json_tokener_free(tok);
 
         if (jerr == json_tokener_success && !o)
-                return fail(e, "invalid_type", "Request body must be a JSON object, not null.");
+                return request_error(e, "invalid_type", "Request body must be a JSON object, not null.");
         if (jerr != json_tokener_success || !o) {
-                return fail(e, "invalid_json", "Request body is not valid JSON: %s.",
+                return request_error(e, "invalid_json", "Request body is not valid JSON: %s.",
                             jerr == json_tokener_continue ? "unexpected end of input"
                                                           : json_tokener_error_desc(jerr));
         }
         for (; consumed < n; consumed++)
                 if (!strchr(" \t\r\n", body[consumed]))
-                        return fail(e, "invalid_json", "Request body has trailing data after the JSON object.");
+                        return request_error(e, "invalid_json", "Request body has trailing data after the JSON object.");
         if (!json_object_is_type(o, json_type_object))
-                return fail(e, "invalid_type", "Request body must be a JSON object.");
+                return request_error(e, "invalid_type", "Request body must be a JSON object.");
 
         *ret = TAKE_PTR(o);
         return 0;
@@ -75,11 +147,11 @@ static int get_string(json_object *v, const char *field, char **ret, RequestErro
         int len;
 
         if (!json_object_is_type(v, json_type_string))
-                return fail(e, "invalid_type", "Field '%s' must be a string.", field);
+                return request_error(e, "invalid_type", "Field '%s' must be a string.", field);
         s = json_object_get_string(v);
         len = json_object_get_string_len(v);
         if (memchr(s, 0, (size_t) len))
-                return fail(e, "invalid_value", "Field '%s' must not contain NUL characters.", field);
+                return request_error(e, "invalid_value", "Field '%s' must not contain NUL characters.", field);
         copy = strdup(s);
         if (!copy)
                 return -ENOMEM;
@@ -91,68 +163,65 @@ static int get_uint(json_object *v, const char *field, uint64_t min, uint64_t ma
         int64_t i;
 
         if (!json_object_is_type(v, json_type_int))
-                return fail(e, "invalid_type", "Field '%s' must be an integer.", field);
+                return request_error(e, "invalid_type", "Field '%s' must be an integer.", field);
         errno = 0;
         i = json_object_get_int64(v);
-        if (errno != 0 || i < 0 || (uint64_t) i < min || (uint64_t) i > max)
-                return fail(e, "invalid_value", "Field '%s' must be between %" PRIu64 " and %" PRIu64 ".",
-                            field, min, max);
+        if (errno != 0 || i < 0)
+                return request_check_uint(field, UINT64_MAX, min, max, e); /* out of range either way */
+        if (request_check_uint(field, (uint64_t) i, min, max, e) < 0)
+                return -EINVAL;
         *ret = (uint64_t) i;
         return 0;
 }
 
 static int parse_limits(json_object *o, SessionRequest *s, RequestError *e) {
         if (!json_object_is_type(o, json_type_object))
-                return fail(e, "invalid_type", "Field 'limits' must be an object.");
+                return request_error(e, "invalid_type", "Field 'limits' must be an object.");
 
         json_object_object_foreach(o, key, v) {
                 int r;
 
                 if (streq(key, "memory_max")) {
                         if (json_object_is_type(v, json_type_string)) {
-                                if (parse_size(json_object_get_string(v), &s->memory_max) < 0)
-                                        return fail(e, "invalid_value",
-                                                    "Field 'limits.memory_max' must be bytes or a size like \"512M\".");
+                                r = request_parse_memory_max(json_object_get_string(v), &s->memory_max, e);
+                                if (r < 0)
+                                        return r;
                         } else {
-                                r = get_uint(v, "limits.memory_max", 1, UINT64_MAX / 2, &s->memory_max, e);
+                                r = get_uint(v, "limits.memory_max", 1, REQUEST_MEMORY_MAX_MAX, &s->memory_max, e);
                                 if (r < 0)
                                         return r;
                         }
                         s->has_memory_max = true;
                 } else if (streq(key, "cpu_quota")) {
-                        r = get_uint(v, "limits.cpu_quota", 1, 100000, &s->cpu_quota_percent, e);
+                        r = get_uint(v, "limits.cpu_quota", 1, REQUEST_CPU_QUOTA_MAX, &s->cpu_quota_percent, e);
                         if (r < 0)
                                 return r;
                         s->has_cpu_quota = true;
                 } else if (streq(key, "tasks_max")) {
-                        r = get_uint(v, "limits.tasks_max", 1, 1000000, &s->tasks_max, e);
+                        r = get_uint(v, "limits.tasks_max", 1, REQUEST_TASKS_MAX_MAX, &s->tasks_max, e);
                         if (r < 0)
                                 return r;
                         s->has_tasks_max = true;
                 } else
-                        return fail(e, "unknown_field", "Unknown field 'limits.%s'.", key);
+                        return request_error(e, "unknown_field", "Unknown field 'limits.%s'.", key);
         }
         return 0;
 }
 
 static int parse_network(json_object *o, SessionRequest *s, RequestError *e) {
         if (!json_object_is_type(o, json_type_object))
-                return fail(e, "invalid_type", "Field 'network' must be an object.");
+                return request_error(e, "invalid_type", "Field 'network' must be an object.");
 
         json_object_object_foreach(o, key, v) {
                 const char *mode;
 
                 if (!streq(key, "mode"))
-                        return fail(e, "unknown_field", "Unknown field 'network.%s'.", key);
+                        return request_error(e, "unknown_field", "Unknown field 'network.%s'.", key);
                 if (!json_object_is_type(v, json_type_string))
-                        return fail(e, "invalid_type", "Field 'network.mode' must be a string.");
+                        return request_error(e, "invalid_type", "Field 'network.mode' must be a string.");
                 mode = json_object_get_string(v);
-                if (streq(mode, "none"))
-                        s->network = NETWORK_NONE;
-                else if (streq(mode, "proxy") || streq(mode, "host"))
-                        return fail(e, "unsupported", "Network mode '%s' is not available in this version; only 'none' is.", mode);
-                else
-                        return fail(e, "invalid_value", "Field 'network.mode' must be one of: none.");
+                if (request_parse_network_mode(mode, &s->network, e) < 0)
+                        return -EINVAL;
         }
         return 0;
 }
@@ -182,31 +251,18 @@ int session_request_parse(const char *body, size_t n, SessionRequest *ret, Reque
                 else if (streq(key, "network"))
                         r = parse_network(v, &s, e);
                 else if (streq(key, "ttl_s")) {
-                        r = get_uint(v, "ttl_s", 1, 365ULL * 86400, &s.ttl_s, e);
+                        r = get_uint(v, "ttl_s", 1, REQUEST_TTL_S_MAX, &s.ttl_s, e);
                         s.has_ttl = r >= 0;
                 }
                 else
-                        r = fail(e, "unknown_field", "Unknown field '%s'.", key);
+                        r = request_error(e, "unknown_field", "Unknown field '%s'.", key);
                 if (r < 0)
                         goto fail;
         }
 
-        if (!s.user) {
-                r = fail(e, "missing_field", "Field 'user' is required.");
+        r = session_request_check_scope(&s, e);
+        if (r < 0)
                 goto fail;
-        }
-        if (!user_name_is_valid(s.user)) {
-                r = fail(e, "invalid_name", "Invalid user name: must match ^[a-z_][a-z0-9_-]{0,31}$.");
-                goto fail;
-        }
-        if (!s.workspace) {
-                r = fail(e, "missing_field", "Field 'workspace' is required.");
-                goto fail;
-        }
-        if (!workspace_name_is_valid(s.workspace)) {
-                r = fail(e, "invalid_name", "Invalid workspace name: must match ^[a-z0-9_-]{1,64}$.");
-                goto fail;
-        }
 
         *ret = s;
         return 0;
@@ -219,6 +275,7 @@ static const char *const stdin_mode_table[_STDIN_MODE_MAX] = {
         [STDIN_NULL] = "null",
         [STDIN_DATA] = "data",
         [STDIN_STREAM] = "stream",
+        [STDIN_FD] = "fd",
 };
 
 const char *stdin_mode_to_string(StdinMode m) {
@@ -241,13 +298,13 @@ static int parse_stdin(json_object *v, CommandRequest *c, RequestError *e) {
 
         if (json_object_is_type(v, json_type_string)) {
                 if (!streq(json_object_get_string(v), "stream"))
-                        return fail(e, "invalid_value",
+                        return request_error(e, "invalid_value",
                                     "Field 'stdin' must be \"stream\", or an object {\"text\": ...} or {\"base64\": ...}.");
                 c->stdin_mode = STDIN_STREAM;
                 return 0;
         }
         if (!json_object_is_type(v, json_type_object) || json_object_object_length(v) != 1)
-                return fail(e, "invalid_type",
+                return request_error(e, "invalid_type",
                             "Field 'stdin' must be \"stream\", or an object {\"text\": ...} or {\"base64\": ...}.");
 
         json_object_object_foreach(v, k, x) {
@@ -255,7 +312,7 @@ static int parse_stdin(json_object *v, CommandRequest *c, RequestError *e) {
                 val = x;
         }
         if (!json_object_is_type(val, json_type_string))
-                return fail(e, "invalid_type", "Field 'stdin.%s' must be a string.", key);
+                return request_error(e, "invalid_type", "Field 'stdin.%s' must be a string.", key);
 
         free(c->stdin_data);
         c->stdin_data = NULL;
@@ -273,14 +330,14 @@ static int parse_stdin(json_object *v, CommandRequest *c, RequestError *e) {
                         return r;
                 if (r < 0) {
                         buf_done(&b);
-                        return fail(e, "invalid_value", "Field 'stdin.base64' is not valid base64.");
+                        return request_error(e, "invalid_value", "Field 'stdin.base64' is not valid base64.");
                 }
                 c->stdin_size = b.len;
                 c->stdin_data = b.data ? buf_steal(&b) : strdup("");
                 if (!c->stdin_data)
                         return -ENOMEM;
         } else
-                return fail(e, "unknown_field", "Unknown field 'stdin.%s'; use 'text' or 'base64'.", key);
+                return request_error(e, "unknown_field", "Unknown field 'stdin.%s'; use 'text' or 'base64'.", key);
 
         c->stdin_mode = STDIN_DATA;
         return 0;
@@ -292,6 +349,12 @@ void command_request_done(CommandRequest *r) {
         free(r->cwd);
         free(r->request_id);
         free(r->stdin_data);
+        if (r->stdin_mode == STDIN_FD)
+                safe_close(r->stdin_fd);
+        if (r->has_stdout_fd)
+                safe_close(r->stdout_fd);
+        if (r->has_stderr_fd)
+                safe_close(r->stderr_fd);
         *r = (CommandRequest) {};
 }
 
@@ -300,12 +363,9 @@ static int parse_argv(json_object *v, CommandRequest *c, RequestError *e) {
         int r;
 
         if (!json_object_is_type(v, json_type_array))
-                return fail(e, "invalid_type", "Field 'argv' must be an array of strings.");
-        n = json_object_array_length(v);
-        if (n == 0)
-                return fail(e, "invalid_value", "Field 'argv' must not be empty.");
-        if (n > REQUEST_ARGV_MAX)
-                return fail(e, "invalid_value", "Field 'argv' has more than %d entries.", REQUEST_ARGV_MAX);
+                return request_error(e, "invalid_type", "Field 'argv' must be an array of strings.");
+        /* One more than allowed is enough for the check below to refuse it. */
+        n = MIN(json_object_array_length(v), (size_t) REQUEST_ARGV_MAX + 1);
 
         strv_free(c->argv);
         c->argv = calloc(n + 1, sizeof(char *));
@@ -319,18 +379,16 @@ static int parse_argv(json_object *v, CommandRequest *c, RequestError *e) {
                 if (r < 0)
                         return r;
         }
-        if (c->argv[0][0] == 0)
-                return fail(e, "invalid_value", "Field 'argv[0]' must not be empty.");
-        return 0;
+        return request_check_argv(c->argv, e);
 }
 
 static int parse_env(json_object *v, CommandRequest *c, RequestError *e) {
         size_t n = 0;
 
         if (!json_object_is_type(v, json_type_object))
-                return fail(e, "invalid_type", "Field 'env' must be an object of strings.");
+                return request_error(e, "invalid_type", "Field 'env' must be an object of strings.");
         if (json_object_object_length(v) > REQUEST_ENV_MAX)
-                return fail(e, "invalid_value", "Field 'env' has more than %d entries.", REQUEST_ENV_MAX);
+                return request_error(e, "invalid_value", "Field 'env' has more than %d entries.", REQUEST_ENV_MAX);
 
         strv_free(c->env);
         c->env = calloc((size_t) json_object_object_length(v) + 1, sizeof(char *));
@@ -340,15 +398,13 @@ static int parse_env(json_object *v, CommandRequest *c, RequestError *e) {
         json_object_object_foreach(v, key, val) {
                 const char *s;
 
-                if (!env_name_is_valid(key))
-                        return fail(e, "invalid_value", "Invalid environment variable name '%.64s'.", key);
-                if (env_name_is_reserved(key))
-                        return fail(e, "reserved_env", "Environment variable '%s' is set by sandboxd and cannot be overridden.", key);
+                if (request_check_env_name(key, e) < 0)
+                        return -EINVAL;
                 if (!json_object_is_type(val, json_type_string))
-                        return fail(e, "invalid_type", "Environment variable '%s' must be a string.", key);
+                        return request_error(e, "invalid_type", "Environment variable '%s' must be a string.", key);
                 s = json_object_get_string(val);
                 if (memchr(s, 0, (size_t) json_object_get_string_len(val)))
-                        return fail(e, "invalid_value", "Environment variable '%s' must not contain NUL characters.", key);
+                        return request_error(e, "invalid_value", "Environment variable '%s' must not contain NUL characters.", key);
                 if (asprintf(&c->env[n], "%s=%s", key, s) < 0) {
                         c->env[n] = NULL;
                         return -ENOMEM;
@@ -376,27 +432,27 @@ int command_request_parse(const char *body, size_t n, CommandRequest *ret, Reque
                         free(c.cwd);
                         c.cwd = NULL;
                         r = get_string(v, "cwd", &c.cwd, e);
-                        if (r >= 0 && (c.cwd[0] == 0 || strlen(c.cwd) > 4096))
-                                r = fail(e, "invalid_path", "Field 'cwd' must be a non-empty path of at most 4096 bytes.");
+                        if (r >= 0)
+                                r = request_check_cwd(c.cwd, e);
                 } else if (streq(key, "timeout_ms")) {
-                        r = get_uint(v, "timeout_ms", 1, UINT64_MAX / 1000000, &c.timeout_ms, e);
+                        r = get_uint(v, "timeout_ms", 1, REQUEST_TIMEOUT_MS_MAX, &c.timeout_ms, e);
                         c.has_timeout = r >= 0;
                 } else if (streq(key, "request_id")) {
                         free(c.request_id);
                         c.request_id = NULL;
                         r = get_string(v, "request_id", &c.request_id, e);
-                        if (r >= 0 && !request_id_is_valid(c.request_id))
-                                r = fail(e, "invalid_name", "Invalid request_id: must match ^[A-Za-z0-9._-]{1,64}$.");
+                        if (r >= 0)
+                                r = request_check_request_id(c.request_id, e);
                 } else if (streq(key, "stdin"))
                         r = parse_stdin(v, &c, e);
                 else
-                        r = fail(e, "unknown_field", "Unknown field '%s'.", key);
+                        r = request_error(e, "unknown_field", "Unknown field '%s'.", key);
                 if (r < 0)
                         goto fail;
         }
 
         if (!c.argv) {
-                r = fail(e, "missing_field", "Field 'argv' is required.");
+                r = request_error(e, "missing_field", "Field 'argv' is required.");
                 goto fail;
         }
 

@@ -33,6 +33,7 @@ typedef enum StdinMode {
         STDIN_NULL,   /* /dev/null */
         STDIN_DATA,   /* all of it in the request */
         STDIN_STREAM, /* fed later through POST .../stdin */
+        STDIN_FD,     /* the caller's own file descriptor (D-Bus), handed to systemd as is */
         _STDIN_MODE_MAX,
         _STDIN_MODE_INVALID = -EINVAL,
 } StdinMode;
@@ -50,6 +51,11 @@ typedef struct CommandRequest {
         StdinMode stdin_mode;
         char *stdin_data;  /* STDIN_DATA */
         size_t stdin_size;
+        int stdin_fd;      /* STDIN_FD; owned */
+        /* The caller's own stdout/stderr (D-Bus): the command writes there directly and
+         * sandboxd keeps no output of that stream. Owned. */
+        bool has_stdout_fd, has_stderr_fd;
+        int stdout_fd, stderr_fd;
         bool wait;         /* false: answer 202 at once (from ?wait=false) */
 } CommandRequest;
 
@@ -59,5 +65,27 @@ void command_request_done(CommandRequest *r);
 int session_request_parse(const char *body, size_t n, SessionRequest *ret, RequestError *error);
 int command_request_parse(const char *body, size_t n, CommandRequest *ret, RequestError *error);
 
+/* The rules every front end applies, whatever the encoding (JSON over HTTP, a{sv} over
+ * D-Bus): field names in messages are the JSON ones. Each returns -EINVAL and fills
+ * *error, or 0. */
+int request_error(RequestError *e, const char *code, const char *fmt, ...) _printf_(3, 4);
+int request_check_uint(const char *field, uint64_t v, uint64_t min, uint64_t max, RequestError *e);
+int request_parse_memory_max(const char *s, uint64_t *ret, RequestError *e); /* "512M" */
+int request_parse_network_mode(const char *mode, NetworkMode *ret, RequestError *e);
+/* user and workspace present and valid */
+int session_request_check_scope(const SessionRequest *s, RequestError *e);
+int request_check_argv(char * const *argv, RequestError *e);
+int request_check_env_name(const char *name, RequestError *e);
+int request_check_cwd(const char *cwd, RequestError *e);
+int request_check_request_id(const char *id, RequestError *e);
+
 #define REQUEST_ARGV_MAX 4096
 #define REQUEST_ENV_MAX 1024
+#define REQUEST_CWD_MAX 4096
+
+/* Ranges of the numeric fields. */
+#define REQUEST_MEMORY_MAX_MAX (UINT64_MAX / 2)
+#define REQUEST_CPU_QUOTA_MAX 100000ULL
+#define REQUEST_TASKS_MAX_MAX 1000000ULL
+#define REQUEST_TTL_S_MAX (365ULL * 86400)
+#define REQUEST_TIMEOUT_MS_MAX (UINT64_MAX / 1000000)

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "request.h"
+
+/* The errors of the D-Bus API, documented in sandboxd-dbus(5). Authorization failures use
+ * the standard org.freedesktop.DBus.Error.AccessDenied and
+ * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, which clients map to EACCES. */
+#define BUS_ERROR_PREFIX "io.sandboxd.sandbox1.Error."
+#define BUS_ERROR_NO_SUCH_SESSION BUS_ERROR_PREFIX "NoSuchSession"
+#define BUS_ERROR_NO_SUCH_COMMAND BUS_ERROR_PREFIX "NoSuchCommand"
+#define BUS_ERROR_INVALID_ARGUMENTS BUS_ERROR_PREFIX "InvalidArguments"
+#define BUS_ERROR_INVALID_NAME BUS_ERROR_PREFIX "InvalidName"
+#define BUS_ERROR_INVALID_TYPE BUS_ERROR_PREFIX "InvalidType"
+#define BUS_ERROR_INVALID_VALUE BUS_ERROR_PREFIX "InvalidValue"
+#define BUS_ERROR_UNKNOWN_OPTION BUS_ERROR_PREFIX "UnknownOption"
+#define BUS_ERROR_INVALID_PATH BUS_ERROR_PREFIX "InvalidPath"
+#define BUS_ERROR_RESERVED_ENVIRONMENT BUS_ERROR_PREFIX "ReservedEnvironment"
+#define BUS_ERROR_LIMIT_EXCEEDED BUS_ERROR_PREFIX "LimitExceeded"
+#define BUS_ERROR_EXECUTABLE_NOT_FOUND BUS_ERROR_PREFIX "ExecutableNotFound"
+#define BUS_ERROR_NOT_SUPPORTED BUS_ERROR_PREFIX "NotSupported"
+#define BUS_ERROR_SESSION_NOT_ACTIVE BUS_ERROR_PREFIX "SessionNotActive"
+#define BUS_ERROR_DRAINING BUS_ERROR_PREFIX "Draining"
+#define BUS_ERROR_SESSION_STARTING BUS_ERROR_PREFIX "SessionStarting"
+#define BUS_ERROR_COMMAND_NOT_RUNNING BUS_ERROR_PREFIX "CommandNotRunning"
+#define BUS_ERROR_SYSTEMD_FAILED BUS_ERROR_PREFIX "SystemdFailed"
+
+/* The error of a RequestError (the codes the HTTP API sends in "error.code"), or, without
+ * a code, of errno r. Returns a negative errno, like sd_bus_error_set(). */
+int bus_error_set_request(sd_bus_error *error, int r, const RequestError *e);
+
+/* Enters the variant of option `key` of an a{sv} if it holds `type`; -EINVAL with *e
+ * ("invalid_type") otherwise. */
+int bus_enter_option(sd_bus_message *m, const char *key, const char *type, RequestError *e);

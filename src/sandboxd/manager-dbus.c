@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <pwd.h>
+
+#include "bus-util.h"
+#include "command-dbus.h"
+#include "log.h"
+#include "manager-dbus.h"
+#include "polkit.h"
+#include "session-dbus.h"
+#include "validate.h"
+
+/* --- calls answered later ---------------------------------------------------------- */
+
+int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **ret) {
+        BusPending *p = calloc(1, sizeof(BusPending));
+
+        if (!p)
+                return -ENOMEM;
+        p->manager = m;
+        p->call = sd_bus_message_ref(call);
+        if (s)
+                memcpy(p->session_id, s->id, sizeof(p->session_id));
+        LIST_PREPEND(pending, m->bus_pending, p);
+        *ret = p;
+        return 0;
+}
+
+BusPending *bus_pending_free(BusPending *p) {
+        if (!p)
+                return NULL;
+        output_detach(&p->reader);
+        LIST_REMOVE(pending, p->manager->bus_pending, p);
+        sd_bus_message_unref(p->call);
+        free(p);
+        return NULL;
+}
+
+void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error) {
+        int k;
+
+        if (error && sd_bus_error_is_set(error))
+                k = sd_bus_reply_method_error(p->call, error);
+        else
+                k = sd_bus_reply_method_errno(p->call, r, NULL);
+        if (k < 0)
+                log_debug_errno(k, "Failed to answer a D-Bus call, ignoring: %m");
+        bus_pending_free(p);
+}
+
+void manager_bus_free(Manager *m) {
+        while (m->bus_pending)
+                bus_pending_free(m->bus_pending);
+        polkit_free_all(m);
+}
+
+/* --- who is calling ------------------------------------------------------------------ */
+
+static int caller_uid(sd_bus_message *call, uid_t *ret) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        int r;
+
+        /* The bus daemon vouches for the uid of a connection: SO_PEERCRED when it connected,
+         * which is the effective uid. Never augmented from /proc, which could race. */
+        r = sd_bus_query_sender_creds(call, SD_BUS_CREDS_EUID, &creds);
+        if (r < 0)
+                return r;
+        return sd_bus_creds_get_euid(creds, ret);
+}
+
+/* The login name of uid, NULL if it has none. */
+static char *user_name_of(uid_t uid) {
+        struct passwd *pw = getpwuid(uid);
+
+        return pw && pw->pw_name ? strdup(pw->pw_name) : NULL;
+}
+
+int bus_caller_identity(sd_bus *bus, BusCaller *ret) {
+        sd_bus_message *call = sd_bus_get_current_message(bus);
+        uid_t uid;
+        int r;
+
+        if (!call)
+                return -ENXIO;
+        r = caller_uid(call, &uid);
+        if (r < 0)
+                return r;
+        ret->uid = uid;
+        ret->name = uid == 0 ? NULL : user_name_of(uid);
+        return 0;
+}
+
+bool bus_caller_owns(const BusCaller *c, const char *user) {
+        return c->uid == 0 || (c->name && streq(c->name, user));
+}
+
+int bus_verify_session_access(Manager *m, sd_bus_message *call, const char *user, const char *workspace,
+                              const char *session_id, sd_bus_error *error) {
+        _cleanup_free_ char *name = NULL;
+        const char *details[] = { "user", user, "workspace", workspace, "session", session_id, NULL };
+        uid_t uid;
+        int r;
+
+        r = caller_uid(call, &uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Failed to learn who is calling: %m");
+        if (uid == 0)
+                return 1;
+
+        name = user_name_of(uid);
+        if (!workspace)
+                details[2] = NULL;
+        else if (!session_id)
+                details[4] = NULL;
+        return polkit_verify(m, call,
+                             name && streq(name, user) ? POLKIT_ACTION_MANAGE_SESSIONS : POLKIT_ACTION_MANAGE_ALL,
+                             details, true, error);
+}
+
+void manager_bus_activity(Manager *m) {
+        /* A countdown that runs starts again. */
+        if (m->idle_timer && sd_event_source_get_enabled(m->idle_timer, NULL) > 0)
+                (void) sd_event_source_set_time_relative(m->idle_timer, m->config.idle_exit_usec);
+}
+
+/* --- Manager methods -------------------------------------------------------------------- */
+
+static int find_session(Manager *m, const char *id, Session **ret, sd_bus_error *error) {
+        Session *s;
+
+        if (!session_id_is_valid(id))
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_NAME,
+                                         "Invalid session id '%.32s': must be 16 lowercase hexadecimal digits.", id);
+        s = manager_find_session(m, id);
+        if (!s)
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_SESSION, "No session '%s'.", id);
+        *ret = s;
+        return 0;
+}
+
+static int reply_session(sd_bus_message *call, Session *s) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = session_bus_path(s, &path);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "so", s->id, path);
+}
+
+static void on_session_ready(Session *s, int r, void *userdata) {
+        BusPending *p = userdata;
+
+        if (r < 0) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd could not create the session's slice: %s",
+                                         s->error ?: "unknown error");
+                bus_pending_fail(p, 0, &e);
+                sd_bus_error_free(&e);
+                return;
+        }
+        r = reply_session(p->call, s);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer CreateSession, ignoring: %m");
+        bus_pending_free(p);
+}
+
+static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(session_request_done) SessionRequest req = { .network = NETWORK_NONE };
+        _cleanup_free_ char *tenant = NULL;
+        Manager *m = userdata;
+        const char *user, *workspace;
+        RequestError e = {};
+        BusPending *p;
+        Session *s;
+        uid_t uid;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read(call, "ss", &user, &workspace);
+        if (r < 0)
+                return r;
+        req.user = strdup(user);
+        req.workspace = strdup(workspace);
+        if (!req.user || !req.workspace)
+                return -ENOMEM;
+        r = session_request_check_scope(&req, &e);
+        if (r >= 0)
+                r = bus_read_session_options(call, &req, &e);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+
+        r = bus_verify_session_access(m, call, req.user, req.workspace, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        r = caller_uid(call, &uid);
+        if (r < 0)
+                return r;
+        if (asprintf(&tenant, "dbus:%u", (unsigned) uid) < 0)
+                return -ENOMEM;
+        r = session_create(m, &req, tenant, &s, &e);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+        if (s->state != SESSION_STARTING)
+                return reply_session(call, s);
+
+        r = bus_pending_new(m, call, s, &p);
+        if (r < 0)
+                return r;
+        r = session_wait_ready(s, on_session_ready, p);
+        if (r < 0) {
+                bus_pending_free(p);
+                return r;
+        }
+        return 1;
+}
+
+static int method_list_sessions(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *name = NULL;
+        Manager *m = userdata;
+        bool all;
+        Session *s;
+        uid_t uid;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = caller_uid(call, &uid);
+        if (r < 0)
+                return r;
+        all = uid == 0;
+        if (!all) {
+                _cleanup_(sd_bus_error_free) sd_bus_error not_all = SD_BUS_ERROR_NULL;
+                const char *details[] = { "user", NULL, NULL };
+
+                name = user_name_of(uid);
+                if (!name)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "User %u has no name.", (unsigned) uid);
+                details[1] = name;
+
+                /* Administrators see everything; without asking anyone for a password, though:
+                 * the caller may well only want its own sessions. */
+                r = polkit_verify(m, call, POLKIT_ACTION_MANAGE_ALL, details, false, &not_all);
+                if (r == 0)
+                        return 1;
+                all = r > 0;
+                if (!all) {
+                        r = polkit_verify(m, call, POLKIT_ACTION_MANAGE_SESSIONS, details, true, error);
+                        if (r <= 0)
+                                return r < 0 ? r : 1;
+                }
+        }
+
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sssso)");
+        if (r < 0)
+                return r;
+        LIST_FOREACH(sessions, s, m->sessions) {
+                _cleanup_free_ char *path = NULL;
+
+                if (!all && !streq(s->user, name))
+                        continue;
+                r = session_bus_path(s, &path);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_append(reply, "(sssso)", s->id, s->user, s->workspace,
+                                          session_state_to_string(s->state), path);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_session(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        Manager *m = userdata;
+        const char *id;
+        Session *s;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read(call, "s", &id);
+        if (r < 0)
+                return r;
+        r = find_session(m, id, &s, error);
+        if (r < 0)
+                return r;
+        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        r = session_bus_path(s, &path);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "o", path);
+}
+
+static int method_close_session(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        const char *id;
+        Session *s;
+        int r;
+
+        POLKIT_SCOPE(userdata, call);
+
+        r = sd_bus_message_read(call, "s", &id);
+        if (r < 0)
+                return r;
+        r = find_session(userdata, id, &s, error);
+        if (r < 0)
+                return r;
+        return bus_session_close(call, s, false, error);
+}
+
+static int manager_exec(sd_bus_message *call, Manager *m, bool run, sd_bus_error *error) {
+        const char *id;
+        Session *s;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read(call, "s", &id);
+        if (r < 0)
+                return r;
+        r = find_session(m, id, &s, error);
+        if (r < 0)
+                return r;
+        return bus_session_exec(call, s, run, error);
+}
+
+static int method_exec(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        return manager_exec(call, userdata, false, error);
+}
+
+static int method_run(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        return manager_exec(call, userdata, true, error);
+}
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", PROJECT_VERSION);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+
+        SD_BUS_METHOD_WITH_ARGS("CreateSession",
+                                SD_BUS_ARGS("s", user, "s", workspace, "a{sv}", options),
+                                SD_BUS_RESULT("s", id, "o", path),
+                                method_create_session,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListSessions",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(sssso)", sessions),
+                                method_list_sessions,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetSession",
+                                SD_BUS_ARGS("s", id),
+                                SD_BUS_RESULT("o", path),
+                                method_get_session,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CloseSession",
+                                SD_BUS_ARGS("s", id),
+                                SD_BUS_NO_RESULT,
+                                method_close_session,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Exec",
+                                SD_BUS_ARGS("s", session, "as", argv, "a{sv}", options),
+                                SD_BUS_RESULT("s", request_id, "o", command),
+                                method_exec,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Run",
+                                SD_BUS_ARGS("s", session, "as", argv, "a{sv}", options),
+                                SD_BUS_RESULT("s", status, "i", exit_code, "ay", stdout, "ay", stderr),
+                                method_run,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+
+        SD_BUS_SIGNAL_WITH_ARGS("SessionNew", SD_BUS_ARGS("s", id, "o", path), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("SessionRemoved", SD_BUS_ARGS("s", id, "o", path), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("CommandFinished",
+                                SD_BUS_ARGS("s", session, "s", request_id, "o", command, "s", status, "i", exit_code),
+                                0),
+        SD_BUS_VTABLE_END
+};
+
+/* --- dispatch ---------------------------------------------------------------------------- */
+
+/* The vtable for an object path of ours, by its shape. */
+static const sd_bus_vtable *vtable_for_path(const char *path, const char **ret_interface) {
+        const char *p;
+
+        if (streq(path, BUS_PATH)) {
+                *ret_interface = BUS_MANAGER_INTERFACE;
+                return manager_vtable;
+        }
+        p = startswith(path, BUS_SESSION_PREFIX "/");
+        if (!p || strlen(p) < 16)
+                return NULL;
+        if (p[16] == 0) {
+                *ret_interface = BUS_SESSION_INTERFACE;
+                return session_vtable;
+        }
+        if (startswith(p + 16, "/command/")) {
+                *ret_interface = BUS_COMMAND_INTERFACE;
+                return command_vtable;
+        }
+        return NULL;
+}
+
+/* Runs before sd-bus dispatches a message: sd-bus itself answers arguments of the wrong
+ * type with org.freedesktop.DBus.Error.InvalidArgs and calls on missing objects with
+ * UnknownObject; our callers get errors of our own, as documented. */
+static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *path, *interface, *member, *signature, *ours;
+        const sd_bus_vtable *vt;
+        uint8_t type;
+
+        if (sd_bus_message_get_type(msg, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
+                return 0;
+        manager_bus_activity(m);
+
+        path = sd_bus_message_get_path(msg);
+        interface = sd_bus_message_get_interface(msg);
+        member = sd_bus_message_get_member(msg);
+        if (!path || !member || !(vt = vtable_for_path(path, &ours)))
+                return 0;
+        if (interface && !streq(interface, ours))
+                return 0;
+
+        /* Our object paths under .../session/: the object must be there. (A call that polkit
+         * was asked about comes back here too: its session may have gone meanwhile.) */
+        if (vt != manager_vtable && !session_from_path(m, path, NULL)) {
+                polkit_forget(m, msg);
+                return sd_bus_reply_method_errorf(msg, BUS_ERROR_NO_SUCH_SESSION, "No session at %s.", path);
+        }
+        if (vt == command_vtable && !command_from_path(m, path)) {
+                polkit_forget(m, msg);
+                return sd_bus_reply_method_errorf(msg, BUS_ERROR_NO_SUCH_COMMAND, "No command at %s.", path);
+        }
+
+        signature = sd_bus_message_get_signature(msg, true);
+        for (; vt->type != _SD_BUS_VTABLE_END; vt++)
+                if (vt->type == _SD_BUS_VTABLE_METHOD && streq(vt->x.method.member, member)) {
+                        if (streq_ptr(signature, vt->x.method.signature ?: ""))
+                                return 0;
+                        return sd_bus_reply_method_errorf(msg, BUS_ERROR_INVALID_ARGUMENTS,
+                                                          "Invalid arguments '%s' to %s.%s(): expected '%s'.",
+                                                          strempty(signature), ours, member,
+                                                          vt->x.method.signature ?: "");
+                }
+        return 0;
+}
+
+int manager_bus_register(Manager *m) {
+        int r;
+
+        r = sd_bus_add_filter(m->bus, NULL, on_bus_message, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the D-Bus filter: %m");
+        r = sd_bus_add_object_vtable(m->bus, NULL, BUS_PATH, BUS_MANAGER_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register %s: %m", BUS_MANAGER_INTERFACE);
+        r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SESSION_PREFIX, BUS_SESSION_INTERFACE, session_vtable,
+                                       session_object_find, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register %s: %m", BUS_SESSION_INTERFACE);
+        r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SESSION_PREFIX, BUS_COMMAND_INTERFACE, command_vtable,
+                                       command_object_find, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register %s: %m", BUS_COMMAND_INTERFACE);
+        r = sd_bus_add_node_enumerator(m->bus, NULL, BUS_SESSION_PREFIX, session_node_enumerator, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register the session enumerator: %m");
+        return 0;
+}

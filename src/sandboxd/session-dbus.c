@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <inttypes.h>
+
+#include "bus-util.h"
+#include "command-dbus.h"
+#include "log.h"
+#include "manager-dbus.h"
+#include "polkit.h"
+#include "session-dbus.h"
+#include "time-util.h"
+#include "validate.h"
+
+/* What Run answers with, at most, of each stream (the kept output, OutputMax=, is bounded
+ * too): a D-Bus message must stay well below the bus's limit. */
+#define RUN_OUTPUT_MAX (8U * 1024 * 1024)
+
+int session_bus_path(Session *s, char **ret) {
+        return asprintf(ret, BUS_SESSION_PREFIX "/%s", s->id) < 0 ? -ENOMEM : 0;
+}
+
+Session *session_from_path(Manager *m, const char *path, const char **ret_rest) {
+        char id[17];
+        const char *p = startswith(path, BUS_SESSION_PREFIX "/");
+        size_t n;
+
+        if (!p)
+                return NULL;
+        n = strcspn(p, "/");
+        if (n != 16)
+                return NULL;
+        memcpy(id, p, 16);
+        id[16] = 0;
+        if (!session_id_is_valid(id))
+                return NULL;
+        if (ret_rest)
+                *ret_rest = p + 16;
+        return manager_find_session(m, id);
+}
+
+int session_check_read_access(sd_bus *bus, Session *s, sd_bus_error *error) {
+        _cleanup_(bus_caller_done) BusCaller caller = {};
+        sd_bus_message *call = sd_bus_get_current_message(bus);
+        uint8_t type;
+
+        if (!call || sd_bus_message_get_type(call, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL ||
+            !streq_ptr(sd_bus_message_get_interface(call), "org.freedesktop.DBus.Properties"))
+                return 0;
+        if (bus_caller_identity(bus, &caller) >= 0 && bus_caller_owns(&caller, s->user))
+                return 0;
+        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                 "Only root and the user %s may read the properties of session %s.", s->user, s->id);
+}
+
+int session_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                        sd_bus_error *error) {
+        const char *rest;
+        Session *s;
+        int r;
+
+        s = session_from_path(userdata, path, &rest);
+        if (!s || *rest)
+                return 0;
+        r = session_check_read_access(bus, s, error);
+        if (r < 0)
+                return r;
+        *found = s;
+        return 1;
+}
+
+int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_(bus_caller_done) BusCaller caller = {};
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0, k = 1;
+        const char *rest = NULL;
+        Session *s, *one = NULL;
+        Command *c;
+        int r;
+
+        /* Only what the caller may read; root sees everything. */
+        r = bus_caller_identity(bus, &caller);
+        if (r < 0)
+                return 0;
+
+        /* The direct children of `path` only, so that every node can be introspected. */
+        if (!streq(path, BUS_SESSION_PREFIX)) {
+                one = session_from_path(m, path, &rest);
+                if (!one || !bus_caller_owns(&caller, one->user) || (*rest && !streq(rest, "/command")))
+                        return 0;
+        }
+        if (!one)
+                LIST_FOREACH(sessions, s, m->sessions)
+                        k++;
+        else
+                LIST_FOREACH(commands, c, one->commands)
+                        k++;
+        l = calloc(k, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+
+        if (!one) {
+                LIST_FOREACH(sessions, s, m->sessions)
+                        if (bus_caller_owns(&caller, s->user) && session_bus_path(s, &l[n++]) < 0)
+                                return -ENOMEM;
+        } else if (!*rest) {
+                if (one->commands && asprintf(&l[n++], "%s/command", path) < 0)
+                        return -ENOMEM;
+        } else
+                LIST_FOREACH(commands, c, one->commands)
+                        if (command_bus_path(c, &l[n++]) < 0)
+                                return -ENOMEM;
+
+        *nodes = TAKE_PTR(l);
+        return 1;
+}
+
+/* --- properties ---------------------------------------------------------------------- */
+
+static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append(reply, "s", session_state_to_string(s->state));
+}
+
+static int property_get_string(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+        const char *v = NULL;
+
+        if (streq(property, "Id"))
+                v = s->id;
+        else if (streq(property, "User"))
+                v = s->user;
+        else if (streq(property, "Workspace"))
+                v = s->workspace;
+        else if (streq(property, "WorkspacePath"))
+                v = s->workspace_dir;
+        else if (streq(property, "Unit"))
+                v = s->slice;
+        else if (streq(property, "DynamicUser"))
+                v = s->dynamic_user;
+        else if (streq(property, "CloseReason"))
+                v = s->close_reason;
+        else if (streq(property, "Network"))
+                v = "none";
+        return sd_bus_message_append(reply, "s", v ?: "");
+}
+
+static int property_get_expires_at(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+        const Config *c = &s->manager->config;
+        uint64_t t;
+
+        if (s->state == SESSION_CLOSED)
+                t = s->closed_realtime_usec + c->retain_closed_usec;
+        else
+                t = MIN(s->last_activity_realtime_usec + s->ttl_usec, s->created_realtime_usec + c->max_lifetime_usec);
+        return sd_bus_message_append(reply, "t", t);
+}
+
+static int property_get_frozen(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append(reply, "b", (int) s->frozen);
+}
+
+static int property_get_commands(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append(reply, "u", (uint32_t) session_count_running(s));
+}
+
+/* --- methods --------------------------------------------------------------------------- */
+
+static void reply_command(BusPending *p, Command *c) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = command_bus_path(c, &path);
+        if (r >= 0)
+                r = sd_bus_reply_method_return(p->call, "so", c->request_id, path);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Exec, ignoring: %m");
+        bus_pending_free(p);
+}
+
+static void reply_run(BusPending *p, Command *c) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Buf raw[_OUTPUT_STREAM_MAX] = {};
+        int r;
+
+        r = sd_bus_message_new_method_return(p->call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "si", command_status_to_string(c->result.status), c->result.exit_code);
+        for (OutputStream st = 0; r >= 0 && st < _OUTPUT_STREAM_MAX; st++) {
+                r = output_read_raw(c->output, st, &raw[st]);
+                if (r >= 0)
+                        r = sd_bus_message_append_array(reply, 'y', raw[st].data ?: "", MIN(raw[st].len, RUN_OUTPUT_MAX));
+        }
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Run, ignoring: %m");
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
+                buf_done(&raw[st]);
+        bus_pending_free(p);
+}
+
+/* Run: called on every event of the command's output; answers once the exit is in. */
+static void on_run_output(OutputReader *reader) {
+        BusPending *p = reader->userdata;
+        Command *c;
+
+        if (!reader->output) {
+                /* The command went away before it ended (sandboxd is exiting). */
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NO_SUCH_COMMAND, "The command went away."));
+                return;
+        }
+        if (!reader->output->finished)
+                return;
+        c = p->command;
+        output_detach(reader);
+        reply_run(p, c);
+}
+
+static void run_wait(BusPending *p, Command *c) {
+        if (command_status_is_terminal(c->result.status)) {
+                reply_run(p, c);
+                return;
+        }
+        p->run = true;
+        p->command = c;
+        p->reader.notify = on_run_output;
+        p->reader.userdata = p;
+        output_attach(c->output, &p->reader, c->output->log_size);
+}
+
+static void on_exec_started(Command *c, int r, const char *message, void *userdata) {
+        BusPending *p = userdata;
+
+        if (r < 0) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd refused to start the command: %s",
+                                         message ?: strerror(-r));
+                bus_pending_fail(p, 0, &e);
+                sd_bus_error_free(&e);
+                return;
+        }
+        if (p->run)
+                run_wait(p, c);
+        else
+                reply_command(p, c);
+}
+
+int bus_session_exec(sd_bus_message *call, Session *s, bool run, sd_bus_error *error) {
+        _cleanup_(command_request_done) CommandRequest req = { .wait = true };
+        Manager *m = s->manager;
+        RequestError e = {};
+        BusPending *p;
+        Command *c;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read_strv(call, &req.argv);
+        if (r < 0)
+                return r;
+        r = request_check_argv(req.argv, &e);
+        if (r >= 0)
+                r = bus_read_command_options(call, &req, &e);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+
+        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        r = bus_pending_new(m, call, s, &p);
+        if (r < 0)
+                return r;
+        p->run = run;
+        r = session_exec(s, &req, on_exec_started, p, &c, &e);
+        if (r < 0) {
+                bus_pending_free(p);
+                return bus_error_set_request(error, r, &e);
+        }
+        if (r == 0) {
+                /* The command of this request id, started before. */
+                if (run)
+                        run_wait(p, c);
+                else
+                        reply_command(p, c);
+        }
+        return 1;
+}
+
+static int method_exec(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        return bus_session_exec(call, userdata, false, error);
+}
+
+static int method_run(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        return bus_session_exec(call, userdata, true, error);
+}
+
+static void on_closed(Session *s, int r, void *userdata) {
+        BusPending *p = userdata;
+
+        if (r < 0) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NO_SUCH_SESSION, "The session went away."));
+                return;
+        }
+        r = sd_bus_reply_method_return(p->call, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Close, ignoring: %m");
+        bus_pending_free(p);
+}
+
+int bus_session_close(sd_bus_message *call, Session *s, bool purge, sd_bus_error *error) {
+        Manager *m = s->manager;
+        BusPending *p;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (s->state == SESSION_STARTING)
+                return sd_bus_error_set(error, BUS_ERROR_SESSION_STARTING, "The session is still starting.");
+
+        r = bus_pending_new(m, call, s, &p);
+        if (r < 0)
+                return r;
+        r = session_close(s, "deleted", purge, on_closed, p);
+        if (r < 0) {
+                bus_pending_free(p);
+                return r;
+        }
+        return 1;
+}
+
+static int method_close(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        int purge, r;
+
+        r = sd_bus_message_read(call, "b", &purge);
+        if (r < 0)
+                return r;
+        return bus_session_close(call, userdata, purge, error);
+}
+
+static int on_frozen(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusPending *p = userdata;
+        int r;
+
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s",
+                                         systemd_error_message(reply));
+                bus_pending_fail(p, 0, &e);
+                sd_bus_error_free(&e);
+                return 0;
+        }
+        r = sd_bus_reply_method_return(p->call, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Freeze/Thaw, ignoring: %m");
+        bus_pending_free(p);
+        return 0;
+}
+
+static int session_freeze_thaw(sd_bus_message *call, Session *s, bool freeze, sd_bus_error *error) {
+        Manager *m = s->manager;
+        RequestError e = {};
+        BusPending *p;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = session_check_active(s, &e);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+
+        r = bus_pending_new(m, call, s, &p);
+        if (r < 0)
+                return r;
+        r = session_freeze(s, freeze, on_frozen, p);
+        if (r < 0) {
+                bus_pending_free(p);
+                if (r == -EOPNOTSUPP)
+                        return sd_bus_error_set(error, BUS_ERROR_NOT_SUPPORTED,
+                                                "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or "
+                                                "hybrid, where systemd cannot freeze units.");
+                return r;
+        }
+        return 1;
+}
+
+static int method_freeze(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        return session_freeze_thaw(call, userdata, true, error);
+}
+
+static int method_thaw(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        return session_freeze_thaw(call, userdata, false, error);
+}
+
+static int method_touch(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+        RequestError e = {};
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = bus_verify_session_access(s->manager, call, s->user, s->workspace, s->id, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = session_check_active(s, &e);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+        session_touch(s);
+        return sd_bus_reply_method_return(call, NULL);
+}
+
+#define CHANGES SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
+#define CONST SD_BUS_VTABLE_PROPERTY_CONST
+
+const sd_bus_vtable session_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Id", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("User", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("State", "s", property_get_state, 0, CHANGES),
+        SD_BUS_PROPERTY("WorkspacePath", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("Unit", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("DynamicUser", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("CreatedAt", "t", NULL, offsetof(Session, created_realtime_usec), CONST),
+        SD_BUS_PROPERTY("LastActivity", "t", NULL, offsetof(Session, last_activity_realtime_usec), CHANGES),
+        SD_BUS_PROPERTY("ExpiresAt", "t", property_get_expires_at, 0, CHANGES),
+        SD_BUS_PROPERTY("IdleTimeoutUSec", "t", NULL, offsetof(Session, ttl_usec), CONST),
+        SD_BUS_PROPERTY("MemoryMax", "t", NULL, offsetof(Session, limits.memory_max), CONST),
+        SD_BUS_PROPERTY("CPUQuota", "t", NULL, offsetof(Session, limits.cpu_quota_percent), CONST),
+        SD_BUS_PROPERTY("TasksMax", "t", NULL, offsetof(Session, limits.tasks_max), CONST),
+        SD_BUS_PROPERTY("Network", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("Frozen", "b", property_get_frozen, 0, CHANGES),
+        SD_BUS_PROPERTY("RunningCommands", "u", property_get_commands, 0, 0),
+        SD_BUS_PROPERTY("CloseReason", "s", property_get_string, 0, CHANGES),
+
+        SD_BUS_METHOD_WITH_ARGS("Exec",
+                                SD_BUS_ARGS("as", argv, "a{sv}", options),
+                                SD_BUS_RESULT("s", request_id, "o", command),
+                                method_exec,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Run",
+                                SD_BUS_ARGS("as", argv, "a{sv}", options),
+                                SD_BUS_RESULT("s", status, "i", exit_code, "ay", stdout, "ay", stderr),
+                                method_run,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Close",
+                                SD_BUS_ARGS("b", purge),
+                                SD_BUS_NO_RESULT,
+                                method_close,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Freeze", NULL, NULL, method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Thaw", NULL, NULL, method_thaw, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Touch", NULL, NULL, method_touch, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END
+};
+
+/* --- options ------------------------------------------------------------------------------ */
+
+int bus_read_session_options(sd_bus_message *m, SessionRequest *req, RequestError *e) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key, *contents;
+                uint64_t v;
+
+                r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        return r;
+                if (streq(key, "memory_max")) {
+                        r = sd_bus_message_peek_type(m, NULL, &contents);
+                        if (r < 0)
+                                return r;
+                        if (streq_ptr(contents, "s")) {
+                                const char *size;
+
+                                r = sd_bus_message_read(m, "v", "s", &size);
+                                if (r >= 0)
+                                        r = request_parse_memory_max(size, &v, e);
+                                if (r >= 0)
+                                        r = request_check_uint("limits.memory_max", v, 1, REQUEST_MEMORY_MAX_MAX, e);
+                        } else {
+                                r = bus_enter_option(m, key, "t", e);
+                                if (r >= 0)
+                                        r = sd_bus_message_read(m, "t", &v);
+                                if (r >= 0)
+                                        r = sd_bus_message_exit_container(m);
+                                if (r >= 0)
+                                        r = request_check_uint("limits.memory_max", v, 1, REQUEST_MEMORY_MAX_MAX, e);
+                        }
+                        req->memory_max = v;
+                        req->has_memory_max = true;
+                } else if (streq(key, "network")) {
+                        const char *mode;
+
+                        r = bus_enter_option(m, key, "s", e);
+                        if (r >= 0)
+                                r = sd_bus_message_read(m, "s", &mode);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        if (r >= 0)
+                                r = request_parse_network_mode(mode, &req->network, e);
+                } else if (streq(key, "cpu_quota") || streq(key, "tasks_max") || streq(key, "ttl_s")) {
+                        r = bus_enter_option(m, key, "t", e);
+                        if (r >= 0)
+                                r = sd_bus_message_read(m, "t", &v);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        if (r < 0)
+                                return r;
+                        if (streq(key, "cpu_quota")) {
+                                r = request_check_uint("limits.cpu_quota", v, 1, REQUEST_CPU_QUOTA_MAX, e);
+                                req->cpu_quota_percent = v;
+                                req->has_cpu_quota = true;
+                        } else if (streq(key, "tasks_max")) {
+                                r = request_check_uint("limits.tasks_max", v, 1, REQUEST_TASKS_MAX_MAX, e);
+                                req->tasks_max = v;
+                                req->has_tasks_max = true;
+                        } else {
+                                r = request_check_uint("ttl_s", v, 1, REQUEST_TTL_S_MAX, e);
+                                req->ttl_s = v;
+                                req->has_ttl = true;
+                        }
+                } else
+                        r = request_error(e, "unknown_field", "Unknown option '%s'.", key);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        return r < 0 ? r : 0;
+}
+
+/* --- signals ------------------------------------------------------------------------------- */
+
+void session_send_changed(Session *s, const char *property) {
+        _cleanup_free_ char *path = NULL;
+        sd_bus *bus = s->manager->bus;
+        int r;
+
+        if (!bus || session_bus_path(s, &path) < 0)
+                return;
+        if (streq(property, "State"))
+                r = sd_bus_emit_properties_changed(bus, path, BUS_SESSION_INTERFACE, "State", "ExpiresAt",
+                                                   "CloseReason", NULL);
+        else if (streq(property, "LastActivity"))
+                r = sd_bus_emit_properties_changed(bus, path, BUS_SESSION_INTERFACE, "LastActivity", "ExpiresAt", NULL);
+        else
+                r = sd_bus_emit_properties_changed(bus, path, BUS_SESSION_INTERFACE, property, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to emit PropertiesChanged for session %s, ignoring: %m", s->id);
+}
+
+void session_send_signal(Session *s, bool new_session) {
+        _cleanup_free_ char *path = NULL;
+        sd_bus *bus = s->manager->bus;
+        int r;
+
+        if (!bus || session_bus_path(s, &path) < 0)
+                return;
+        r = sd_bus_emit_signal(bus, BUS_PATH, BUS_MANAGER_INTERFACE, new_session ? "SessionNew" : "SessionRemoved",
+                               "so", s->id, path);
+        if (r < 0)
+                log_debug_errno(r, "Failed to emit a signal for session %s, ignoring: %m", s->id);
+}
