@@ -339,7 +339,9 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         r = sd_event_add_io(m->event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 0, on_timer, s);
+        /* Accuracy 1 µs: 0 would mean sd-event's default of 250 ms, and MHD asks for "now" whenever a
+         * connection has more to read than fitted in its buffer (an upload). */
+        r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 1, on_timer, s);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
