@@ -53,8 +53,14 @@ static bool is_json_request(HttpRequest *r) {
         return !ct || startswith(ct, "application/json") || startswith(ct, "application/x-www-form-urlencoded");
 }
 
+/* The value of ?key=value; "" for a bare ?key (MHD keeps no value for it); NULL if absent. */
 static const char *query(HttpRequest *r, const char *key) {
-        return MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, key);
+        const char *v = NULL;
+        size_t n;
+
+        if (MHD_lookup_connection_value_n(r->connection, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v, &n) != MHD_YES)
+                return NULL;
+        return v ?: "";
 }
 
 /* ?flag, ?flag=1, ?flag=true: true; ?flag=0, ?flag=false: false; anything else: -EINVAL */
