@@ -57,7 +57,7 @@ static int check_cwd_beneath(const char *workspace_host, const char *rel) {
 }
 
 int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e) {
-        _cleanup_free_ char *rel = NULL, *host = NULL;
+        _cleanup_free_ char *rel = NULL;
         int r;
 
         if (!cwd) {
@@ -76,9 +76,7 @@ int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e
 
         if (rel[0] != 0) {
                 /* On the host the workspace of a dynamic user lives below /var/lib/private. */
-                if (asprintf(&host, "/var/lib/private/sandboxd/ws/%s/%s", s->user, s->workspace) < 0)
-                        return -ENOMEM;
-                r = check_cwd_beneath(host, rel);
+                r = check_cwd_beneath(s->workspace_host_dir, rel);
                 if (r == -EXDEV || r == -ELOOP) {
                         e->code = "invalid_path";
                         snprintf(e->message, sizeof(e->message), "cwd resolves outside the workspace.");

@@ -34,6 +34,7 @@ void config_init(Config *c) {
                 .max_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .kill_grace_usec = 5 * USEC_PER_SEC,
                 .output_max_bytes = 1024 * 1024,
+                .max_file_bytes = 1024ULL * 1024 * 1024,
         };
 }
 
@@ -201,6 +202,14 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         free(c->path);
                         c->path = strdup(value);
                         return c->path ? 1 : 0;
+                }
+        } else if (streq(section, "Files")) {
+                if (streq(key, "MaxFileSize")) {
+                        if (streq(value, "infinity"))
+                                c->max_file_bytes = UINT64_MAX;
+                        else if (parse_size(value, &c->max_file_bytes) < 0)
+                                return set_error(st, section, key, value, "expected a size like 512M or 4G, or infinity");
+                        return 1;
                 }
         }
 

@@ -50,6 +50,9 @@ typedef struct Config {
         uint64_t kill_grace_usec; /* SIGTERM to SIGKILL on timeout or stop */
         uint64_t output_max_bytes; /* per stream, kept for replay */
         char *path;                /* PATH inside commands and for resolving argv[0] */
+
+        /* [Files] */
+        uint64_t max_file_bytes; /* one upload; UINT64_MAX: no limit */
 } Config;
 
 void config_init(Config *c);

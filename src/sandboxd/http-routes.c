@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 
 #include "auth.h"
 #include "cgroup.h"
 #include "command.h"
+#include "files.h"
 #include "http.h"
 #include "json-util.h"
 #include "log.h"
@@ -56,8 +58,14 @@ static bool is_json_request(HttpRequest *r) {
         return !ct || startswith(ct, "application/json") || startswith(ct, "application/x-www-form-urlencoded");
 }
 
+/* The value of ?key=value; "" for a bare ?key (MHD keeps no value for it); NULL if absent. */
 static const char *query(HttpRequest *r, const char *key) {
-        return MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, key);
+        const char *v = NULL;
+        size_t n;
+
+        if (MHD_lookup_connection_value_n(r->connection, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v, &n) != MHD_YES)
+                return NULL;
+        return v ?: "";
 }
 
 /* ?flag, ?flag=1, ?flag=true: true; ?flag=0, ?flag=false: false; anything else: -EINVAL */
@@ -591,6 +599,354 @@ static int route_stdin(HttpRequest *r, Command *c) {
         return MHD_YES;
 }
 
+/* --- files ------------------------------------------------------------------- */
+
+/* A listing holds at most this many entries ("truncated":true beyond). */
+#define FILES_LIST_MAX 100000
+
+/* /v1/sessions/<sid>/files[/<path>]: the session id (empty if too long) and the path within
+ * the workspace, "" for its top. */
+static bool files_url(const char *url, char sid[static 17], const char **ret_path) {
+        const char *p = startswith(url, "/v1/sessions/"), *rest;
+        size_t n;
+
+        if (!p)
+                return false;
+        n = strcspn(p, "/");
+        rest = startswith(p + n, "/files");
+        if (!rest || (*rest != 0 && *rest != '/'))
+                return false;
+        snprintf(sid, 17, "%.*s", n <= 16 ? (int) n : 0, p);
+        *ret_path = *rest ? rest + 1 : rest;
+        return true;
+}
+
+static unsigned refuse(struct MHD_Response **ret_resp, unsigned status, const char *code, const char *message) {
+        *ret_resp = http_error_response(code, message);
+        return status;
+}
+
+/* The answer to a failed file operation (see files.h for what the errors mean). */
+static unsigned files_error(Manager *m, int err, struct MHD_Response **ret_resp) {
+        char msg[160];
+
+        switch (err) {
+        case -EINVAL:
+                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
+                              "The path must be relative to the workspace and name an entry in it "
+                              "(not the workspace itself, '.' or '..').");
+        case -EXDEV:
+                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The path resolves outside the workspace.");
+        case -ELOOP:
+                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
+                              "The path runs into a symlink loop, or through too many symlinks.");
+        case -ENAMETOOLONG:
+                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The path or a name in it is too long.");
+        case -ENOENT:
+                return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such file or directory in the workspace.");
+        case -ENOTDIR:
+                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_a_directory", "A component of the path is not a directory.");
+        case -EISDIR:
+                return refuse(ret_resp, MHD_HTTP_CONFLICT, "is_a_directory", "The path is a directory.");
+        case -EMEDIUMTYPE:
+                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_a_regular_file",
+                              "The path is a FIFO, socket, device or symlink: sandboxd neither opens nor replaces those.");
+        case -EEXIST:
+                return refuse(ret_resp, MHD_HTTP_CONFLICT, "exists",
+                              "Something is in the way (for ?move_to=, add &overwrite=true to replace it).");
+        case -ENOTEMPTY:
+                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_empty", "The directory is not empty (add ?recursive=true).");
+        case -EACCES:
+        case -EPERM:
+                return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden",
+                              "Permission denied: the file API has the rights of the scope's own user.");
+        case -EFBIG:
+                snprintf(msg, sizeof(msg), "The file is larger than the configured MaxFileSize= (%" PRIu64 " bytes).",
+                         m->config.max_file_bytes);
+                return refuse(ret_resp, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg);
+        case -ENOSPC:
+        case -EDQUOT:
+                return refuse(ret_resp, MHD_HTTP_INSUFFICIENT_STORAGE, "insufficient_storage", "No space left for the workspace.");
+        default:
+                snprintf(msg, sizeof(msg), "File operation failed: %s", strerror(-err));
+                return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", msg);
+        }
+}
+
+static int queue_files_error(HttpRequest *r, int err) {
+        struct MHD_Response *resp = NULL;
+        unsigned status = files_error(r->server->manager, err, &resp);
+
+        return http_queue(r, status, resp);
+}
+
+/* The session of a file request, its workspace opened (and made if it is new); 0, or the
+ * status of the refusal. */
+static unsigned files_prepare(HttpRequest *r, const char *sid, const char *path, Session **ret_session,
+                              Workspace *ret_ws, struct MHD_Response **ret_resp) {
+        Session *s = NULL;
+        int ret;
+
+        r->route = "/v1/sessions/{sid}/files/{path}";
+        if (session_id_is_valid(sid))
+                s = manager_find_session(r->server->manager, sid);
+        if (!s || !session_visible(r, s))
+                return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such session.");
+        if (s->state != SESSION_ACTIVE)
+                return refuse(ret_resp, MHD_HTTP_CONFLICT, "session_not_active",
+                              s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
+        if (r->url_has_nul)
+                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The URL contains a NUL byte (%00).");
+        if (path[0] == '/')
+                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
+                              "The path must be relative to the workspace, not absolute.");
+
+        ret = workspace_open(s->workspace_host_dir, true, ret_ws);
+        if (ret < 0) {
+                log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", s->workspace_host_dir, s->id);
+                return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "The workspace cannot be opened.");
+        }
+        session_touch(s);
+        *ret_session = s;
+        return 0;
+}
+
+/* {"name":..,"path":..,"type":..,...} of one entry. */
+static int queue_entry(HttpRequest *r, unsigned status, const char *path, const struct stat *st) {
+        _cleanup_free_ char *p = strdup(path);
+        const char *name;
+        size_t n;
+        Buf b = {};
+
+        if (!p)
+                return MHD_NO;
+        n = strlen(p);
+        while (n > 0 && p[n - 1] == '/')
+                p[--n] = 0;
+        name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+
+        if (buf_puts(&b, "{") < 0 || files_append_entry_fields(&b, name, st, NULL) < 0 || buf_puts(&b, ",") < 0 ||
+            files_append_name(&b, "path", p) < 0 || buf_puts(&b, "}") < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, status, &b);
+}
+
+static int route_files_get(HttpRequest *r, Workspace *ws, const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        struct MHD_Response *resp;
+        struct stat st;
+        int ret;
+
+        if (query(r, "stat")) {
+                ret = files_stat(ws, path, &st);
+                return ret < 0 ? queue_files_error(r, ret) : queue_entry(r, MHD_HTTP_OK, path, &st);
+        }
+
+        ret = files_open(ws, path, &fd, &st);
+        if (ret < 0)
+                return queue_files_error(r, ret);
+
+        if (S_ISDIR(st.st_mode)) {
+                Buf b = {};
+
+                if (buf_puts(&b, "{") < 0 || files_append_name(&b, "path", path) < 0 || buf_puts(&b, ",") < 0) {
+                        buf_done(&b);
+                        return MHD_NO;
+                }
+                ret = files_append_listing(ws, fd, FILES_LIST_MAX, &b);
+                if (ret >= 0)
+                        ret = buf_puts(&b, "}");
+                if (ret < 0) {
+                        buf_done(&b);
+                        return queue_files_error(r, ret);
+                }
+                return http_queue_json(r, MHD_HTTP_OK, &b);
+        }
+
+        /* Straight from the file (sendfile()): nothing of it is buffered here. */
+        (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        resp = MHD_create_response_from_fd64((uint64_t) st.st_size, fd);
+        if (!resp)
+                return MHD_NO;
+        TAKE_FD(fd);
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+        (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
+        (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        return http_queue(r, MHD_HTTP_OK, resp);
+}
+
+static int route_files_delete(HttpRequest *r, Workspace *ws, Session *s, const char *path) {
+        int recursive = query_bool(r, "recursive", false), ret;
+        Buf b = {};
+
+        if (recursive < 0)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?recursive= must be true or false.");
+        ret = files_remove(ws, path, recursive);
+        if (ret < 0)
+                return queue_files_error(r, ret);
+        s->disk_checked_usec = 0;
+
+        if (buf_puts(&b, "{") < 0 || files_append_name(&b, "path", path) < 0 || buf_puts(&b, ",\"deleted\":true}") < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const char *path) {
+        const char *move_to = query(r, "move_to");
+        int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false), ret;
+        bool created;
+        struct stat st;
+
+        if (!query(r, "mkdir") && !move_to)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
+                                        "Say what to do: ?mkdir, or ?move_to=NEW_PATH (a plain PUT uploads a file).");
+        if (query(r, "mkdir") && move_to)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir and ?move_to= do not go together.");
+
+        if (!move_to) {
+                if (mkdir <= 0)
+                        return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir takes no value, or true.");
+                ret = files_mkdir_p(ws, path, 0700, &created, &st);
+                if (ret < 0)
+                        return queue_files_error(r, ret);
+                s->disk_checked_usec = 0;
+                return queue_entry(r, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, path, &st);
+        }
+
+        if (overwrite < 0)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?overwrite= must be true or false.");
+        if (move_to[0] == '/')
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_path",
+                                        "?move_to= must be relative to the workspace, not absolute.");
+        ret = files_move(ws, path, move_to, overwrite, &st);
+        if (ret < 0)
+                return queue_files_error(r, ret);
+        return queue_entry(r, MHD_HTTP_OK, move_to, &st);
+}
+
+static int route_files(HttpRequest *r, const char *sid, const char *path) {
+        _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
+        struct MHD_Response *resp = NULL;
+        bool get = streq(r->method, "GET") || streq(r->method, "HEAD"), put = streq(r->method, "PUT"),
+             post = streq(r->method, "POST"), del = streq(r->method, "DELETE");
+        unsigned status;
+        Session *s;
+
+        if (!get && !put && !post && !del)
+                return method_not_allowed(r, "GET, HEAD, PUT, POST, DELETE");
+        status = files_prepare(r, sid, path, &s, &ws, &resp);
+        if (status > 0)
+                return http_queue(r, status, resp);
+
+        if (get)
+                return route_files_get(r, &ws, path);
+        if (del)
+                return route_files_delete(r, &ws, s, path);
+        return route_files_change(r, &ws, s, path);
+}
+
+bool http_route_is_upload(HttpRequest *r) {
+        const char *path;
+        char sid[17];
+
+        return streq(r->method, "PUT") && files_url(r->url, sid, &path) && !query(r, "mkdir") && !query(r, "move_to");
+}
+
+int http_route_upload_begin(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
+        struct MHD_Response *resp = NULL;
+        const char *path, *v;
+        mode_t mode = MODE_INVALID;
+        uint64_t length;
+        unsigned status;
+        char sid[17];
+        Session *s;
+        int ret;
+
+        if (!files_url(r->url, sid, &path))
+                return MHD_NO;
+        status = files_prepare(r, sid, path, &s, &ws, &resp);
+        if (status > 0)
+                return http_refuse_upload(r, status, resp);
+
+        v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (v && startswith(v, "multipart/"))
+                return http_refuse_upload(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                          http_error_response("unsupported_media_type",
+                                                              "Send the file's bytes as the body (application/octet-stream), "
+                                                              "not a form."));
+        v = query(r, "mode");
+        if (v) {
+                char *end;
+                unsigned long l;
+
+                errno = 0;
+                l = strtoul(v, &end, 8);
+                if (errno != 0 || end == v || *end != 0 || v[0] == '-' || v[0] == '+' || l > 0777)
+                        return http_refuse_upload(r, MHD_HTTP_BAD_REQUEST,
+                                                  http_error_response("invalid_value",
+                                                                      "?mode= must be octal permission bits, at most 0777."));
+                mode = (mode_t) l;
+        }
+        v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (v && (parse_uint64(v, &length) < 0 || length > m->config.max_file_bytes)) {
+                status = files_error(m, -EFBIG, &resp);
+                return http_refuse_upload(r, status, resp);
+        }
+
+        ret = files_upload_begin(&ws, path, mode, m->config.max_file_bytes, &r->upload);
+        if (ret < 0) {
+                status = files_error(m, ret, &resp);
+                return http_refuse_upload(r, status, resp);
+        }
+        r->upload_path = strdup(path);
+        if (!r->upload_path)
+                return MHD_NO; /* on_completed() drops the upload */
+        memcpy(r->upload_session, sid, sizeof(r->upload_session));
+        return MHD_YES;
+}
+
+int http_route_upload_data(HttpRequest *r, const char *data, size_t n) {
+        int ret;
+
+        ret = files_upload_write(r->upload, data, n);
+        if (ret < 0) {
+                /* Drop the file now, the rest of the body as it comes, then say why. */
+                r->upload = files_upload_free(r->upload);
+                r->status = files_error(r->server->manager, ret, &r->response);
+                if (!r->response)
+                        return MHD_NO;
+        }
+        return MHD_YES;
+}
+
+int http_route_upload_finish(HttpRequest *r) {
+        Session *s = manager_find_session(r->server->manager, r->upload_session);
+        bool created;
+        struct stat st;
+        int ret;
+
+        if (!r->upload)
+                return MHD_NO;
+        if (!s || s->state != SESSION_ACTIVE) {
+                r->upload = files_upload_free(r->upload);
+                return http_queue_error(r, MHD_HTTP_CONFLICT, "session_not_active",
+                                        "The session was closed while the file came in.");
+        }
+        ret = files_upload_commit(r->upload, &created, &st);
+        r->upload = files_upload_free(r->upload);
+        if (ret < 0)
+                return queue_files_error(r, ret);
+        s->disk_checked_usec = 0;
+        session_touch(s);
+        return queue_entry(r, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, r->upload_path, &st);
+}
+
 /* --- dispatch ------------------------------------------------------------- */
 
 static size_t split_path(char *url, char *parts[static PATH_PARTS_MAX]) {
@@ -639,11 +995,19 @@ int http_route(HttpRequest *r) {
         char *p[PATH_PARTS_MAX];
         bool get = streq(r->method, "GET") || streq(r->method, "HEAD"), post = streq(r->method, "POST"),
              del = streq(r->method, "DELETE");
+        const char *file_path;
+        char sid[17];
         Session *s;
         size_t n;
 
         if (!url)
                 return MHD_NO;
+        /* Files first: their paths have any number of components. */
+        if (files_url(r->url, sid, &file_path))
+                return route_files(r, sid, file_path);
+        if (r->url_has_nul)
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_url", "The URL contains a NUL byte (%00).");
+
         n = split_path(url, p);
         if (n == SIZE_MAX)
                 return not_found(r, "No such route.");

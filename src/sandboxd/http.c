@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <inttypes.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "auth.h"
@@ -158,12 +159,77 @@ static bool peer_is_allowed(struct MHD_Connection *connection, char **ret_tenant
         return asprintf(ret_tenant, "unix:%u", (unsigned) cred.uid) >= 0;
 }
 
+/* Who is asking: peer credentials on the unix socket, a bearer key on TCP. On refusal,
+ * false and the answer to give. */
+static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_Response **ret_resp) {
+        HttpServer *server = r->server;
+
+        if (server->is_unix) {
+                if (!peer_is_allowed(r->connection, &r->tenant)) {
+                        server->manager->metrics.auth_failures++;
+                        *ret_status = MHD_HTTP_FORBIDDEN;
+                        *ret_resp = http_error_response("forbidden",
+                                                        "Only root and members of group sandboxd may use this socket.");
+                        return false;
+                }
+        } else if (!startswith(r->url, "/healthz") && !startswith(r->url, "/readyz")) {
+                const char *h = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+                const char *token = h ? startswith(h, "Bearer ") : NULL;
+
+                if (!token || auth_check_key(server->manager, token, &r->tenant) < 0) {
+                        server->manager->metrics.auth_failures++;
+                        *ret_status = MHD_HTTP_UNAUTHORIZED;
+                        *ret_resp = http_error_response(
+                                "unauthorized", token ? "Invalid API key." : "Missing 'Authorization: Bearer <key>' header.");
+                        if (*ret_resp)
+                                (void) MHD_add_response_header(*ret_resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+                        return false;
+                }
+        }
+        r->authorized = true;
+        return true;
+}
+
+int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
+        const char *expect = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+
+        /* A client that sends its body without waiting would be cut off mid-send by an early
+         * answer, and might never read it: unless the body is too large to be worth reading,
+         * read and drop it, then answer. */
+        if (status == MHD_HTTP_CONTENT_TOO_LARGE || (expect && strcasecmp(expect, "100-continue") == 0))
+                return http_queue(r, status, resp);
+        if (!resp)
+                return MHD_NO;
+        r->response = resp;
+        r->status = status;
+        return MHD_YES;
+}
+
+/* Per connection: what the URL decoder saw for the request being parsed. */
+typedef struct HttpConnection {
+        bool url_has_nul;
+} HttpConnection;
+
+static bool take_url_has_nul(struct MHD_Connection *connection) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        HttpConnection *c = info ? info->socket_context : NULL;
+        bool v;
+
+        if (!c)
+                return false;
+        v = c->url_has_nul;
+        c->url_has_nul = false;
+        return v;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
         HttpServer *server = cls;
         Manager *m = server->manager;
         HttpRequest *r = *con_cls;
+        struct MHD_Response *resp;
+        unsigned status;
 
         if (!r) {
                 const char *cl;
@@ -180,6 +246,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                         return MHD_NO;
                 }
                 *con_cls = r;
+                r->url_has_nul = take_url_has_nul(connection);
+
+                /* A file upload is checked and opened before its body comes, which then goes
+                 * straight to the file. */
+                if (http_route_is_upload(r)) {
+                        r->streaming = true;
+                        if (!request_authorize(r, &status, &resp))
+                                return http_refuse_upload(r, status, resp);
+                        return http_route_upload_begin(r);
+                }
 
                 /* Refuse an announced oversize body before reading it. */
                 cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -189,6 +265,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         }
 
         if (*upload_data_size > 0) {
+                if (r->streaming) {
+                        if (r->upload)
+                                (void) http_route_upload_data(r, upload_data, *upload_data_size);
+                        *upload_data_size = 0; /* after an error: read and dropped */
+                        return MHD_YES;
+                }
                 if (!r->body_too_large && r->body.len + *upload_data_size > m->config.max_body_bytes)
                         r->body_too_large = true;
                 if (!r->body_too_large && buf_append(&r->body, upload_data, *upload_data_size) < 0)
@@ -197,13 +279,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 return MHD_YES;
         }
 
-        /* An asynchronous handler finished while we were suspended. */
+        /* An asynchronous handler finished while we were suspended, or a refusal waited for
+         * the end of the body. */
         if (r->response) {
-                struct MHD_Response *resp = TAKE_PTR(r->response);
+                resp = TAKE_PTR(r->response);
                 return http_queue(r, r->status, resp);
         }
         if (r->suspended)
                 return MHD_YES;
+
+        if (r->streaming)
+                return http_route_upload_finish(r);
 
         if (r->body_too_large) {
                 char msg[128];
@@ -213,27 +299,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 return http_queue_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg);
         }
 
-        if (server->is_unix) {
-                if (!peer_is_allowed(connection, &r->tenant)) {
-                        m->metrics.auth_failures++;
-                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
-                                                "Only root and members of group sandboxd may use this socket.");
-                }
-        } else if (!startswith(url, "/healthz") && !startswith(url, "/readyz")) {
-                const char *h = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-                const char *token = h ? startswith(h, "Bearer ") : NULL;
-
-                if (!token || auth_check_key(m, token, &r->tenant) < 0) {
-                        struct MHD_Response *resp = http_error_response(
-                                "unauthorized", token ? "Invalid API key." : "Missing 'Authorization: Bearer <key>' header.");
-
-                        m->metrics.auth_failures++;
-                        if (resp)
-                                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-                        return http_queue(r, MHD_HTTP_UNAUTHORIZED, resp);
-                }
-        }
-        r->authorized = true;
+        if (!request_authorize(r, &status, &resp))
+                return http_queue(r, status, resp);
 
         return http_route(r);
 }
@@ -248,9 +315,16 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                 r->command->started_fn = NULL; /* the start callback must not touch us anymore */
         if (r->response)
                 MHD_destroy_response(r->response);
+        if (r->upload) {
+                /* The body did not come to its end (client gone, timeout): nothing is kept. */
+                log_debug("Upload of %s in session %s ended before its body did (%d), dropping it.", r->upload_path,
+                          r->upload_session, (int) toe);
+                r->upload = files_upload_free(r->upload);
+        }
         buf_done(&r->body);
         free(r->url);
         free(r->tenant);
+        free(r->upload_path);
         free(r);
         *con_cls = NULL;
 }
@@ -260,11 +334,30 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         HttpServer *server = cls;
         Manager *m = server->manager;
 
-        if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
                 m->n_connections++;
-        else if (m->n_connections > 0)
-                m->n_connections--;
+                *socket_context = calloc(1, sizeof(HttpConnection)); /* NULL: %00 goes unnoticed */
+        } else {
+                if (m->n_connections > 0)
+                        m->n_connections--;
+                free(*socket_context);
+                *socket_context = NULL;
+        }
         manager_check_idle(m);
+}
+
+/* MHD's own decoding, noting a %00: it would silently cut the path or value short there. */
+static size_t on_unescape(void *cls, struct MHD_Connection *connection, char *s) {
+        size_t n = MHD_http_unescape(s);
+
+        if (strlen(s) != n) {
+                const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+                HttpConnection *c = info ? info->socket_context : NULL;
+
+                if (c)
+                        c->url_has_nul = true;
+        }
+        return n;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -339,6 +432,9 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (64 * 1024),
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
+                /* SIGPIPE is ignored (manager_startup()): lets MHD send files with sendfile(). */
+                MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int) 1,
                 MHD_OPTION_END);
         if (!s->daemon) {
                 free(s);
@@ -353,7 +449,9 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         r = sd_event_add_io(m->event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 0, on_timer, s);
+        /* Accuracy 1 µs: 0 would mean sd-event's default of 250 ms, and MHD asks for "now" whenever a
+         * connection has more to read than fitted in its buffer (an upload). */
+        r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 1, on_timer, s);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);

@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "command.h"
+#include "files.h"
 #include "manager.h"
 
 struct HttpServer {
@@ -27,7 +28,14 @@ typedef struct HttpRequest {
         bool body_too_large;
         bool suspended;
         bool authorized;
+        bool url_has_nul;          /* %00 in the path or the query: refused */
         char *tenant;              /* which key, or "unix:<uid>" */
+
+        /* A file upload (PUT .../files/...): the body goes straight to the file, not to `body`. */
+        bool streaming;
+        FileUpload *upload;
+        char *upload_path;
+        char upload_session[17];
 
         /* Set by an asynchronous handler before it resumes the connection. */
         struct MHD_Response *response;
@@ -54,5 +62,16 @@ void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp);
 /* Serves the NDJSON event log of a command from `offset`, following it until exit. */
 struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, uint64_t offset);
 
+/* Refuses a streamed upload before its body was read: at once when the client waits for
+ * "100 Continue" or the body is too large (413), else once the body was read and dropped. */
+int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *resp);
+
 /* The route table, in http-routes.c. */
 int http_route(HttpRequest *r);
+
+/* Streamed uploads, in http-routes.c: whether the request is one (decided from its headers),
+ * then the headers, each piece of the body, the end of the body. */
+bool http_route_is_upload(HttpRequest *r);
+int http_route_upload_begin(HttpRequest *r);
+int http_route_upload_data(HttpRequest *r, const char *data, size_t n);
+int http_route_upload_finish(HttpRequest *r);

@@ -105,12 +105,22 @@ static int parse_argv(int argc, char *argv[]) {
 
 /* What sandboxd keeps, and why:
  *   CAP_DAC_READ_SEARCH resolving a command's cwd inside a workspace that belongs to a
- *                       dynamic user (mode 0700).
+ *                       dynamic user (mode 0700), and counting a workspace's disk usage.
+ *   CAP_SETUID,         the file API: each operation in a workspace runs with the file-system
+ *   CAP_SETGID          uid/gid of the workspace's owner (setfsuid/setfsgid, files.c). Files
+ *                       it writes then belong to the scope's dynamic user, and it can do there
+ *                       what that user can and nothing more: no CAP_DAC_OVERRIDE or CAP_CHOWN,
+ *                       no root-owned files in a sandbox, no window between creating and
+ *                       chowning a file, and nothing a command plants in its workspace
+ *                       (links, swapped directories) can borrow sandboxd's rights. POSIX ACLs
+ *                       would not do: they name a uid, and a dynamic user's uid may change
+ *                       (systemd then chowns the files, not ACL entries), and the sandbox
+ *                       could strip them from the files it owns.
  * Nothing else, bounding set included: PID 1 authorizes StartTransientUnit, KillUnit and
  * Unref for callers with uid 0 (it does not trust capabilities read from /proc), so root
  * without CAP_SYS_ADMIN is enough. */
 static int drop_capabilities(void) {
-        static const int keep[] = { CAP_DAC_READ_SEARCH };
+        static const int keep[] = { CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID };
         bool bounding;
         int r;
 

@@ -7,6 +7,7 @@
 #include "cgroup.h"
 #include "command.h"
 #include "encoding.h"
+#include "files.h"
 #include "log.h"
 #include "ndjson.h"
 #include "pool.h"
@@ -18,6 +19,8 @@
 #include "validate.h"
 
 #define PURGE_REQUEST_ID "sandboxd.purge"
+/* How long a count of the workspace's disk usage is shown before it is counted again. */
+#define DISK_USAGE_MAX_AGE_USEC (5 * USEC_PER_SEC)
 
 static const char *const session_state_table[_SESSION_STATE_MAX] = {
         [SESSION_STARTING] = "starting",
@@ -278,6 +281,7 @@ static int session_set_scope(Session *s, const char *user, const char *workspace
         s->workspace = strdup(workspace);
         if (!s->user || !s->workspace || asprintf(&s->slice, "sandboxd-%s.slice", s->id) < 0 ||
             asprintf(&s->workspace_dir, "/var/lib/sandboxd/ws/%s/%s", user, workspace) < 0 ||
+            asprintf(&s->workspace_host_dir, WORKSPACE_HOST_ROOT "/%s/%s", user, workspace) < 0 ||
             asprintf(&s->home_dir, "/var/lib/sandboxd/home/%s/%s", user, workspace) < 0 ||
             asprintf(&s->tmp_dir, "/var/lib/sandboxd/tmp/%s/%s", user, workspace) < 0)
                 return -ENOMEM;
@@ -400,6 +404,7 @@ Session *session_free(Session *s) {
         free(s->slice);
         free(s->dynamic_user);
         free(s->workspace_dir);
+        free(s->workspace_host_dir);
         free(s->home_dir);
         free(s->tmp_dir);
         free(s->error);
@@ -530,6 +535,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
 }
 
 void session_command_finished(Session *s, Command *c) {
+        s->disk_checked_usec = 0; /* it may have written */
         if (s->state == SESSION_ACTIVE)
                 session_touch(s);
         else
@@ -592,6 +598,22 @@ unsigned session_count_running(Session *s) {
         return n;
 }
 
+/* A walk of the whole workspace: not more often than every few seconds. */
+static uint64_t session_disk_bytes(Session *s) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC), v;
+        int r;
+
+        if (s->disk_checked_usec != 0 && now - s->disk_checked_usec < DISK_USAGE_MAX_AGE_USEC)
+                return s->disk_bytes;
+        r = files_disk_usage(s->workspace_host_dir, &v);
+        if (r < 0)
+                log_debug_errno(r, "Failed to count the disk usage of %s, ignoring: %m", s->workspace_host_dir);
+        else
+                s->disk_bytes = v;
+        s->disk_checked_usec = now;
+        return s->disk_bytes;
+}
+
 int session_append_json(Session *s, Buf *b) {
         int r;
 
@@ -600,11 +622,12 @@ int session_append_json(Session *s, Buf *b) {
                           "\"last_activity_usec\":%" PRIu64 ",\"ttl_s\":%" PRIu64 ",\"expires_at_usec\":%" PRIu64 ","
                           "\"frozen\":%s,"
                           "\"limits\":{\"memory_max\":%" PRIu64 ",\"cpu_quota\":%" PRIu64 ",\"tasks_max\":%" PRIu64 "},"
-                          "\"network\":{\"mode\":\"none\"},\"commands\":%u,\"running\":%u",
+                          "\"network\":{\"mode\":\"none\"},\"commands\":%u,\"running\":%u,\"disk_bytes\":%" PRIu64,
                        s->id, s->user, s->workspace, session_state_to_string(s->state), s->slice, s->dynamic_user,
                        s->workspace_dir, s->created_realtime_usec, s->last_activity_realtime_usec,
                        s->ttl_usec / USEC_PER_SEC, session_expiry(s), s->frozen ? "true" : "false", s->limits.memory_max,
-                       s->limits.cpu_quota_percent, s->limits.tasks_max, s->n_commands, session_count_running(s));
+                       s->limits.cpu_quota_percent, s->limits.tasks_max, s->n_commands, session_count_running(s),
+                       session_disk_bytes(s));
         if (r >= 0 && s->close_reason)
                 r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
         if (r >= 0)

@@ -40,7 +40,8 @@ struct Session {
         char *tenant;         /* who created it */
         char *slice;          /* sandboxd-<id>.slice */
         char *dynamic_user;   /* sbx-<16 hex> */
-        char *workspace_dir;  /* /var/lib/sandboxd/ws/<user>/<workspace> */
+        char *workspace_dir;  /* /var/lib/sandboxd/ws/<user>/<workspace>, as commands see it */
+        char *workspace_host_dir; /* /var/lib/private/sandboxd/ws/<user>/<workspace>, where it is */
         char *home_dir;
         char *tmp_dir;
         Limits limits;
@@ -59,6 +60,9 @@ struct Session {
 
         char *cgroup;         /* the slice's cgroup, learnt from its first command */
         uint64_t oom_seen;    /* OOM counter of the slice when last looked at (0 when new) */
+
+        uint64_t disk_bytes;        /* the workspace's, as last counted */
+        uint64_t disk_checked_usec; /* CLOCK_MONOTONIC of that; 0: count again */
 
         sd_bus_slot *start_slot;
         sd_event_source *expiry_timer;

@@ -40,6 +40,7 @@ static void test_defaults_when_missing(void) {
         ASSERT(c.session_limits.cpu_quota_percent == 100);
         ASSERT(c.idle_exit_usec == 60 * USEC_PER_SEC);
         ASSERT(c.output_max_bytes == 1024 * 1024);
+        ASSERT(c.max_file_bytes == 1024ULL * 1024 * 1024);
         config_done(&c);
 }
 
@@ -106,6 +107,27 @@ static void test_errors(void) {
         config_done(&c);
 }
 
+static void test_max_file_size(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "[Files]\nMaxFileSize=64K\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.max_file_bytes == 64 * 1024);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Files]\nMaxFileSize=infinity\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.max_file_bytes == UINT64_MAX);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Files]\nMaxFileSize=big\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "MaxFileSize=big"));
+        free(error), error = NULL;
+        config_done(&c);
+}
+
 static void test_parsers(void) {
         uint64_t v;
 
@@ -129,6 +151,7 @@ int main(void) {
         test_defaults_when_missing();
         test_values_and_dropins();
         test_errors();
+        test_max_file_size();
         test_parsers();
         return TESTS_DONE();
 }
