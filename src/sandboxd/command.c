@@ -17,6 +17,7 @@
 #include "time-util.h"
 
 #define READ_CHUNK (64 * 1024)
+#define READ_BURST 4
 #define TAKE_SIGNAL(s) ({ int _s = (s); (s) = 0; _s; })
 #define PIPE_SIZE (1024 * 1024)
 #define SAMPLE_INTERVAL_USEC (200 * USEC_PER_MSEC)
@@ -121,11 +122,12 @@ static void output_add(Command *c, OutputStream st, const char *p, size_t n, boo
                 log_warning_errno(r, "Failed to spool %s of %s, ignoring: %m", stream_names[st], c->unit);
 }
 
-/* Reads what is there; > 0 at EOF, 0 when drained for now. */
+/* Reads what is there, a bounded amount per call so that a fast producer does not keep
+ * the loop from sending to clients; > 0 at EOF, 0 for now. */
 static int drain_stream(Command *c, OutputStream st) {
         char buf[READ_CHUNK];
 
-        for (;;) {
+        for (unsigned i = 0; i < READ_BURST; i++) {
                 ssize_t n;
 
                 if (output_should_pause(c->output))
@@ -144,6 +146,7 @@ static int drain_stream(Command *c, OutputStream st) {
                 log_warning_errno(-errno, "Failed to read %s of %s, ignoring: %m", stream_names[st], c->unit);
                 return 1;
         }
+        return 0; /* more may be there: the event loop calls us again after a round */
 }
 
 static void close_stream(Command *c, OutputStream st) {
@@ -165,8 +168,11 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
          * end of the command is told by the unit's state, not here. */
         if (drain_stream(c, st) > 0)
                 close_stream(c, st);
-        else if (output_should_pause(c->output))
-                set_reading(c, false); /* the slowest reader lags: let the pipe push back */
+        else if (output_should_pause(c->output)) {
+                /* The slowest reader lags: let the pipe push back until it catches up. */
+                output_pause(c->output);
+                set_reading(c, false);
+        }
         return 0;
 }
 

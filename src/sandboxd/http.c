@@ -133,7 +133,7 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, ui
         s->reader.userdata = s;
         output_attach(c->output, &s->reader, offset);
 
-        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s, stream_free);
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, stream_read, s, stream_free);
         if (!resp) {
                 stream_free(s);
                 return NULL;

@@ -95,9 +95,29 @@ static void notify_readers(Output *o) {
 }
 
 /* Drops what every live reader has read. */
+static void resume_producer(Output *o) {
+        if (!o->paused)
+                return;
+        o->paused = false;
+        if (o->on_unpause)
+                o->on_unpause(o->userdata);
+}
+
+void output_pause(Output *o) {
+        o->paused = true;
+}
+
+static size_t live_pending(const Output *o) {
+        return o->live.len - o->live_head;
+}
+
+static void live_reset(Output *o) {
+        o->live.len = o->live_head = 0;
+        o->live_base = 0;
+}
+
 static void live_trim(Output *o) {
-        uint64_t min = o->live_base + o->live.len;
-        bool was_paused = output_should_pause(o);
+        uint64_t min = o->live_base + live_pending(o);
         OutputReader *r;
         size_t drop;
 
@@ -107,16 +127,23 @@ static void live_trim(Output *o) {
         drop = (size_t) (min - o->live_base);
         if (drop == 0)
                 return;
-        memmove(o->live.data, o->live.data + drop, o->live.len - drop);
-        o->live.len -= drop;
+        o->live_head += drop;
         o->live_base += drop;
+        if (o->live_head == o->live.len) {
+                o->live.len = o->live_head = 0;
+        } else if (o->live_head >= 1024 * 1024 && o->live_head >= live_pending(o)) {
+                /* Compact now and then, not at every read: moving the tail costs as much as it holds. */
+                memmove(o->live.data, o->live.data + o->live_head, live_pending(o));
+                o->live.len -= o->live_head;
+                o->live_head = 0;
+        }
 
-        if (was_paused && o->live.len <= OUTPUT_LIVE_RESUME && o->on_unpause)
-                o->on_unpause(o->userdata);
+        if (live_pending(o) <= OUTPUT_LIVE_RESUME)
+                resume_producer(o);
 }
 
 bool output_should_pause(Output *o) {
-        return o->n_live > 0 && o->live.len >= OUTPUT_LIVE_PAUSE;
+        return o->n_live > 0 && live_pending(o) >= OUTPUT_LIVE_PAUSE;
 }
 
 static int live_append(Output *o, const char *line, size_t n) {
@@ -276,10 +303,8 @@ void output_detach(OutputReader *r) {
                 o->n_live--;
         r->output = NULL;
         if (o->n_live == 0) {
-                o->live.len = 0;
-                o->live_base = 0;
-                if (o->on_unpause)
-                        o->on_unpause(o->userdata);
+                live_reset(o);
+                resume_producer(o);
         } else
                 live_trim(o);
 }
@@ -304,12 +329,12 @@ ssize_t output_read(OutputReader *r, char *buf, size_t max) {
                         return -EPIPE;
                 /* Caught up: from now on follow every new event in memory. */
                 r->live = true;
-                r->live_pos = o->live_base + o->live.len;
+                r->live_pos = o->live_base + live_pending(o);
                 o->n_live++;
         }
 
-        if (r->live_pos < o->live_base + o->live.len) {
-                size_t at = (size_t) (r->live_pos - o->live_base), n = MIN(max, o->live.len - at);
+        if (r->live_pos < o->live_base + live_pending(o)) {
+                size_t at = o->live_head + (size_t) (r->live_pos - o->live_base), n = MIN(max, o->live.len - at);
 
                 memcpy(buf, o->live.data + at, n);
                 r->live_pos += n;

@@ -45,11 +45,13 @@ struct Output {
         uint64_t cap;
         bool finished; /* the exit event is in: nothing more comes */
 
-        Buf live;          /* events since the oldest live reader's position */
-        uint64_t live_base; /* position of live.data[0] */
+        Buf live;           /* events since the oldest live reader's position, from live_head on */
+        size_t live_head;   /* bytes at the front every live reader has passed (compacted lazily) */
+        uint64_t live_base; /* position of live.data[live_head] */
         unsigned n_live;
 
         OutputReader *readers;
+        bool paused; /* the producer stopped reading its pipes until readers catch up */
         void (*on_unpause)(void *userdata);
         void *userdata;
 };
@@ -66,8 +68,10 @@ int output_add_data(Output *o, OutputStream st, const char *data, size_t n, bool
 /* Marks the end: the exit event must be appended right before. */
 void output_finish(Output *o);
 
-/* True while readers lag so far that the producer should stop reading pipes. */
+/* True while readers lag so far that the producer should stop reading pipes; it then
+ * calls output_pause() and gets on_unpause() once they have caught up enough. */
 bool output_should_pause(Output *o);
+void output_pause(Output *o);
 
 void output_attach(Output *o, OutputReader *r, uint64_t offset);
 void output_detach(OutputReader *r);

@@ -5,6 +5,11 @@
 #include "encoding.h"
 #include "ndjson.h"
 
+/* Bytes that cannot appear raw inside a JSON string (and DEL, for readability). */
+static bool needs_escape(unsigned char c) {
+        return c < 0x20 || c == '"' || c == '\\' || c == 0x7f;
+}
+
 int json_append_string(Buf *b, const char *s, size_t n) {
         static const char hex[] = "0123456789abcdef";
         char *o;
@@ -18,6 +23,19 @@ int json_append_string(Buf *b, const char *s, size_t n) {
         *o++ = '"';
         for (size_t i = 0; i < n; i++) {
                 unsigned char c = (unsigned char) s[i];
+                size_t run = 0;
+
+                /* Copy runs of plain bytes at once: output is mostly text. */
+                while (i + run < n && !needs_escape((unsigned char) s[i + run]))
+                        run++;
+                if (run > 0) {
+                        memcpy(o, s + i, run);
+                        o += run;
+                        i += run;
+                        if (i >= n)
+                                break;
+                        c = (unsigned char) s[i];
+                }
                 switch (c) {
                 case '"':
                         *o++ = '\\', *o++ = '"';
