@@ -416,6 +416,15 @@ static void command_lose(Command *c, const char *reason) {
 
 static void refresh_state(Command *c);
 
+static void note_running(Command *c) {
+        if (c->unit_running || !(streq(c->state.active_state, "activating") || streq(c->state.active_state, "active") ||
+                                 streq(c->state.active_state, "deactivating")))
+                return;
+        c->unit_running = true;
+        if (c->pending_signal > 0)
+                (void) command_signal(c, TAKE_SIGNAL(c->pending_signal));
+}
+
 static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Command *c = userdata;
         int r;
@@ -435,12 +444,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
                 command_finish(c);
                 return 0;
         }
-        if (!c->unit_running && (streq(c->state.active_state, "activating") || streq(c->state.active_state, "active") ||
-                                 streq(c->state.active_state, "deactivating"))) {
-                c->unit_running = true;
-                if (c->pending_signal > 0)
-                        (void) command_signal(c, TAKE_SIGNAL(c->pending_signal));
-        }
+        note_running(c);
         if (c->refresh_again)
                 refresh_state(c);
         return 0;
@@ -475,6 +479,7 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
         return 0;
 }
 
+/* Reads everything again: Unit, then Service. Used once after the start and as a fallback. */
 static void refresh_state(Command *c) {
         int r;
 
@@ -492,8 +497,42 @@ static void refresh_state(Command *c) {
                 log_warning_errno(r, "Failed to query %s, ignoring: %m", c->unit);
 }
 
+/* The end, as told by a signal: one last read of the Service properties (CPU time and the
+ * like are not sent in signals), then the result. */
+static void finish_after_final_read(Command *c) {
+        int r;
+
+        if (c->state_slot) {
+                c->refresh_again = true; /* the read in flight ends in command_finish() or another read */
+                return;
+        }
+        r = systemd_get_unit_state_async(c->session->manager->bus, &c->state_slot, c->unit_path,
+                                         "org.freedesktop.systemd1.Service", on_service_state, c);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to query %s, finishing with what we know: %m", c->unit);
+                command_finish(c);
+        }
+}
+
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        refresh_state(userdata);
+        Command *c = userdata;
+        const char *interface;
+
+        if (!command_status_is_running(c))
+                return 0;
+
+        /* PID 1 sends the new values of what changed: no need to ask for everything again. */
+        if (sd_bus_message_read(m, "s", &interface) < 0 || systemd_read_unit_state(m, &c->state) < 0) {
+                refresh_state(c);
+                return 0;
+        }
+        note_running(c);
+        if (unit_state_is_done(&c->state))
+                finish_after_final_read(c);
+        else if (c->state.job_id != 0 &&
+                 (streq(c->state.active_state, "inactive") || streq(c->state.active_state, "failed") ||
+                  streq(c->state.sub_state, "exited")))
+                refresh_state(c); /* looks over, but the job we knew of was not reported gone: re-read */
         return 0;
 }
 
