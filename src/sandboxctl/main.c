@@ -415,10 +415,14 @@ int main(int argc, char *argv[]) {
         argv += optind - 1;
         n = argc - 1;
         if ((unsigned) n < verb->min_args || (verb->max_args != ANY && (unsigned) n > verb->max_args)) {
+                bool few = (unsigned) n < verb->min_args;
+                unsigned k = few ? verb->min_args : verb->max_args;
+
                 log_error("'%s' takes %s%u argument%s; see sandboxctl --help.", verb->name,
-                          verb->max_args == ANY ? "at least " : (unsigned) n > verb->max_args ? "at most " : "",
-                          (unsigned) n < verb->min_args ? verb->min_args : verb->max_args,
-                          ((unsigned) n < verb->min_args ? verb->min_args : verb->max_args) == 1 ? "" : "s");
+                          verb->min_args == verb->max_args ? ""
+                          : few                            ? "at least "
+                                                           : "at most ",
+                          k, k == 1 ? "" : "s");
                 r = -EINVAL;
                 goto finish;
         }
