@@ -99,7 +99,7 @@ _public_ int sandboxd_request(sandboxd_client *c, const char *method, const char
         if (ret_body)
                 *ret_body = buf_steal(&call.response);
         http_call_done(&call);
-        return 0;
+        return client_done(c, 0);
 }
 
 static int get_json_text(sandboxd_client *c, const char *method, const char *path, char **ret) {

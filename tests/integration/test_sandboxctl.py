@@ -364,3 +364,22 @@ def test_cp_errors(files_sid, tmp_path):
     assert b"nope" in p.stderr
     p = ctl("cp", "a", "b", check=1)
     assert b"SESSION:PATH" in p.stderr
+
+
+@pytest.mark.restarts_daemon
+def test_exec_survives_a_daemon_restart(sid):
+    """The stream breaks when sandboxd restarts; sandboxctl attaches again where it was:
+    nothing lost, nothing twice."""
+    proc = subprocess.Popen([SANDBOXCTL, "exec", sid, "sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.5; done"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        r, _, _ = select.select([proc.stdout], [], [], 20)
+        assert r and proc.stdout.readline() == b"1\n"
+        sh("systemctl", "restart", "sandboxd.service")
+        out, err = proc.communicate(timeout=60)
+        assert out == b"2\n3\n4\n5\n6\n", (out, err)
+        assert proc.returncode == 0, err
+        assert b"attaching again" in err, err  # it did lose the connection
+    finally:
+        proc.kill()
+        proc.wait()
