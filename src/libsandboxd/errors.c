@@ -176,8 +176,13 @@ int error_from_http(sandboxd_error *e, long status, const char *body, size_t siz
                 snprintf(e->code, sizeof(e->code), "%s", code);
         if (message)
                 snprintf(e->message, sizeof(e->message), "%s", message);
-        else if (body && size > 0 && size < 200 && !memchr(body, 0, size))
-                snprintf(e->message, sizeof(e->message), "HTTP %ld: %.*s", status, (int) strcspn(body, "\r\n"), body);
+        else if (body && size > 0 && size < 200 && !memchr(body, 0, size)) {
+                /* the first line; body need not be NUL-terminated */
+                size_t k = 0;
+                while (k < size && body[k] != '\r' && body[k] != '\n')
+                        k++;
+                snprintf(e->message, sizeof(e->message), "HTTP %ld: %.*s", status, (int) k, body);
+        }
         else
                 snprintf(e->message, sizeof(e->message), "HTTP status %ld", status);
         return e->error;
