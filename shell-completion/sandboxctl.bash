@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# bash completion for sandboxctl(1)
+
+__sandboxctl_sessions() {
+        # the ids from "sandboxctl ls" (first column, header skipped); quietly nothing on errors
+        sandboxctl "${__sandboxctl_conn[@]}" ls 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9a-f]{16}$/ { print $1 }'
+}
+
+_sandboxctl() {
+        local cur prev words cword
+        _init_completion -n : || return
+
+        local verbs="create ls show rm freeze thaw exec run attach signal cp health drain mcp"
+        local opts_global="--help --version --url= --key= --key-file= --json --quiet"
+        local -A opts_verb=(
+                [create]="--memory-max= --cpu-quota= --tasks-max= --ttl="
+                [ls]="--user="
+                [rm]="--purge"
+                [exec]="--cwd= --env= --timeout= --request-id= --stdin"
+                [run]="--cwd= --env= --timeout= --request-id= --stdin --user= --workspace= --rm"
+                [attach]="--offset="
+                [cp]="--recursive --progress --no-progress"
+                [drain]="--cancel --status"
+                [mcp]="--user= --workspace= --max-output="
+        )
+
+        # connection options already given apply to the look-ups too
+        local -a __sandboxctl_conn=()
+        local i verb= nargs=0
+        for ((i = 1; i < cword; i++)); do
+                case ${words[i]} in
+                --url=* | --key=* | --key-file=*) __sandboxctl_conn+=("${words[i]}") ;;
+                -*) ;;
+                *)
+                        if [[ -z $verb ]]; then
+                                verb=${words[i]}
+                        else
+                                ((nargs++))
+                        fi
+                        ;;
+                esac
+        done
+
+        if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$opts_global ${opts_verb[$verb]}" -- "$cur"))
+                [[ ${COMPREPLY[0]-} == *= ]] && compopt -o nospace
+                return
+        fi
+        case $prev in
+        --key-file) _filedir; return ;;
+        --url | --key | --cwd | --env | --timeout | --request-id | --user | --workspace | --offset) return ;;
+        esac
+
+        if [[ -z $verb ]]; then
+                COMPREPLY=($(compgen -W "$verbs" -- "$cur"))
+                return
+        fi
+        case $verb in
+        show | rm | freeze | thaw | attach | signal)
+                if ((nargs == 0)) || [[ $verb == rm ]]; then
+                        COMPREPLY=($(compgen -W "$(__sandboxctl_sessions)" -- "$cur"))
+                elif [[ $verb == signal && $nargs -eq 2 ]]; then
+                        COMPREPLY=($(compgen -W "SIGINT SIGTERM SIGKILL SIGHUP SIGUSR1 SIGUSR2" -- "$cur"))
+                fi
+                ;;
+        exec)
+                # the command runs in the sandbox: local command names mean nothing there
+                ((nargs == 0)) && COMPREPLY=($(compgen -W "$(__sandboxctl_sessions)" -- "$cur"))
+                ;;
+        cp)
+                local s
+                _filedir
+                for s in $(__sandboxctl_sessions); do
+                        [[ $s: == "$cur"* ]] && COMPREPLY+=("$s:")
+                done
+                compopt -o nospace
+                ;;
+        esac
+}
+
+complete -F _sandboxctl sandboxctl

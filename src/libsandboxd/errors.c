@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <stdarg.h>
+
+#include "internal.h"
+
+static const char *const kind_table[_SANDBOXD_ERROR_KIND_MAX] = {
+        [SANDBOXD_ERROR_NONE] = "none",
+        [SANDBOXD_ERROR_TRANSPORT] = "transport",
+        [SANDBOXD_ERROR_PROTOCOL] = "protocol",
+        [SANDBOXD_ERROR_INVALID] = "invalid",
+        [SANDBOXD_ERROR_UNAUTHORIZED] = "unauthorized",
+        [SANDBOXD_ERROR_FORBIDDEN] = "forbidden",
+        [SANDBOXD_ERROR_NOT_FOUND] = "not_found",
+        [SANDBOXD_ERROR_CONFLICT] = "conflict",
+        [SANDBOXD_ERROR_TOO_LARGE] = "too_large",
+        [SANDBOXD_ERROR_RANGE] = "range",
+        [SANDBOXD_ERROR_UNSUPPORTED] = "unsupported",
+        [SANDBOXD_ERROR_SYSTEMD] = "systemd",
+        [SANDBOXD_ERROR_UNAVAILABLE] = "unavailable",
+        [SANDBOXD_ERROR_SERVER] = "server",
+        [SANDBOXD_ERROR_CANCELLED] = "cancelled",
+        [SANDBOXD_ERROR_LOCAL] = "local",
+};
+
+_public_ const char *sandboxd_error_kind_to_string(sandboxd_error_kind kind) {
+        if ((int) kind < 0 || kind >= _SANDBOXD_ERROR_KIND_MAX)
+                return NULL;
+        return kind_table[kind];
+}
+
+sandboxd_error_kind error_kind_from_http(long status) {
+        switch (status) {
+        case 400:
+        case 405:
+        case 411:
+        case 415:
+        case 422:
+                return SANDBOXD_ERROR_INVALID;
+        case 401:
+                return SANDBOXD_ERROR_UNAUTHORIZED;
+        case 403:
+                return SANDBOXD_ERROR_FORBIDDEN;
+        case 404:
+        case 410:
+                return SANDBOXD_ERROR_NOT_FOUND;
+        case 409:
+                return SANDBOXD_ERROR_CONFLICT;
+        case 413:
+                return SANDBOXD_ERROR_TOO_LARGE;
+        case 416:
+                return SANDBOXD_ERROR_RANGE;
+        case 501:
+                return SANDBOXD_ERROR_UNSUPPORTED;
+        case 502:
+                return SANDBOXD_ERROR_SYSTEMD;
+        case 503:
+                return SANDBOXD_ERROR_UNAVAILABLE;
+        default:
+                if (status >= 200 && status < 300)
+                        return SANDBOXD_ERROR_NONE;
+                if (status >= 400 && status < 500)
+                        return SANDBOXD_ERROR_INVALID;
+                /* 1xx/3xx are never final answers of sandboxd; 5xx are its own failures */
+                return status >= 500 ? SANDBOXD_ERROR_SERVER : SANDBOXD_ERROR_PROTOCOL;
+        }
+}
+
+int error_kind_to_errno(sandboxd_error_kind kind) {
+        switch (kind) {
+        case SANDBOXD_ERROR_NONE:
+                return 0;
+        case SANDBOXD_ERROR_TRANSPORT:
+                return -EIO;
+        case SANDBOXD_ERROR_PROTOCOL:
+                return -EBADMSG;
+        case SANDBOXD_ERROR_INVALID:
+                return -EINVAL;
+        case SANDBOXD_ERROR_UNAUTHORIZED:
+                return -EKEYREJECTED;
+        case SANDBOXD_ERROR_FORBIDDEN:
+                return -EPERM;
+        case SANDBOXD_ERROR_NOT_FOUND:
+                return -ENOENT;
+        case SANDBOXD_ERROR_CONFLICT:
+                return -EBUSY;
+        case SANDBOXD_ERROR_TOO_LARGE:
+                return -EFBIG;
+        case SANDBOXD_ERROR_RANGE:
+                return -ERANGE;
+        case SANDBOXD_ERROR_UNSUPPORTED:
+                return -EOPNOTSUPP;
+        case SANDBOXD_ERROR_SYSTEMD:
+                return -EREMOTEIO;
+        case SANDBOXD_ERROR_UNAVAILABLE:
+                return -EAGAIN;
+        case SANDBOXD_ERROR_CANCELLED:
+                return -ECANCELED;
+        case SANDBOXD_ERROR_SERVER:
+        default:
+                return -EPROTO;
+        }
+}
+
+int errno_from_curl(CURLcode code, long os_errno) {
+        switch (code) {
+        case CURLE_OK:
+                return 0;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        case CURLE_UNSUPPORTED_PROTOCOL:
+        case CURLE_URL_MALFORMAT:
+                return -EINVAL;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+                return -EHOSTUNREACH;
+        case CURLE_COULDNT_CONNECT:
+                /* ENOENT (no socket there), EACCES (not in group sandboxd), ECONNREFUSED, ... */
+                return os_errno > 0 ? -(int) os_errno : -ECONNREFUSED;
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_PARTIAL_FILE:
+                return -ECONNRESET;
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CACERT_BADFILE:
+                return -EPROTO;
+        case CURLE_WEIRD_SERVER_REPLY:
+                return -EBADMSG;
+        case CURLE_ABORTED_BY_CALLBACK:
+        case CURLE_WRITE_ERROR:
+        case CURLE_READ_ERROR:
+                return -ECANCELED;
+        default:
+                return -EIO;
+        }
+}
+
+void error_clear(sandboxd_error *e) {
+        *e = (sandboxd_error) {};
+}
+
+int error_set(sandboxd_error *e, sandboxd_error_kind kind, int error, const char *fmt, ...) {
+        va_list ap;
+
+        e->kind = kind;
+        e->error = error;
+        va_start(ap, fmt);
+        (void) vsnprintf(e->message, sizeof(e->message), fmt, ap);
+        va_end(ap);
+        return error;
+}
+
+int error_from_http(sandboxd_error *e, long status, const char *body, size_t size) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        json_object *err = NULL;
+        const char *code = NULL, *message = NULL;
+        sandboxd_error_kind kind = error_kind_from_http(status);
+
+        if (kind == SANDBOXD_ERROR_NONE)
+                kind = SANDBOXD_ERROR_PROTOCOL;
+        error_clear(e);
+        e->kind = kind;
+        e->error = error_kind_to_errno(kind);
+        e->http_status = status;
+
+        if (body && size > 0 && json_parse_text(body, size, &o) >= 0 &&
+            json_object_object_get_ex(o, "error", &err) && json_object_is_type(err, json_type_object)) {
+                code = json_get_string(err, "code");
+                message = json_get_string(err, "message");
+        }
+        if (code)
+                snprintf(e->code, sizeof(e->code), "%s", code);
+        if (message)
+                snprintf(e->message, sizeof(e->message), "%s", message);
+        else if (body && size > 0 && size < 200 && !memchr(body, 0, size)) {
+                /* the first line; body need not be NUL-terminated */
+                size_t k = 0;
+                while (k < size && body[k] != '\r' && body[k] != '\n')
+                        k++;
+                snprintf(e->message, sizeof(e->message), "HTTP %ld: %.*s", status, (int) k, body);
+        }
+        else
+                snprintf(e->message, sizeof(e->message), "HTTP status %ld", status);
+        return e->error;
+}
+
+int client_fail(sandboxd_client *c, int err) {
+        if (err >= 0)
+                return err;
+        if (c->error.kind == SANDBOXD_ERROR_NONE)
+                error_set(&c->error, err == -ECANCELED ? SANDBOXD_ERROR_CANCELLED : SANDBOXD_ERROR_LOCAL, err, "%s",
+                          strerror(-err));
+        return err;
+}
+
+void client_begin(sandboxd_client *c) {
+        error_clear(&c->error);
+}
+
+int client_done(sandboxd_client *c, int r) {
+        if (r < 0)
+                return client_fail(c, r);
+        error_clear(&c->error);
+        return r;
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+
+#include "buf.h"
+#include "json-util.h"
+#include "libsandboxd.h"
+#include "macro.h"
+
+#define _public_ __attribute__((visibility("default")))
+
+#define DEFAULT_TIMEOUT_USEC (300 * USEC_PER_SEC)
+#define CONNECT_TIMEOUT_MS 10000L
+/* The longest NDJSON line we accept: sandboxd sends output in chunks of at most 64 KiB,
+ * which base64 or JSON escaping can blow up six times. */
+#define NDJSON_LINE_MAX (1024 * 1024)
+
+struct sandboxd_client {
+        char *base_url;  /* "http://localhost" on a unix socket */
+        char *unix_path; /* NULL for TCP */
+        char *auth_header;
+        uint64_t timeout_usec;
+        int wakeup_fd;
+        sandboxd_wakeup_fn wakeup_fn;
+        void *wakeup_userdata;
+        bool in_wakeup;
+        sandboxd_error error;
+};
+
+struct sandboxd_exec {
+        json_object *body; /* the request, as it will be sent */
+};
+
+/* --- errors.c: pure mappings ------------------------------------------------------------ */
+
+sandboxd_error_kind error_kind_from_http(long status);
+int error_kind_to_errno(sandboxd_error_kind kind);
+/* os_errno: what connect() & co. failed with (CURLINFO_OS_ERRNO), 0 if unknown */
+int errno_from_curl(CURLcode code, long os_errno);
+/* Fills e from an error answer: {"error":{"code":..,"message":..}}, or what can be made of
+ * another body. Returns e->error. */
+int error_from_http(sandboxd_error *e, long status, const char *body, size_t size);
+int error_set(sandboxd_error *e, sandboxd_error_kind kind, int error, const char *fmt, ...) _printf_(4, 5);
+void error_clear(sandboxd_error *e);
+/* Every public call on a client starts with this: forgets the last error. */
+void client_begin(sandboxd_client *c);
+/* Records err on c unless the call that failed already did; returns err. */
+int client_fail(sandboxd_client *c, int err);
+/* Clears the error on success; passes r on. */
+int client_done(sandboxd_client *c, int r);
+
+/* --- url.c: building URLs --------------------------------------------------------------- */
+
+/* Appends s percent-encoded: everything but A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash). */
+int url_append_escaped(Buf *b, const char *s, bool keep_slash);
+/* Appends "?key=value" or "&key=value" (value escaped; NULL: just the key). */
+int url_append_query(Buf *b, const char *key, const char *value);
+/* base + "/v1/sessions/" + escaped session [+ "/" + tail, verbatim]. */
+int url_session(Buf *b, const sandboxd_client *c, const char *session, const char *tail);
+/* base + "/v1/sessions/SID/commands/RID" [+ "/" + tail]. */
+int url_command(Buf *b, const sandboxd_client *c, const char *session, const char *request_id, const char *tail);
+/* base + "/v1/sessions/SID/files/" + the path, each component escaped; leading and repeated
+ * slashes dropped (the workspace's top is ""). */
+int url_file(Buf *b, const sandboxd_client *c, const char *session, const char *path);
+/* Checks a URL given to sandboxd_client_new() and splits off a unix socket path. */
+int url_parse_endpoint(const char *url, char **ret_base, char **ret_unix_path);
+
+/* --- ndjson-reader.c: lines and events -------------------------------------------------- */
+
+typedef int (*line_fn)(const char *line, size_t size, void *userdata);
+
+typedef struct LineSplitter {
+        Buf partial;
+        size_t max_line;
+} LineSplitter;
+
+/* Calls fn for each complete line (without its "\n"; a "\r" before it is kept), keeping an
+ * incomplete last line for the next call. -EMSGSIZE for a line longer than max_line. */
+int line_splitter_feed(LineSplitter *s, const char *p, size_t n, line_fn fn, void *userdata);
+/* At the end of the stream: -EBADMSG if a partial line is left. */
+int line_splitter_finish(LineSplitter *s);
+void line_splitter_done(LineSplitter *s);
+
+typedef struct EventReader {
+        LineSplitter lines;
+        uint64_t offset;          /* bytes of kept lines so far */
+        sandboxd_client *client;
+        sandboxd_event_fn fn;
+        void *userdata;
+        sandboxd_result *result;  /* from the exit event */
+        char *request_id;         /* from the accepted event */
+        int error;                /* what stopped the stream */
+} EventReader;
+
+/* Decodes one line into ev; storage (json, decoded bytes, result) lives in *ret_json,
+ * *bytes and *ret_result until the caller frees them. */
+int event_decode(const char *line, size_t size, sandboxd_event *ev, json_object **ret_json, Buf *bytes,
+                 sandboxd_result **ret_result);
+int event_reader_feed(EventReader *r, const char *p, size_t n);
+void event_reader_done(EventReader *r);
+
+/* --- parse.c: JSON to the public structs ------------------------------------------------ */
+
+const char *json_get_string(json_object *o, const char *key);
+uint64_t json_get_u64(json_object *o, const char *key);
+bool json_get_bool(json_object *o, const char *key);
+int json_parse_text(const char *text, size_t size, json_object **ret);
+char *json_to_text(json_object *o);
+
+int session_from_json(json_object *o, sandboxd_session **ret);
+int result_from_json(json_object *o, sandboxd_result **ret);
+int file_info_from_json(json_object *o, const char *name, sandboxd_file_info **ret);
+int file_type_from_string(const char *s);
+int mode_from_json(json_object *v, unsigned *ret);
+
+/* --- transport.c: one HTTP request ------------------------------------------------------ */
+
+typedef struct HttpCall HttpCall;
+typedef int (*body_sink_fn)(HttpCall *call, const char *p, size_t n);
+
+struct HttpCall {
+        const char *method;
+        const char *url;
+        const char *content_type;     /* of the request body */
+        const void *body;             /* in-memory request body, or NULL */
+        size_t body_size;
+        int upload_fd;                /* or a body read from this fd, when >= 0 */
+        uint64_t upload_size;         /* 0: unknown (chunked) */
+        bool stream;                  /* no overall time limit ... */
+        uint64_t timeout_usec;        /* ... unless this one */
+        body_sink_fn sink;            /* a 2xx body goes here; without one, into response */
+        void *userdata;
+        sandboxd_progress_fn progress;
+        void *progress_userdata;
+
+        /* the answer */
+        long status;
+        Buf response;                 /* error bodies, and 2xx bodies without a sink */
+        char content_type_out[128];
+        char allow[128];              /* the Allow header of a 405 */
+        int abort_error;              /* set by a sink or callback: stops the transfer */
+};
+
+#define HTTP_CALL_INIT { .upload_fd = -EBADF }
+
+/* Performs the call. 2xx: 0. Other statuses: the mapped error, recorded on c. Transport
+ * failures, aborts: the error, recorded. */
+int http_call_perform(sandboxd_client *c, HttpCall *call);
+void http_call_done(HttpCall *call);
+
+/* GET/POST/DELETE a JSON resource: parses a 2xx body into *ret_json (NULL allowed). */
+int http_json(sandboxd_client *c, const char *method, const char *url, json_object *body, long *ret_status,
+              json_object **ret_json);

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef LIBSANDBOXD_H
+#define LIBSANDBOXD_H
+
+/* libsandboxd: a client of sandboxd's HTTP API (sandboxd-api(7)), on libcurl.
+ *
+ * Conventions (see libsandboxd(3)):
+ *   - functions return 0 (or a positive value where documented) on success and a negative
+ *     errno-style value on failure; the details of the last failure are in
+ *     sandboxd_client_last_error();
+ *   - out parameters are named ret*, written only on success; what they return belongs to
+ *     the caller and is released with the matching *_free() function;
+ *   - objects are allocated by the library: fields may be appended to the structs below in
+ *     later versions, so never allocate or copy them by value;
+ *   - a client is not thread-safe: use one per thread.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SANDBOXD_DEFAULT_SOCKET "/run/sandboxd/http.sock"
+
+/* --- errors ---------------------------------------------------------------------------- */
+
+typedef enum sandboxd_error_kind {
+        SANDBOXD_ERROR_NONE = 0,
+        SANDBOXD_ERROR_TRANSPORT,    /* no connection, or it broke (-ECONNREFUSED, -ENOENT, -ETIMEDOUT, -EIO) */
+        SANDBOXD_ERROR_PROTOCOL,     /* the answer is not what the API promises (-EBADMSG) */
+        SANDBOXD_ERROR_INVALID,      /* 400, 405, 415: the request is wrong (-EINVAL) */
+        SANDBOXD_ERROR_UNAUTHORIZED, /* 401: no or a wrong API key (-EKEYREJECTED) */
+        SANDBOXD_ERROR_FORBIDDEN,    /* 403 (-EPERM) */
+        SANDBOXD_ERROR_NOT_FOUND,    /* 404 (-ENOENT) */
+        SANDBOXD_ERROR_CONFLICT,     /* 409: e.g. the session is not active, the command ended (-EBUSY) */
+        SANDBOXD_ERROR_TOO_LARGE,    /* 413 (-EFBIG) */
+        SANDBOXD_ERROR_RANGE,        /* 416: an offset past the end (-ERANGE) */
+        SANDBOXD_ERROR_UNSUPPORTED,  /* 501: not on this host (-EOPNOTSUPP) */
+        SANDBOXD_ERROR_SYSTEMD,      /* 502: systemd refused (-EREMOTEIO) */
+        SANDBOXD_ERROR_UNAVAILABLE,  /* 503: draining, or systemd unreachable (-EAGAIN) */
+        SANDBOXD_ERROR_SERVER,       /* any other failure of the server (-EPROTO) */
+        SANDBOXD_ERROR_CANCELLED,    /* a callback of the caller stopped the request (its error) */
+        SANDBOXD_ERROR_LOCAL,        /* out of memory, a local file, a bad argument */
+        _SANDBOXD_ERROR_KIND_MAX,
+} sandboxd_error_kind;
+
+typedef struct sandboxd_error {
+        sandboxd_error_kind kind;
+        int error;          /* the negative errno-style value the function returned */
+        long http_status;   /* 0 when no answer came */
+        char code[64];      /* the API's error code ("not_found", "session_not_active", ...), or "" */
+        char message[512];  /* a sentence for humans */
+} sandboxd_error;
+
+const char *sandboxd_error_kind_to_string(sandboxd_error_kind kind);
+
+/* --- clients --------------------------------------------------------------------------- */
+
+typedef struct sandboxd_client sandboxd_client;
+
+/* url: NULL or "" for the local unix socket SANDBOXD_DEFAULT_SOCKET; "unix:PATH" for another
+ * unix socket; "http://HOST:PORT" or "https://..." for TCP. key: the bearer key for TCP,
+ * or NULL. Nothing is connected yet. */
+int sandboxd_client_new(const char *url, const char *key, sandboxd_client **ret);
+sandboxd_client *sandboxd_client_free(sandboxd_client *c);
+
+/* The limit for a whole request, except streams (exec, attach, wait, file transfers), which
+ * may take as long as the command or transfer does. 0: none. Default: 5 minutes. */
+int sandboxd_client_set_timeout(sandboxd_client *c, uint64_t usec);
+
+/* While a request is in flight, also wait for fd to become readable, then call fn in the
+ * same thread (say, a self-pipe written by a SIGINT handler). fn may issue other requests
+ * on c: they use connections of their own. A negative return of fn aborts the request in
+ * flight with that value (kind SANDBOXD_ERROR_CANCELLED). fd < 0 removes it. */
+typedef int (*sandboxd_wakeup_fn)(sandboxd_client *c, int fd, void *userdata);
+int sandboxd_client_set_wakeup(sandboxd_client *c, int fd, sandboxd_wakeup_fn fn, void *userdata);
+
+/* The last failure of a call on c; kind SANDBOXD_ERROR_NONE after a success. */
+const sandboxd_error *sandboxd_client_last_error(const sandboxd_client *c);
+
+/* Any request, for what has no function of its own: path starts with "/"; body is sent as
+ * application/json when it is not NULL. The answer's body (NUL-terminated) and status
+ * come back whatever the status; only transport failures return an error. */
+int sandboxd_request(sandboxd_client *c, const char *method, const char *path, const char *body,
+                     long *ret_status, char **ret_body, size_t *ret_size);
+
+/* GET /v1/health, /v1/drain (POST drain=1, DELETE drain=0, GET drain=-1): the JSON text. */
+int sandboxd_health(sandboxd_client *c, char **ret_json);
+int sandboxd_drain(sandboxd_client *c, int drain, char **ret_json);
+
+/* --- sessions -------------------------------------------------------------------------- */
+
+typedef struct sandboxd_session {
+        char *id;
+        char *user;
+        char *workspace;
+        char *state;          /* "starting", "active", "closing", "closed" */
+        char *unit;           /* sandboxd-ID.slice */
+        char *workspace_path; /* the commands' working directory */
+        bool frozen;
+        uint64_t ttl_s;
+        uint64_t created_at_usec;
+        uint64_t expires_at_usec;
+        uint64_t memory_max;  /* bytes */
+        uint64_t cpu_quota;   /* percent of one CPU */
+        uint64_t tasks_max;
+        unsigned commands;    /* commands started */
+        unsigned running;     /* of which running */
+        char *json;           /* the object as sandboxd sent it */
+} sandboxd_session;
+
+sandboxd_session *sandboxd_session_free(sandboxd_session *s);
+void sandboxd_session_list_free(sandboxd_session **list);
+
+/* Creates the session of (user, workspace), or returns the active one (then *ret_created
+ * is false). options_json: NULL, or a JSON object of the request's other fields, e.g.
+ * {"limits":{"memory_max":"512M"},"ttl_s":600}. */
+int sandboxd_session_create(sandboxd_client *c, const char *user, const char *workspace,
+                            const char *options_json, sandboxd_session **ret, bool *ret_created);
+int sandboxd_session_get(sandboxd_client *c, const char *id, sandboxd_session **ret);
+/* user: NULL for all; the list is NULL-terminated. */
+int sandboxd_session_list(sandboxd_client *c, const char *user, sandboxd_session ***ret, size_t *ret_n);
+/* Closes the session; its running commands are stopped. purge also empties its workspace. */
+int sandboxd_session_close(sandboxd_client *c, const char *id, bool purge, sandboxd_session **ret);
+int sandboxd_session_freeze(sandboxd_client *c, const char *id, bool freeze, sandboxd_session **ret);
+int sandboxd_session_touch(sandboxd_client *c, const char *id);
+
+/* --- commands -------------------------------------------------------------------------- */
+
+typedef enum sandboxd_status {
+        SANDBOXD_STATUS_UNKNOWN = -1,
+        SANDBOXD_STATUS_PENDING = 0,
+        SANDBOXD_STATUS_RUNNING,
+        SANDBOXD_STATUS_SUCCEEDED, /* exit 0 */
+        SANDBOXD_STATUS_FAILED,    /* non-zero exit, or systemd could not set the command up */
+        SANDBOXD_STATUS_TIMED_OUT,
+        SANDBOXD_STATUS_SIGNALED,
+        SANDBOXD_STATUS_LOST,
+        _SANDBOXD_STATUS_MAX,
+} sandboxd_status;
+
+const char *sandboxd_status_to_string(sandboxd_status s);
+sandboxd_status sandboxd_status_from_string(const char *s);
+
+/* A command's result: from the stream's exit event, or a snapshot (sandboxd_command_get(),
+ * sandboxd_command_wait()), which adds the kept output and the byte counts. */
+typedef struct sandboxd_result {
+        char *request_id;
+        char *unit;
+        char *session;
+        sandboxd_status status;
+        bool terminal;
+        int exit_code;        /* -1: none (not exited, or signaled) */
+        int signal;           /* 0: none */
+        char *signal_name;    /* "SIGKILL", or NULL */
+        char *reason;         /* "success", "exit-code", "setup-exec", "oom-kill", ...; NULL while running */
+        uint64_t duration_ms;
+        uint64_t cpu_usec;
+        uint64_t memory_bytes;
+        uint64_t tasks;
+        /* snapshots only */
+        char *stdout_data;    /* the kept bytes, NUL-terminated (may contain NULs) */
+        size_t stdout_size;
+        char *stderr_data;
+        size_t stderr_size;
+        bool stdout_truncated;
+        bool stderr_truncated;
+        uint64_t stdout_bytes; /* all bytes written, kept or not */
+        uint64_t stderr_bytes;
+        uint64_t events_bytes; /* size of the kept event log: the offset to attach at to see only new events */
+        char *json;
+} sandboxd_result;
+
+sandboxd_result *sandboxd_result_free(sandboxd_result *r);
+void sandboxd_result_list_free(sandboxd_result **list);
+
+/* The status a shell would give for the result: the exit code; 128+N for signal N; 124 for
+ * timed_out (as timeout(1)); 1 for a command that failed before it ran (reason setup-*);
+ * 125 for lost; -1 while not terminal. */
+int sandboxd_result_exit_status(const sandboxd_result *r);
+
+typedef enum sandboxd_event_type {
+        SANDBOXD_EVENT_ACCEPTED,
+        SANDBOXD_EVENT_STDOUT,
+        SANDBOXD_EVENT_STDERR,
+        SANDBOXD_EVENT_TRUNCATED, /* the kept output of one stream reached its limit */
+        SANDBOXD_EVENT_EXIT,
+        SANDBOXD_EVENT_OTHER,     /* a type this version does not know (e.g. "notice") */
+        _SANDBOXD_EVENT_TYPE_MAX,
+} sandboxd_event_type;
+
+/* One NDJSON event. Valid during the callback only. */
+typedef struct sandboxd_event {
+        sandboxd_event_type type;
+        const char *type_name;    /* as sent: "accepted", "stdout", "notice", ... */
+        const char *request_id;   /* accepted */
+        const char *unit;         /* accepted */
+        const char *data;         /* stdout, stderr: the bytes, decoded from data or data_b64 */
+        size_t size;
+        bool live;                /* not kept (past the limit): not counted in offsets */
+        const char *stream;       /* truncated: "stdout" or "stderr" */
+        uint64_t kept_bytes;      /* truncated */
+        const sandboxd_result *result; /* exit */
+        const char *line;         /* the raw line, without its newline */
+        size_t line_size;
+        uint64_t offset;          /* bytes of kept lines received so far, this one included:
+                                   * attach there to go on after this event */
+} sandboxd_event;
+
+/* Return a negative value to stop: the call returns it (kind SANDBOXD_ERROR_CANCELLED). */
+typedef int (*sandboxd_event_fn)(sandboxd_client *c, const sandboxd_event *ev, void *userdata);
+
+/* What to run: built with the setters, then run or started, any number of times. */
+typedef struct sandboxd_exec sandboxd_exec;
+
+int sandboxd_exec_new(sandboxd_exec **ret);
+sandboxd_exec *sandboxd_exec_free(sandboxd_exec *e);
+int sandboxd_exec_set_argv(sandboxd_exec *e, const char *const *argv); /* NULL-terminated */
+int sandboxd_exec_set_cwd(sandboxd_exec *e, const char *cwd);
+int sandboxd_exec_set_env(sandboxd_exec *e, const char *name, const char *value);
+int sandboxd_exec_set_timeout_ms(sandboxd_exec *e, uint64_t ms); /* 0: sandboxd's default */
+int sandboxd_exec_set_stdin(sandboxd_exec *e, const void *data, size_t size);
+int sandboxd_exec_set_stdin_stream(sandboxd_exec *e, bool stream); /* feed it with sandboxd_command_write_stdin() */
+int sandboxd_exec_set_request_id(sandboxd_exec *e, const char *request_id);
+
+/* Runs the command and streams its events to fn (may be NULL) as they arrive; returns the
+ * result of its exit event. Returns 0 whatever the command's own status was. */
+int sandboxd_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *e, sandboxd_event_fn fn,
+                      void *userdata, sandboxd_result **ret);
+/* Starts it and returns at once (?wait=false) with its request id. */
+int sandboxd_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec *e, char **ret_request_id);
+
+/* Re-attaches to a command: replays its kept events from byte offset (0: all), then follows
+ * it live until its exit event. */
+int sandboxd_command_attach(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
+                            sandboxd_event_fn fn, void *userdata, sandboxd_result **ret);
+/* Waits until the command is terminal (at most timeout_usec, 0: no limit; -ETIMEDOUT past
+ * it) and returns its snapshot. */
+int sandboxd_command_wait(sandboxd_client *c, const char *session, const char *request_id, uint64_t timeout_usec,
+                          sandboxd_result **ret);
+/* The snapshot: status, result, kept output. Works for running and finished commands, and
+ * after sandboxd restarted. */
+int sandboxd_command_get(sandboxd_client *c, const char *session, const char *request_id, sandboxd_result **ret);
+/* The session's commands, oldest first, without output; NULL-terminated. */
+int sandboxd_command_list(sandboxd_client *c, const char *session, sandboxd_result ***ret, size_t *ret_n);
+/* SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1 or SIGUSR2, to every process of the command. */
+int sandboxd_command_signal(sandboxd_client *c, const char *session, const char *request_id, int sig);
+int sandboxd_command_write_stdin(sandboxd_client *c, const char *session, const char *request_id,
+                                 const void *data, size_t size, bool eof);
+
+/* --- files (paths are relative to the session's workspace) ----------------------------- */
+
+typedef enum sandboxd_file_type {
+        SANDBOXD_FILE_OTHER = 0,
+        SANDBOXD_FILE_REGULAR,
+        SANDBOXD_FILE_DIRECTORY,
+        SANDBOXD_FILE_SYMLINK,
+} sandboxd_file_type;
+
+typedef struct sandboxd_file_info {
+        char *name;
+        sandboxd_file_type type;
+        uint64_t size;
+        unsigned mode;       /* permission bits */
+        uint64_t mtime_usec; /* 0 if unknown */
+        char *target;        /* symlinks: where it points, when sent */
+        char *json;
+} sandboxd_file_info;
+
+sandboxd_file_info *sandboxd_file_info_free(sandboxd_file_info *i);
+void sandboxd_file_info_list_free(sandboxd_file_info **list);
+
+/* Called as bytes move; total is 0 when unknown. A negative return stops the transfer. */
+typedef int (*sandboxd_progress_fn)(uint64_t done, uint64_t total, void *userdata);
+
+/* Writes the file (replacing it) from fd until EOF; size: the expected length, or 0 if unknown. */
+int sandboxd_file_upload(sandboxd_client *c, const char *session, const char *path, int fd, uint64_t size,
+                         sandboxd_progress_fn fn, void *userdata);
+int sandboxd_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size);
+/* Reads the file into fd. */
+int sandboxd_file_download(sandboxd_client *c, const char *session, const char *path, int fd,
+                           sandboxd_progress_fn fn, void *userdata);
+/* Reads the file into memory (NUL-terminated); a file larger than max_size (0: 64 MiB) is -EFBIG. */
+int sandboxd_file_read(sandboxd_client *c, const char *session, const char *path, size_t max_size, char **ret,
+                       size_t *ret_size);
+int sandboxd_file_stat(sandboxd_client *c, const char *session, const char *path, sandboxd_file_info **ret);
+/* A directory's entries, NULL-terminated; *ret_truncated when sandboxd listed only the first ones. */
+int sandboxd_file_list(sandboxd_client *c, const char *session, const char *path, sandboxd_file_info ***ret,
+                       size_t *ret_n, bool *ret_truncated);
+int sandboxd_file_mkdir(sandboxd_client *c, const char *session, const char *path);
+int sandboxd_file_remove(sandboxd_client *c, const char *session, const char *path, bool recursive);
+int sandboxd_file_move(sandboxd_client *c, const char *session, const char *path, const char *to);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

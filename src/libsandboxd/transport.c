@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <poll.h>
+#include <strings.h>
+
+#include "internal.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURLM *, curl_multi_cleanup);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all);
+
+typedef struct Transfer {
+        HttpCall *call;
+        CURL *handle;
+        uint64_t sent;
+        uint64_t received;
+        uint64_t total;   /* of the download, when announced */
+        bool status_known;
+} Transfer;
+
+static bool status_ok(long status) {
+        return status >= 200 && status < 300;
+}
+
+static void learn_status(Transfer *t) {
+        const char *ct = NULL;
+
+        if (t->status_known)
+                return;
+        (void) curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &t->call->status);
+        if (curl_easy_getinfo(t->handle, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+                snprintf(t->call->content_type_out, sizeof(t->call->content_type_out), "%s", ct);
+        t->status_known = true;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata) {
+        Transfer *t = userdata;
+        HttpCall *call = t->call;
+        size_t n = size * nmemb;
+        int r;
+
+        learn_status(t);
+        t->received += n;
+        if (status_ok(call->status) && call->sink)
+                r = call->sink(call, p, n);
+        else if (!status_ok(call->status) && call->response.len > 64 * 1024)
+                r = 0; /* an error body this long is not ours to read in full */
+        else
+                r = buf_append(&call->response, p, n);
+        if (r < 0) {
+                if (call->abort_error == 0)
+                        call->abort_error = r;
+                return 0;
+        }
+        if (call->progress && status_ok(call->status) && call->upload_fd < 0 &&
+            (r = call->progress(t->received, t->total, call->progress_userdata)) < 0) {
+                call->abort_error = r;
+                return 0;
+        }
+        return n;
+}
+
+static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata) {
+        Transfer *t = userdata;
+        size_t n = size * nmemb, k;
+        const char *v;
+
+        if (n > 6 && strncasecmp(p, "allow:", 6) == 0) {
+                v = p + 6;
+                while (*v == ' ' || *v == '\t')
+                        v++;
+                k = strcspn(v, "\r\n");
+                snprintf(t->call->allow, sizeof(t->call->allow), "%.*s", (int) k, v);
+        } else if (n > 15 && strncasecmp(p, "content-length:", 15) == 0)
+                t->total = strtoull(p + 15, NULL, 10);
+        return n;
+}
+
+static size_t on_read(char *p, size_t size, size_t nmemb, void *userdata) {
+        Transfer *t = userdata;
+        HttpCall *call = t->call;
+        ssize_t l;
+        int r;
+
+        for (;;) {
+                l = read(call->upload_fd, p, size * nmemb);
+                if (l >= 0 || errno != EINTR)
+                        break;
+        }
+        if (l < 0) {
+                call->abort_error = -errno;
+                return CURL_READFUNC_ABORT;
+        }
+        t->sent += (uint64_t) l;
+        if (call->progress && (r = call->progress(t->sent, call->upload_size, call->progress_userdata)) < 0) {
+                call->abort_error = r;
+                return CURL_READFUNC_ABORT;
+        }
+        return (size_t) l;
+}
+
+static int setup(sandboxd_client *c, Transfer *t, struct curl_slist **headers) {
+        HttpCall *call = t->call;
+        CURL *h = t->handle;
+        char ct[160];
+        struct curl_slist *l = NULL, *n;
+        bool ok = true;
+
+        if (c->auth_header && !(l = curl_slist_append(l, c->auth_header)))
+                return -ENOMEM;
+        /* sandboxd answers at once; never wait for "100 Continue" */
+        if (!(n = curl_slist_append(l, "Expect:")))
+                goto oom;
+        l = n;
+        snprintf(ct, sizeof(ct), "Content-Type: %s", call->content_type ?: "application/json");
+        if ((call->body || call->upload_fd >= 0) && !(n = curl_slist_append(l, ct)))
+                goto oom;
+        l = n;
+        *headers = l;
+
+        ok = ok && curl_easy_setopt(h, CURLOPT_URL, call->url) == CURLE_OK;
+        if (c->unix_path)
+                ok = ok && curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->unix_path) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_HTTPHEADER, l) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_WRITEDATA, t) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_HEADERDATA, t) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
+#if LIBCURL_VERSION_NUM >= 0x075500
+        ok = ok && curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
+#endif
+        if (call->timeout_usec > 0)
+                ok = ok && curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) MAX(call->timeout_usec / 1000, 1u)) == CURLE_OK;
+        else if (!call->stream && c->timeout_usec > 0)
+                ok = ok && curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) (c->timeout_usec / 1000)) == CURLE_OK;
+
+        if (call->upload_fd >= 0) {
+                ok = ok && curl_easy_setopt(h, CURLOPT_UPLOAD, 1L) == CURLE_OK;
+                ok = ok && curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read) == CURLE_OK;
+                ok = ok && curl_easy_setopt(h, CURLOPT_READDATA, t) == CURLE_OK;
+                if (call->upload_size > 0)
+                        ok = ok && curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t) call->upload_size) == CURLE_OK;
+        } else if (call->body || streq(call->method, "POST") || streq(call->method, "PUT")) {
+                /* a body, possibly empty: Content-Length is always sent */
+                ok = ok && curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) call->body_size) == CURLE_OK;
+                ok = ok && curl_easy_setopt(h, CURLOPT_POSTFIELDS, call->body ?: "") == CURLE_OK;
+        } else if (streq(call->method, "HEAD"))
+                ok = ok && curl_easy_setopt(h, CURLOPT_NOBODY, 1L) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, call->method) == CURLE_OK;
+        return ok ? 0 : -EINVAL;
+
+oom:
+        curl_slist_free_all(l);
+        return -ENOMEM;
+}
+
+static int run(sandboxd_client *c, CURLM *m, HttpCall *call, CURLcode *ret_code) {
+        bool watch = c->wakeup_fd >= 0 && c->wakeup_fn && !c->in_wakeup;
+        int running = 1, r;
+
+        for (;;) {
+                struct curl_waitfd extra = { .fd = c->wakeup_fd, .events = CURL_WAIT_POLLIN };
+                CURLMcode mc;
+                CURLMsg *msg;
+                int left;
+
+                mc = curl_multi_perform(m, &running);
+                if (mc != CURLM_OK)
+                        return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+                while ((msg = curl_multi_info_read(m, &left)))
+                        if (msg->msg == CURLMSG_DONE) {
+                                *ret_code = msg->data.result;
+                                return 0;
+                        }
+                if (call->abort_error < 0)
+                        return call->abort_error;
+                if (!running)
+                        return -EIO;
+
+                mc = curl_multi_poll(m, watch ? &extra : NULL, watch ? 1 : 0, 1000, NULL);
+                if (mc != CURLM_OK)
+                        return -EIO;
+                if (watch && (extra.revents & (CURL_WAIT_POLLIN | POLLHUP | POLLERR))) {
+                        c->in_wakeup = true;
+                        r = c->wakeup_fn(c, c->wakeup_fd, c->wakeup_userdata);
+                        c->in_wakeup = false;
+                        if (r < 0)
+                                return r;
+                }
+        }
+}
+
+int http_call_perform(sandboxd_client *c, HttpCall *call) {
+        _cleanup_(curl_easy_cleanupp) CURL *h = NULL;
+        _cleanup_(curl_multi_cleanupp) CURLM *m = NULL;
+        _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
+        Transfer t = { .call = call };
+        CURLcode code = CURLE_OK;
+        long os_errno = 0;
+        int r;
+
+        h = curl_easy_init();
+        m = curl_multi_init();
+        if (!h || !m)
+                return client_fail(c, -ENOMEM);
+        t.handle = h;
+        r = setup(c, &t, &headers);
+        if (r < 0)
+                return client_fail(c, r);
+        if (curl_multi_add_handle(m, h) != CURLM_OK)
+                return client_fail(c, -ENOMEM);
+
+        r = run(c, m, call, &code);
+        (void) curl_multi_remove_handle(m, h);
+        learn_status(&t);
+
+        if (r < 0 || call->abort_error < 0) {
+                r = call->abort_error < 0 ? call->abort_error : r;
+                if (c->error.kind == SANDBOXD_ERROR_NONE)
+                        error_set(&c->error, SANDBOXD_ERROR_CANCELLED, r, "%s %s: stopped: %s", call->method, call->url,
+                                  strerror(-r));
+                return r;
+        }
+        if (code != CURLE_OK) {
+                (void) curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+                r = errno_from_curl(code, os_errno);
+                error_set(&c->error,
+                          r == -EINVAL || r == -ENOMEM ? SANDBOXD_ERROR_LOCAL : SANDBOXD_ERROR_TRANSPORT, r,
+                          "%s %s%s%s: %s%s%s", call->method, call->url, c->unix_path ? " on " : "",
+                          c->unix_path ?: "", curl_easy_strerror(code), os_errno > 0 ? ": " : "",
+                          os_errno > 0 ? strerror((int) os_errno) : "");
+                c->error.http_status = call->status;
+                return r;
+        }
+        if (!status_ok(call->status))
+                return error_from_http(&c->error, call->status, call->response.data, call->response.len);
+        return 0;
+}
+
+void http_call_done(HttpCall *call) {
+        buf_done(&call->response);
+}
+
+int http_json(sandboxd_client *c, const char *method, const char *url, json_object *body, long *ret_status,
+              json_object **ret_json) {
+        _cleanup_free_ char *text = NULL;
+        HttpCall call = HTTP_CALL_INIT;
+        json_object *o = NULL;
+        int r;
+
+        if (body) {
+                text = json_to_text(body);
+                if (!text)
+                        return client_fail(c, -ENOMEM);
+        }
+        call.method = method;
+        call.url = url;
+        call.body = text;
+        call.body_size = text ? strlen(text) : 0;
+        r = http_call_perform(c, &call);
+        if (r >= 0 && ret_json) {
+                if (call.response.len == 0)
+                        r = error_set(&c->error, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "%s %s: empty answer", method, url);
+                else if (json_parse_text(call.response.data, call.response.len, &o) < 0)
+                        r = error_set(&c->error, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "%s %s: the answer is not JSON",
+                                      method, url);
+        }
+        if (r >= 0 && ret_status)
+                *ret_status = call.status;
+        http_call_done(&call);
+        if (r < 0)
+                return r;
+        if (ret_json)
+                *ret_json = o;
+        return 0;
+}

@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "json-util.h"
+#include "log.h"
+#include "parse-util.h"
+#include "sandboxctl.h"
+
+bool arg_json = false;
+const char *arg_url = NULL;
+const char *arg_key = NULL;
+bool arg_quiet = false;
+char **arg_env = NULL;
+const char *arg_cwd = NULL;
+uint64_t arg_timeout_ms = 0;
+const char *arg_request_id = NULL;
+bool arg_stdin = false;
+const char *arg_user = NULL;
+const char *arg_workspace = NULL;
+bool arg_purge = false;
+bool arg_rm = false;
+uint64_t arg_offset = 0;
+bool arg_recursive = false;
+int arg_progress = -1;
+const char *arg_memory_max = NULL;
+const char *arg_cpu_quota = NULL;
+const char *arg_tasks_max = NULL;
+uint64_t arg_ttl_s = 0;
+int arg_drain = 1;
+size_t arg_max_output = 64 * 1024;
+
+static char *arg_key_buf = NULL;
+
+static void help(void) {
+        printf("sandboxctl [OPTIONS...] COMMAND ...\n\n"
+               "Control sandboxd: sessions, commands and files in sandboxes that are systemd units.\n\n"
+               "Sessions:\n"
+               "  create USER WORKSPACE     Create the session of a scope (or show the active one);\n"
+               "                            prints its id\n"
+               "  ls                        List sessions\n"
+               "  show SESSION [REQUEST]    Show a session and its commands, or one command's result\n"
+               "  rm SESSION...             Close sessions (running commands are stopped)\n"
+               "  freeze SESSION            Pause every process of a session\n"
+               "  thaw SESSION              Resume it\n\n"
+               "Commands:\n"
+               "  exec SESSION CMD [ARG...] Run a command in a session, stream its output, exit\n"
+               "                            with its exit status\n"
+               "  run CMD [ARG...]          The same in the session of --user/--workspace, created\n"
+               "                            if needed\n"
+               "  attach SESSION REQUEST    Re-attach to a command: replay its output, follow it\n"
+               "  signal SESSION REQUEST [SIGNAL]\n"
+               "                            Send SIGTERM (or SIGNAL) to a command\n\n"
+               "Files:\n"
+               "  cp SRC... DST             Copy files to or from a session: SESSION:PATH names a\n"
+               "                            path in its workspace, - is stdin or stdout\n\n"
+               "Daemon:\n"
+               "  health                    Show sandboxd's health\n"
+               "  drain                     Refuse new work, let running commands finish\n"
+               "  mcp                       Serve the Model Context Protocol on stdin/stdout\n\n"
+               "Options:\n"
+               "  -h --help                 Show this help\n"
+               "     --version              Show the version\n"
+               "     --url=URL              Talk to a remote sandboxd (http://HOST:PORT) or another\n"
+               "                            socket (unix:PATH); default: $SANDBOXD_URL, else the local\n"
+               "                            sandboxd on %s\n"
+               "     --key=KEY              API key for --url (default: $SANDBOXD_KEY)\n"
+               "     --key-file=PATH        Read the API key from a file\n"
+               "     --json                 Print JSON for scripts (exec: the NDJSON events)\n"
+               "  -q --quiet                Print less\n\n"
+               "  create: --memory-max=SIZE --cpu-quota=PERCENT --tasks-max=N --ttl=DURATION\n"
+               "  ls:     --user=USER\n"
+               "  rm:     --purge           Also empty the workspace\n"
+               "  exec, run:\n"
+               "     --cwd=DIR              Working directory, inside the workspace\n"
+               "  -e --env=NAME=VALUE       Set an environment variable\n"
+               "     --timeout=DURATION     Stop the command after this long (e.g. 30s, 5min)\n"
+               "     --request-id=ID        Idempotency key (default: a random one)\n"
+               "  -i --stdin                Send all of standard input to the command\n"
+               "  run:    --user=USER --workspace=NAME --rm (close the session afterwards)\n"
+               "  attach: --offset=BYTES    Replay from this offset of the event log\n"
+               "  cp:     -r --recursive    Copy directories; --progress, --no-progress\n"
+               "  drain:  --cancel          Stop draining;  --status  Only show the state\n"
+               "  mcp:    --user=USER --workspace=NAME (defaults for new sessions)\n"
+               "          --max-output=BYTES (output returned per stream, default 64K)\n\n"
+               "exec, run and attach exit with the command's status: its exit code, 128+N when\n"
+               "signal N killed it, 124 when it timed out, 1 when it could not start, 125 when\n"
+               "sandboxctl or sandboxd failed. Ctrl-C sends SIGINT to the command, a second one\n"
+               "SIGKILL, a third detaches. See sandboxctl(1).\n",
+               SANDBOXD_DEFAULT_SOCKET);
+}
+
+typedef struct Verb {
+        const char *name;
+        unsigned min_args, max_args; /* positional arguments after the verb */
+        bool stop_at_first;          /* options end at the first positional argument */
+        int (*run)(int argc, char *argv[]);
+} Verb;
+
+#define ANY UINT_MAX
+
+static const Verb verbs[] = {
+        { "create", 2, 2, false, verb_create },   { "ls", 0, 0, false, verb_list },
+        { "list", 0, 0, false, verb_list },       { "show", 1, 2, false, verb_show },
+        { "rm", 1, ANY, false, verb_remove },     { "freeze", 1, 1, false, verb_freeze },
+        { "thaw", 1, 1, false, verb_thaw },       { "exec", 2, ANY, true, verb_exec },
+        { "run", 1, ANY, true, verb_run },        { "attach", 2, 2, false, verb_attach },
+        { "signal", 2, 3, false, verb_signal },   { "cp", 2, ANY, false, verb_cp },
+        { "health", 0, 0, false, verb_health },   { "drain", 0, 0, false, verb_drain },
+        { "mcp", 0, 0, false, verb_mcp },
+};
+
+static int read_key_file(const char *path) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char buf[4096];
+
+        f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(-errno, "Failed to open the key file %s: %m", path);
+        if (!fgets(buf, sizeof(buf), f))
+                return log_error_errno(-EINVAL, "The key file %s is empty.", path);
+        buf[strcspn(buf, "\r\n")] = 0;
+        free(arg_key_buf);
+        arg_key_buf = strdup(buf);
+        explicit_bzero(buf, sizeof(buf));
+        if (!arg_key_buf)
+                return log_oom();
+        arg_key = arg_key_buf;
+        return 0;
+}
+
+static int parse_options(int argc, char *argv[], bool stop_at_first) {
+        enum {
+                ARG_VERSION = 0x100, ARG_URL, ARG_KEY, ARG_KEY_FILE, ARG_JSON, ARG_CWD, ARG_TIMEOUT,
+                ARG_REQUEST_ID, ARG_USER, ARG_WORKSPACE, ARG_PURGE, ARG_RM, ARG_OFFSET, ARG_PROGRESS,
+                ARG_NO_PROGRESS, ARG_MEMORY_MAX, ARG_CPU_QUOTA, ARG_TASKS_MAX, ARG_TTL, ARG_CANCEL, ARG_STATUS,
+                ARG_MAX_OUTPUT,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "url", required_argument, NULL, ARG_URL },
+                { "key", required_argument, NULL, ARG_KEY },
+                { "key-file", required_argument, NULL, ARG_KEY_FILE },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "quiet", no_argument, NULL, 'q' },
+                { "env", required_argument, NULL, 'e' },
+                { "cwd", required_argument, NULL, ARG_CWD },
+                { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "request-id", required_argument, NULL, ARG_REQUEST_ID },
+                { "stdin", no_argument, NULL, 'i' },
+                { "user", required_argument, NULL, ARG_USER },
+                { "workspace", required_argument, NULL, ARG_WORKSPACE },
+                { "purge", no_argument, NULL, ARG_PURGE },
+                { "rm", no_argument, NULL, ARG_RM },
+                { "offset", required_argument, NULL, ARG_OFFSET },
+                { "recursive", no_argument, NULL, 'r' },
+                { "progress", no_argument, NULL, ARG_PROGRESS },
+                { "no-progress", no_argument, NULL, ARG_NO_PROGRESS },
+                { "memory-max", required_argument, NULL, ARG_MEMORY_MAX },
+                { "cpu-quota", required_argument, NULL, ARG_CPU_QUOTA },
+                { "tasks-max", required_argument, NULL, ARG_TASKS_MAX },
+                { "ttl", required_argument, NULL, ARG_TTL },
+                { "cancel", no_argument, NULL, ARG_CANCEL },
+                { "status", no_argument, NULL, ARG_STATUS },
+                { "max-output", required_argument, NULL, ARG_MAX_OUTPUT },
+                {},
+        };
+        uint64_t u;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, stop_at_first ? "+hqe:ir" : "hqe:ir", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("sandboxctl %s\n", PROJECT_VERSION);
+                        return 0;
+                case ARG_URL:
+                        arg_url = optarg;
+                        break;
+                case ARG_KEY:
+                        arg_key = optarg;
+                        break;
+                case ARG_KEY_FILE:
+                        r = read_key_file(optarg);
+                        if (r < 0)
+                                return r;
+                        break;
+                case ARG_JSON:
+                        arg_json = true;
+                        break;
+                case 'q':
+                        arg_quiet = true;
+                        break;
+                case 'e': {
+                        size_t n = strv_length(arg_env);
+                        char **l;
+
+                        if (!strchr(optarg, '=') || optarg[0] == '=')
+                                return log_error_errno(-EINVAL, "--env= takes NAME=VALUE, not '%s'.", optarg);
+                        l = realloc(arg_env, (n + 2) * sizeof(char *));
+                        if (!l)
+                                return log_oom();
+                        arg_env = l;
+                        if (!(arg_env[n] = strdup(optarg)))
+                                return log_oom();
+                        arg_env[n + 1] = NULL;
+                        break;
+                }
+                case ARG_CWD:
+                        arg_cwd = optarg;
+                        break;
+                case ARG_TIMEOUT:
+                        if (parse_duration(optarg, &u) < 0 || u < USEC_PER_MSEC)
+                                return log_error_errno(-EINVAL, "Invalid --timeout= '%s' (say 30s, 500ms, 5min).", optarg);
+                        arg_timeout_ms = u / USEC_PER_MSEC;
+                        break;
+                case ARG_REQUEST_ID:
+                        arg_request_id = optarg;
+                        break;
+                case 'i':
+                        arg_stdin = true;
+                        break;
+                case ARG_USER:
+                        arg_user = optarg;
+                        break;
+                case ARG_WORKSPACE:
+                        arg_workspace = optarg;
+                        break;
+                case ARG_PURGE:
+                        arg_purge = true;
+                        break;
+                case ARG_RM:
+                        arg_rm = true;
+                        break;
+                case ARG_OFFSET:
+                        if (parse_uint64(optarg, &arg_offset) < 0)
+                                return log_error_errno(-EINVAL, "Invalid --offset= '%s'.", optarg);
+                        break;
+                case 'r':
+                        arg_recursive = true;
+                        break;
+                case ARG_PROGRESS:
+                        arg_progress = 1;
+                        break;
+                case ARG_NO_PROGRESS:
+                        arg_progress = 0;
+                        break;
+                case ARG_MEMORY_MAX:
+                        if (parse_size(optarg, &u) < 0)
+                                return log_error_errno(-EINVAL, "Invalid --memory-max= '%s' (say 512M, 2G).", optarg);
+                        arg_memory_max = optarg;
+                        break;
+                case ARG_CPU_QUOTA:
+                        if (parse_percent(optarg, &u) < 0 && parse_uint64(optarg, &u) < 0)
+                                return log_error_errno(-EINVAL, "Invalid --cpu-quota= '%s' (say 50%%, 200%%).", optarg);
+                        arg_cpu_quota = optarg;
+                        break;
+                case ARG_TASKS_MAX:
+                        if (parse_uint64(optarg, &u) < 0 || u == 0)
+                                return log_error_errno(-EINVAL, "Invalid --tasks-max= '%s'.", optarg);
+                        arg_tasks_max = optarg;
+                        break;
+                case ARG_TTL:
+                        if (parse_duration(optarg, &u) < 0 || u < USEC_PER_SEC)
+                                return log_error_errno(-EINVAL, "Invalid --ttl= '%s' (say 10min, 1h).", optarg);
+                        arg_ttl_s = u / USEC_PER_SEC;
+                        break;
+                case ARG_CANCEL:
+                        arg_drain = 0;
+                        break;
+                case ARG_STATUS:
+                        arg_drain = -1;
+                        break;
+                case ARG_MAX_OUTPUT:
+                        if (parse_size(optarg, &u) < 0 || u > SIZE_MAX / 2)
+                                return log_error_errno(-EINVAL, "Invalid --max-output= '%s'.", optarg);
+                        arg_max_output = (size_t) u;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return -EINVAL;
+                }
+        return 1;
+}
+
+int connect_backend(Backend **ret) {
+        BackendConfig config = {
+                .url = arg_url ?: getenv("SANDBOXD_URL"),
+                .key = arg_key ?: getenv("SANDBOXD_KEY"),
+        };
+        int r;
+
+        if (config.url && !*config.url)
+                config.url = NULL;
+        if (config.key && !*config.key)
+                config.key = NULL;
+        r = backend_open(&config, ret);
+        if (r == -EINVAL)
+                return log_error_errno(r, "Invalid --url= '%s' or key: use http://HOST:PORT, https://... or unix:PATH.",
+                                       config.url ?: "");
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the connection to sandboxd: %m");
+        return 0;
+}
+
+int log_backend_error(Backend *b, int r, const char *what, ...) {
+        const sandboxd_error *e = backend_error(b);
+        char buf[512];
+        va_list ap;
+
+        va_start(ap, what);
+        (void) vsnprintf(buf, sizeof(buf), what, ap);
+        va_end(ap);
+        if (e && e->kind == SANDBOXD_ERROR_TRANSPORT)
+                return log_error_errno(r, "%s: cannot reach sandboxd on %s: %s", buf, b->description, e->message);
+        if (e && e->kind == SANDBOXD_ERROR_UNAUTHORIZED)
+                return log_error_errno(r, "%s: %s (check --key or $SANDBOXD_KEY)", buf, e->message);
+        if (e && e->kind != SANDBOXD_ERROR_NONE && e->message[0])
+                return log_error_errno(r, "%s: %s", buf, e->message);
+        return log_error_errno(r, "%s: %m", buf);
+}
+
+void print_json_text(const char *json) {
+        json_object *o;
+
+        if (isatty(STDOUT_FILENO) && (o = json_tokener_parse(json))) {
+                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                               JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(o);
+        } else
+                puts(json);
+}
+
+bool session_id_looks_valid(const char *s) {
+        size_t n = 0;
+
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == 16;
+}
+
+char *format_bytes(uint64_t n, char buf[static 32]) {
+        static const char units[] = "KMGTPE";
+        double v = (double) n;
+        int i = -1;
+
+        if (n < 1024) {
+                snprintf(buf, 32, "%" PRIu64 "B", n);
+                return buf;
+        }
+        while (v >= 1024 && i < 5) {
+                v /= 1024;
+                i++;
+        }
+        snprintf(buf, 32, "%.1f%c", v, units[i]);
+        return buf;
+}
+
+char *format_timestamp(uint64_t usec, char buf[static 64]) {
+        time_t t = (time_t) (usec / USEC_PER_SEC);
+        struct tm tm;
+
+        if (usec == 0 || !localtime_r(&t, &tm)) {
+                snprintf(buf, 64, "-");
+                return buf;
+        }
+        strftime(buf, 64, "%Y-%m-%d %H:%M:%S", &tm);
+        return buf;
+}
+
+static bool verb_is_exec_like(const Verb *v) {
+        return v && (v->run == verb_exec || v->run == verb_run || v->run == verb_attach);
+}
+
+int main(int argc, char *argv[]) {
+        const Verb *verb = NULL;
+        int r, n;
+
+        log_set_prefix(false);
+
+        /* options before the verb, then the verb's own */
+        r = parse_options(argc, argv, true);
+        if (r <= 0)
+                goto finish;
+        if (optind >= argc) {
+                log_error("Missing command; see sandboxctl --help.");
+                r = -EINVAL;
+                goto finish;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[optind], verbs[i].name))
+                        verb = &verbs[i];
+        if (!verb) {
+                log_error("Unknown command '%s'; see sandboxctl --help.", argv[optind]);
+                r = -EINVAL;
+                goto finish;
+        }
+        argc -= optind;
+        argv += optind;
+        r = parse_options(argc, argv, verb->stop_at_first);
+        if (r <= 0)
+                goto finish;
+        /* the verb and its positional arguments, with the options taken out */
+        argv[optind - 1] = argv[0];
+        argc -= optind - 1;
+        argv += optind - 1;
+        n = argc - 1;
+        if ((unsigned) n < verb->min_args || (verb->max_args != ANY && (unsigned) n > verb->max_args)) {
+                bool few = (unsigned) n < verb->min_args;
+                unsigned k = few ? verb->min_args : verb->max_args;
+
+                log_error("'%s' takes %s%u argument%s; see sandboxctl --help.", verb->name,
+                          verb->min_args == verb->max_args ? ""
+                          : few                            ? "at least "
+                                                           : "at most ",
+                          k, k == 1 ? "" : "s");
+                r = -EINVAL;
+                goto finish;
+        }
+        r = verb->run(argc, argv);
+
+finish:
+        strv_free(arg_env);
+        if (arg_key_buf) {
+                explicit_bzero(arg_key_buf, strlen(arg_key_buf));
+                free(arg_key_buf);
+        }
+        if (r >= 0)
+                return r;
+        return verb_is_exec_like(verb) ? EXIT_SANDBOXCTL_FAILED : EXIT_FAILURE;
+}

@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sandboxctl mcp: a Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one
+ * message a line). Tools for sessions, commands and files; every result is a JSON text
+ * {"ok":true,"data":...} or {"ok":false,"error":{...}}, also as structuredContent. */
+
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/random.h>
+
+#include "encoding.h"
+#include "json-util.h"
+#include "log.h"
+#include "sandboxctl.h"
+#include "validate.h"
+
+#define MCP_LATEST_VERSION "2025-06-18"
+static const char *const mcp_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
+
+#define JSONRPC_PARSE_ERROR -32700
+#define JSONRPC_INVALID_REQUEST -32600
+#define JSONRPC_METHOD_NOT_FOUND -32601
+#define JSONRPC_INVALID_PARAMS -32602
+
+typedef struct Mcp {
+        Backend *backend;
+        const char *user;       /* defaults for sandbox_run and sandbox_create_session */
+        const char *workspace;
+} Mcp;
+
+/* --- tool descriptions ------------------------------------------------------------------- */
+
+static const char tools_json[] =
+"["
+"{\"name\":\"sandbox_create_session\","
+" \"description\":\"Create (or get the active) sandbox session of a user and workspace. Files in the workspace persist across sessions of the same scope. Returns the session, whose id the other tools take.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"user\":{\"type\":\"string\",\"description\":\"^[a-z_][a-z0-9_-]{0,31}$; default: the server's\"},"
+"   \"workspace\":{\"type\":\"string\",\"description\":\"^[a-z0-9_-]{1,64}$; default: the server's\"},"
+"   \"memory_max\":{\"type\":\"string\",\"description\":\"e.g. 512M\"},"
+"   \"cpu_quota\":{\"type\":\"integer\",\"description\":\"percent of one CPU\"},"
+"   \"tasks_max\":{\"type\":\"integer\"},"
+"   \"ttl_s\":{\"type\":\"integer\",\"description\":\"idle time before the session closes\"}},"
+"  \"additionalProperties\":false}},"
+"{\"name\":\"sandbox_list_sessions\","
+" \"description\":\"List sandbox sessions.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{\"user\":{\"type\":\"string\"}},\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_exec\","
+" \"description\":\"Run a command in a session and wait for it. Give argv (no shell), or command (run by /bin/sh -c). Returns status, exit_code, stdout, stderr and truncation metadata.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"session_id\":{\"type\":\"string\"},"
+"   \"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1},"
+"   \"command\":{\"type\":\"string\",\"description\":\"a shell command line\"},"
+"   \"cwd\":{\"type\":\"string\",\"description\":\"relative to the workspace\"},"
+"   \"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+"   \"stdin\":{\"type\":\"string\"},"
+"   \"timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
+"   \"max_output_bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"output returned per stream\"}},"
+"  \"required\":[\"session_id\"],\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_run\","
+" \"description\":\"Run a command in the session of a user and workspace (created if needed) and wait for it. Like sandbox_exec, without a session id.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"user\":{\"type\":\"string\"},\"workspace\":{\"type\":\"string\"},"
+"   \"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1},"
+"   \"command\":{\"type\":\"string\"},\"cwd\":{\"type\":\"string\"},"
+"   \"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+"   \"stdin\":{\"type\":\"string\"},\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1},"
+"   \"max_output_bytes\":{\"type\":\"integer\",\"minimum\":0}},"
+"  \"additionalProperties\":false}},"
+"{\"name\":\"sandbox_read_file\","
+" \"description\":\"Read a file of a session's workspace. Text comes as content, other bytes as content_b64.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"session_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
+"   \"max_bytes\":{\"type\":\"integer\",\"minimum\":1}},"
+"  \"required\":[\"session_id\",\"path\"],\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_write_file\","
+" \"description\":\"Write (create or replace) a file in a session's workspace.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"session_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
+"   \"content\":{\"type\":\"string\"},"
+"   \"encoding\":{\"type\":\"string\",\"enum\":[\"utf8\",\"base64\"]}},"
+"  \"required\":[\"session_id\",\"path\",\"content\"],\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_list_files\","
+" \"description\":\"List a directory of a session's workspace (default: its top).\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"session_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}},"
+"  \"required\":[\"session_id\"],\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_close_session\","
+" \"description\":\"Close a session: running commands are stopped; the workspace stays unless purge is true.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"session_id\":{\"type\":\"string\"},\"purge\":{\"type\":\"boolean\"}},"
+"  \"required\":[\"session_id\"],\"additionalProperties\":false}}"
+"]";
+
+/* --- results ------------------------------------------------------------------------------ */
+
+typedef struct ToolError {
+        const char *kind;
+        char message[1024];
+        const sandboxd_error *api; /* when sandboxd said it */
+} ToolError;
+
+static int tool_fail(ToolError *e, const char *kind, const char *fmt, ...) _printf_(3, 4);
+static int tool_fail(ToolError *e, const char *kind, const char *fmt, ...) {
+        va_list ap;
+
+        e->kind = kind;
+        va_start(ap, fmt);
+        (void) vsnprintf(e->message, sizeof(e->message), fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+static int tool_fail_backend(Mcp *m, ToolError *e, int r, const char *what) {
+        const sandboxd_error *api = backend_error(m->backend);
+
+        e->api = api && api->kind != SANDBOXD_ERROR_NONE ? api : NULL;
+        e->kind = e->api ? sandboxd_error_kind_to_string(api->kind) : "local";
+        snprintf(e->message, sizeof(e->message), "%.200s: %.600s", what, e->api ? api->message : strerror(-r));
+        return r;
+}
+
+static json_object *json_from_text(const char *text) {
+        return text ? json_tokener_parse(text) : NULL;
+}
+
+/* bytes as "key" (UTF-8 text) or "key_b64" */
+static int add_bytes(json_object *o, const char *key, const char *p, size_t n) {
+        bool valid = true;
+        size_t ok = utf8_valid_prefix(p, n, &valid);
+        char k[64];
+        Buf b = {};
+        int r;
+
+        if (valid && ok == n)
+                return json_object_object_add(o, key, json_object_new_string_len(p, (int) n));
+        snprintf(k, sizeof(k), "%s_b64", key);
+        r = base64_encode(&b, p, n);
+        if (r >= 0)
+                r = json_object_object_add(o, k, json_object_new_string_len(b.data ?: "", (int) b.len));
+        buf_done(&b);
+        return r;
+}
+
+/* The first max bytes of a stream (cut at a character boundary), with what was left out. */
+static void add_output(json_object *data, json_object *trunc, const char *name, const char *p, size_t kept,
+                       uint64_t total, bool kept_truncated, size_t max) {
+        size_t n = MIN(kept, max);
+        json_object *t;
+        bool valid = true;
+
+        if (n < kept) {
+                size_t ok = utf8_valid_prefix(p, n, &valid);
+                if (valid)
+                        n = ok;
+        }
+        add_bytes(data, name, p, n);
+        t = json_object_new_object();
+        json_object_object_add(t, "truncated", json_object_new_boolean(n < kept || kept_truncated));
+        json_object_object_add(t, "total_bytes", json_object_new_int64((int64_t) total));
+        json_object_object_add(t, "returned_bytes", json_object_new_int64((int64_t) n));
+        /* what sandboxd itself kept (OutputMax=): past it nothing can be read back */
+        json_object_object_add(t, "kept_bytes", json_object_new_int64((int64_t) kept));
+        json_object_object_add(t, "sandboxd_truncated", json_object_new_boolean(kept_truncated));
+        json_object_object_add(trunc, name, t);
+}
+
+static json_object *result_data(const sandboxd_result *r, const char *session, size_t max) {
+        json_object *d = json_object_new_object(), *trunc = json_object_new_object(), *usage = json_object_new_object();
+
+        json_object_object_add(d, "session_id", json_object_new_string(session));
+        json_object_object_add(d, "request_id", json_object_new_string(r->request_id ?: ""));
+        json_object_object_add(d, "status", json_object_new_string(sandboxd_status_to_string(r->status) ?: "unknown"));
+        json_object_object_add(d, "exit_code", r->exit_code >= 0 ? json_object_new_int(r->exit_code) : NULL);
+        json_object_object_add(d, "signal", r->signal_name ? json_object_new_string(r->signal_name) : NULL);
+        json_object_object_add(d, "reason", r->reason ? json_object_new_string(r->reason) : NULL);
+        json_object_object_add(d, "duration_ms", json_object_new_int64((int64_t) r->duration_ms));
+        json_object_object_add(usage, "cpu_usec", json_object_new_int64((int64_t) r->cpu_usec));
+        json_object_object_add(usage, "memory_bytes", json_object_new_int64((int64_t) r->memory_bytes));
+        json_object_object_add(usage, "tasks", json_object_new_int64((int64_t) r->tasks));
+        json_object_object_add(d, "usage", usage);
+        add_output(d, trunc, "stdout", r->stdout_data ?: "", r->stdout_size, r->stdout_bytes, r->stdout_truncated, max);
+        add_output(d, trunc, "stderr", r->stderr_data ?: "", r->stderr_size, r->stderr_bytes, r->stderr_truncated, max);
+        json_object_object_add(d, "truncation", trunc);
+        return d;
+}
+
+/* --- argument helpers --------------------------------------------------------------------- */
+
+static int arg_string(json_object *args, const char *key, bool required, const char **ret, ToolError *e) {
+        json_object *v;
+
+        *ret = NULL;
+        if (!json_object_object_get_ex(args, key, &v) || json_object_is_type(v, json_type_null)) {
+                if (required)
+                        return tool_fail(e, "invalid", "Missing argument '%s'.", key);
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return tool_fail(e, "invalid", "Argument '%s' must be a string.", key);
+        *ret = json_object_get_string(v);
+        return 0;
+}
+
+static int arg_uint(json_object *args, const char *key, uint64_t *ret, ToolError *e) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(args, key, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+                return tool_fail(e, "invalid", "Argument '%s' must be a non-negative integer.", key);
+        *ret = (uint64_t) json_object_get_int64(v);
+        return 1;
+}
+
+static int arg_session(json_object *args, const char **ret, ToolError *e) {
+        int r = arg_string(args, "session_id", true, ret, e);
+
+        if (r >= 0 && !session_id_looks_valid(*ret))
+                return tool_fail(e, "invalid", "'%s' is not a session id (16 hex digits).", *ret);
+        return r;
+}
+
+static int check_args(json_object *args, const char *const *allowed, ToolError *e) {
+        json_object_object_foreach(args, key, val) {
+                bool ok = false;
+                (void) val;
+                for (const char *const *a = allowed; *a; a++)
+                        if (streq(key, *a))
+                                ok = true;
+                if (!ok)
+                        return tool_fail(e, "invalid", "Unknown argument '%s'.", key);
+        }
+        return 0;
+}
+
+/* --- tools -------------------------------------------------------------------------------- */
+
+static int scope_of(Mcp *m, json_object *args, const char **ret_user, const char **ret_ws, ToolError *e) {
+        const char *user, *ws;
+        int r;
+
+        r = arg_string(args, "user", false, &user, e);
+        if (r >= 0)
+                r = arg_string(args, "workspace", false, &ws, e);
+        if (r < 0)
+                return r;
+        user = user ?: m->user;
+        ws = ws ?: m->workspace;
+        if (!user_name_is_valid(user))
+                return tool_fail(e, "invalid", "Invalid user name '%s': it must match ^[a-z_][a-z0-9_-]{0,31}$.", user);
+        if (!workspace_name_is_valid(ws))
+                return tool_fail(e, "invalid", "Invalid workspace name '%s': it must match ^[a-z0-9_-]{1,64}$.", ws);
+        *ret_user = user;
+        *ret_ws = ws;
+        return 0;
+}
+
+static int tool_create_session(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "user", "workspace", "memory_max", "cpu_quota", "tasks_max", "ttl_s",
+                                               NULL };
+        _cleanup_(json_object_putp) json_object *opts = json_object_new_object(), *limits = json_object_new_object();
+        const char *user, *ws, *mem;
+        sandboxd_session *s = NULL;
+        bool created = false;
+        uint64_t u;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = scope_of(m, args, &user, &ws, e);
+        if (r >= 0)
+                r = arg_string(args, "memory_max", false, &mem, e);
+        if (r < 0)
+                return r;
+        if (mem)
+                json_object_object_add(limits, "memory_max", json_object_new_string(mem));
+        if ((r = arg_uint(args, "cpu_quota", &u, e)) < 0)
+                return r;
+        if (r > 0)
+                json_object_object_add(limits, "cpu_quota", json_object_new_int64((int64_t) u));
+        if ((r = arg_uint(args, "tasks_max", &u, e)) < 0)
+                return r;
+        if (r > 0)
+                json_object_object_add(limits, "tasks_max", json_object_new_int64((int64_t) u));
+        if ((r = arg_uint(args, "ttl_s", &u, e)) < 0)
+                return r;
+        if (r > 0)
+                json_object_object_add(opts, "ttl_s", json_object_new_int64((int64_t) u));
+        if (json_object_object_length(limits) > 0)
+                json_object_object_add(opts, "limits", json_object_get(limits));
+
+        r = m->backend->ops->session_create(m->backend, user, ws, json_object_to_json_string(opts), &s, &created);
+        if (r < 0)
+                return tool_fail_backend(m, e, r, "Creating the session failed");
+        *ret = json_from_text(s->json);
+        if (*ret)
+                json_object_object_add(*ret, "created", json_object_new_boolean(created));
+        sandboxd_session_free(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int tool_list_sessions(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "user", NULL };
+        sandboxd_session **list = NULL;
+        const char *user;
+        json_object *arr;
+        size_t n = 0;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_string(args, "user", false, &user, e);
+        if (r < 0)
+                return r;
+        r = m->backend->ops->session_list(m->backend, user, &list, &n);
+        if (r < 0)
+                return tool_fail_backend(m, e, r, "Listing sessions failed");
+        *ret = json_object_new_object();
+        arr = json_object_new_array();
+        for (size_t i = 0; i < n; i++)
+                json_object_array_add(arr, json_from_text(list[i]->json));
+        json_object_object_add(*ret, "sessions", arr);
+        sandboxd_session_list_free(list);
+        return 0;
+}
+
+static int exec_spec_from_args(json_object *args, ExecSpec *spec, size_t *ret_max, ToolError *e) {
+        json_object *argv = NULL, *env = NULL;
+        const char *command, *cwd, *in;
+        uint8_t rnd[8];
+        uint64_t u;
+        int r;
+
+        *spec = (ExecSpec) {};
+        *ret_max = arg_max_output;
+        r = arg_string(args, "command", false, &command, e);
+        if (r >= 0)
+                r = arg_string(args, "cwd", false, &cwd, e);
+        if (r >= 0)
+                r = arg_string(args, "stdin", false, &in, e);
+        if (r < 0)
+                return r;
+        json_object_object_get_ex(args, "argv", &argv);
+        if (argv && json_object_is_type(argv, json_type_null))
+                argv = NULL;
+        if (!!argv == !!command)
+                return tool_fail(e, "invalid", "Give either argv (a list of strings) or command (a shell command line).");
+        if (argv) {
+                size_t n;
+
+                if (!json_object_is_type(argv, json_type_array) || (n = json_object_array_length(argv)) == 0)
+                        return tool_fail(e, "invalid", "argv must be a non-empty list of strings.");
+                spec->argv = calloc(n + 1, sizeof(char *));
+                if (!spec->argv)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++) {
+                        json_object *a = json_object_array_get_idx(argv, i);
+                        if (!json_object_is_type(a, json_type_string))
+                                return tool_fail(e, "invalid", "argv must be a non-empty list of strings.");
+                        if (!(spec->argv[i] = strdup(json_object_get_string(a))))
+                                return -ENOMEM;
+                }
+        } else {
+                spec->argv = calloc(4, sizeof(char *));
+                if (!spec->argv || !(spec->argv[0] = strdup("/bin/sh")) || !(spec->argv[1] = strdup("-c")) ||
+                    !(spec->argv[2] = strdup(command)))
+                        return -ENOMEM;
+        }
+        if (cwd && !(spec->cwd = strdup(cwd)))
+                return -ENOMEM;
+        if (json_object_object_get_ex(args, "env", &env) && !json_object_is_type(env, json_type_null)) {
+                size_t i = 0;
+
+                if (!json_object_is_type(env, json_type_object))
+                        return tool_fail(e, "invalid", "env must be an object of strings.");
+                spec->env = calloc((size_t) json_object_object_length(env) + 1, sizeof(char *));
+                if (!spec->env)
+                        return -ENOMEM;
+                json_object_object_foreach(env, key, val) {
+                        if (!json_object_is_type(val, json_type_string))
+                                return tool_fail(e, "invalid", "env must be an object of strings.");
+                        if (asprintf(&spec->env[i++], "%s=%s", key, json_object_get_string(val)) < 0) {
+                                spec->env[i - 1] = NULL;
+                                return -ENOMEM;
+                        }
+                }
+        }
+        if (in) {
+                spec->stdin_data = strdup(in);
+                if (!spec->stdin_data)
+                        return -ENOMEM;
+                spec->stdin_size = strlen(in);
+                spec->has_stdin = true;
+        }
+        if ((r = arg_uint(args, "timeout_ms", &u, e)) < 0)
+                return r;
+        if (r > 0)
+                spec->timeout_ms = u;
+        if ((r = arg_uint(args, "max_output_bytes", &u, e)) < 0)
+                return r;
+        if (r > 0)
+                *ret_max = (size_t) MIN(u, (uint64_t) SIZE_MAX / 2);
+        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+                return -errno;
+        if (asprintf(&spec->request_id, "mcp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                     rnd[5], rnd[6], rnd[7]) < 0) {
+                spec->request_id = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int exec_in(Mcp *m, const char *session, json_object *args, json_object **ret, ToolError *e) {
+        ExecSpec spec;
+        sandboxd_result *res = NULL;
+        _cleanup_free_ char *rid = NULL;
+        size_t max;
+        int r;
+
+        r = exec_spec_from_args(args, &spec, &max, e);
+        if (r == -ENOMEM)
+                r = tool_fail(e, "local", "Out of memory.");
+        if (r < 0)
+                goto finish;
+        /* started, then waited for: the snapshot carries the kept output and what was cut */
+        r = m->backend->ops->exec_start(m->backend, session, &spec, &rid);
+        if (r < 0) {
+                r = tool_fail_backend(m, e, r, "Starting the command failed");
+                goto finish;
+        }
+        r = m->backend->ops->command_wait(m->backend, session, rid, 0, &res);
+        if (r < 0) {
+                r = tool_fail_backend(m, e, r, "Waiting for the command failed");
+                goto finish;
+        }
+        *ret = result_data(res, session, max);
+        sandboxd_result_free(res);
+finish:
+        exec_spec_done(&spec);
+        return r;
+}
+
+static int tool_exec(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", "argv", "command", "cwd", "env", "stdin", "timeout_ms",
+                                               "max_output_bytes", NULL };
+        const char *session;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r < 0)
+                return r;
+        return exec_in(m, session, args, ret, e);
+}
+
+static int tool_run(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "user", "workspace", "argv", "command", "cwd", "env", "stdin",
+                                               "timeout_ms", "max_output_bytes", NULL };
+        _cleanup_(json_object_putp) json_object *rest = NULL;
+        sandboxd_session *s = NULL;
+        const char *user, *ws;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = scope_of(m, args, &user, &ws, e);
+        if (r < 0)
+                return r;
+        r = m->backend->ops->session_create(m->backend, user, ws, NULL, &s, NULL);
+        if (r < 0)
+                return tool_fail_backend(m, e, r, "Getting the session failed");
+        /* the command's arguments without the scope */
+        rest = json_object_new_object();
+        json_object_object_foreach(args, key, val)
+                if (!streq(key, "user") && !streq(key, "workspace"))
+                        json_object_object_add(rest, key, json_object_get(val));
+        r = exec_in(m, s->id, rest, ret, e);
+        sandboxd_session_free(s);
+        return r;
+}
+
+static int tool_read_file(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", "path", "max_bytes", NULL };
+        const char *session, *path;
+        _cleanup_free_ char *data = NULL;
+        uint64_t max = 1024 * 1024;
+        size_t n = 0;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r >= 0)
+                r = arg_string(args, "path", true, &path, e);
+        if (r >= 0)
+                r = arg_uint(args, "max_bytes", &max, e);
+        if (r < 0)
+                return r;
+        r = m->backend->ops->file_read(m->backend, session, path, (size_t) MAX(max, 1u), &data, &n);
+        if (r == -EFBIG)
+                return tool_fail(e, "too_large", "%s is larger than max_bytes (%llu); read it in parts with sandbox_exec "
+                                                 "(head -c, tail -c) or raise max_bytes.",
+                                 path, (unsigned long long) max);
+        if (r < 0)
+                return tool_fail_backend(m, e, r, "Reading the file failed");
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "path", json_object_new_string(path));
+        json_object_object_add(*ret, "size", json_object_new_int64((int64_t) n));
+        add_bytes(*ret, "content", data, n);
+        return 0;
+}
+
+static int tool_write_file(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", "path", "content", "encoding", NULL };
+        const char *session, *path, *content, *encoding;
+        Buf b = {};
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r >= 0)
+                r = arg_string(args, "path", true, &path, e);
+        if (r >= 0)
+                r = arg_string(args, "content", true, &content, e);
+        if (r >= 0)
+                r = arg_string(args, "encoding", false, &encoding, e);
+        if (r < 0)
+                return r;
+        if (encoding && streq(encoding, "base64")) {
+                if (base64_decode(content, strlen(content), &b) < 0)
+                        return tool_fail(e, "invalid", "content is not valid base64.");
+        } else if (encoding && !streq(encoding, "utf8"))
+                return tool_fail(e, "invalid", "encoding must be utf8 or base64.");
+        else if (buf_puts(&b, content) < 0)
+                return -ENOMEM;
+        r = m->backend->ops->file_write(m->backend, session, path, b.data ?: "", b.len);
+        if (r < 0) {
+                buf_done(&b);
+                return tool_fail_backend(m, e, r, "Writing the file failed");
+        }
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "path", json_object_new_string(path));
+        json_object_object_add(*ret, "bytes", json_object_new_int64((int64_t) b.len));
+        buf_done(&b);
+        return 0;
+}
+
+static const char *file_type_name(sandboxd_file_type t) {
+        return t == SANDBOXD_FILE_REGULAR     ? "file"
+               : t == SANDBOXD_FILE_DIRECTORY ? "dir"
+               : t == SANDBOXD_FILE_SYMLINK   ? "symlink"
+                                              : "other";
+}
+
+static int tool_list_files(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", "path", NULL };
+        sandboxd_file_info **list = NULL;
+        const char *session, *path;
+        bool truncated = false;
+        json_object *arr;
+        size_t n = 0;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r >= 0)
+                r = arg_string(args, "path", false, &path, e);
+        if (r < 0)
+                return r;
+        path = path ?: "";
+        r = m->backend->ops->file_list(m->backend, session, path, &list, &n, &truncated);
+        if (r < 0)
+                return tool_fail_backend(m, e, r, "Listing the directory failed");
+        *ret = json_object_new_object();
+        arr = json_object_new_array();
+        for (size_t i = 0; i < n; i++) {
+                json_object *f = json_object_new_object();
+                char mode[8];
+
+                snprintf(mode, sizeof(mode), "%04o", list[i]->mode);
+                add_bytes(f, "name", list[i]->name ?: "", strlen(list[i]->name ?: ""));
+                json_object_object_add(f, "type", json_object_new_string(file_type_name(list[i]->type)));
+                json_object_object_add(f, "size", json_object_new_int64((int64_t) list[i]->size));
+                json_object_object_add(f, "mode", json_object_new_string(mode));
+                json_object_object_add(f, "mtime_usec", json_object_new_int64((int64_t) list[i]->mtime_usec));
+                json_object_array_add(arr, f);
+        }
+        json_object_object_add(*ret, "path", json_object_new_string(path));
+        json_object_object_add(*ret, "entries", arr);
+        json_object_object_add(*ret, "truncated", json_object_new_boolean(truncated));
+        sandboxd_file_info_list_free(list);
+        return 0;
+}
+
+static int tool_close_session(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", "purge", NULL };
+        sandboxd_session *s = NULL;
+        const char *session;
+        json_object *v;
+        bool purge = false;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r < 0)
+                return r;
+        if (json_object_object_get_ex(args, "purge", &v)) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return tool_fail(e, "invalid", "purge must be true or false.");
+                purge = json_object_get_boolean(v);
+        }
+        r = m->backend->ops->session_close(m->backend, session, purge, &s);
+        if (r < 0)
+                return tool_fail_backend(m, e, r, "Closing the session failed");
+        *ret = json_from_text(s->json);
+        sandboxd_session_free(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static const struct {
+        const char *name;
+        int (*run)(Mcp *m, json_object *args, json_object **ret, ToolError *e);
+} tools[] = {
+        { "sandbox_create_session", tool_create_session },
+        { "sandbox_list_sessions", tool_list_sessions },
+        { "sandbox_exec", tool_exec },
+        { "sandbox_run", tool_run },
+        { "sandbox_read_file", tool_read_file },
+        { "sandbox_write_file", tool_write_file },
+        { "sandbox_list_files", tool_list_files },
+        { "sandbox_close_session", tool_close_session },
+};
+
+/* --- JSON-RPC ----------------------------------------------------------------------------- */
+
+static void send_message(json_object *msg) {
+        /* one line each: PLAIN never puts a newline inside */
+        fputs(json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+}
+
+static void send_result(json_object *id, json_object *result) {
+        json_object *msg = json_object_new_object();
+
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(msg, "id", json_object_get(id));
+        json_object_object_add(msg, "result", result);
+        send_message(msg);
+        json_object_put(msg);
+}
+
+static void send_error(json_object *id, int code, const char *message) {
+        json_object *msg = json_object_new_object(), *err = json_object_new_object();
+
+        json_object_object_add(err, "code", json_object_new_int(code));
+        json_object_object_add(err, "message", json_object_new_string(message));
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(msg, "id", id ? json_object_get(id) : NULL);
+        json_object_object_add(msg, "error", err);
+        send_message(msg);
+        json_object_put(msg);
+}
+
+static json_object *handle_initialize(Mcp *m, json_object *params) {
+        json_object *res = json_object_new_object(), *caps = json_object_new_object(), *tools_cap = json_object_new_object(),
+                    *info = json_object_new_object(), *v;
+        const char *version = MCP_LATEST_VERSION;
+
+        /* answer with the client's version when we speak it, else ours (the client decides) */
+        if (params && json_object_object_get_ex(params, "protocolVersion", &v) && json_object_is_type(v, json_type_string))
+                for (size_t i = 0; i < ELEMENTSOF(mcp_versions); i++)
+                        if (streq(json_object_get_string(v), mcp_versions[i]))
+                                version = mcp_versions[i];
+        json_object_object_add(tools_cap, "listChanged", json_object_new_boolean(false));
+        json_object_object_add(caps, "tools", tools_cap);
+        json_object_object_add(info, "name", json_object_new_string("sandboxctl"));
+        json_object_object_add(info, "version", json_object_new_string(PROJECT_VERSION));
+        json_object_object_add(res, "protocolVersion", json_object_new_string(version));
+        json_object_object_add(res, "capabilities", caps);
+        json_object_object_add(res, "serverInfo", info);
+        json_object_object_add(res, "instructions",
+                               json_object_new_string("Run commands in sandboxes (systemd units with a dynamic user, "
+                                                      "no network, resource limits). Create a session, or use "
+                                                      "sandbox_run for the default one; files persist in its workspace. "
+                                                      "Every tool returns {ok, data} or {ok:false, error}."));
+        return res;
+}
+
+static json_object *handle_tools_list(void) {
+        json_object *res = json_object_new_object();
+
+        json_object_object_add(res, "tools", json_tokener_parse(tools_json));
+        return res;
+}
+
+static json_object *tool_result(json_object *data, const ToolError *e) {
+        json_object *res = json_object_new_object(), *content = json_object_new_array(), *text = json_object_new_object(),
+                    *body = json_object_new_object();
+
+        json_object_object_add(body, "ok", json_object_new_boolean(!e));
+        if (e) {
+                json_object *err = json_object_new_object();
+                json_object_object_add(err, "kind", json_object_new_string(e->kind ?: "local"));
+                json_object_object_add(err, "message", json_object_new_string(e->message));
+                if (e->api && e->api->code[0])
+                        json_object_object_add(err, "code", json_object_new_string(e->api->code));
+                if (e->api && e->api->http_status > 0)
+                        json_object_object_add(err, "http_status", json_object_new_int((int) e->api->http_status));
+                json_object_object_add(body, "error", err);
+        } else
+                json_object_object_add(body, "data", data);
+
+        json_object_object_add(text, "type", json_object_new_string("text"));
+        json_object_object_add(text, "text", json_object_new_string(json_object_to_json_string_ext(
+                                                     body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+        json_object_array_add(content, text);
+        json_object_object_add(res, "content", content);
+        json_object_object_add(res, "structuredContent", body);
+        json_object_object_add(res, "isError", json_object_new_boolean(!!e));
+        return res;
+}
+
+static void handle_tools_call(Mcp *m, json_object *id, json_object *params) {
+        _cleanup_(json_object_putp) json_object *empty = json_object_new_object();
+        json_object *name = NULL, *args = NULL, *data = NULL;
+        ToolError e = {};
+        int r;
+
+        if (!params || !json_object_object_get_ex(params, "name", &name) || !json_object_is_type(name, json_type_string))
+                return send_error(id, JSONRPC_INVALID_PARAMS, "tools/call needs a tool name.");
+        if (!json_object_object_get_ex(params, "arguments", &args) || json_object_is_type(args, json_type_null))
+                args = empty;
+        if (!json_object_is_type(args, json_type_object))
+                return send_error(id, JSONRPC_INVALID_PARAMS, "The tool's arguments must be an object.");
+
+        for (size_t i = 0; i < ELEMENTSOF(tools); i++)
+                if (streq(json_object_get_string(name), tools[i].name)) {
+                        r = tools[i].run(m, args, &data, &e);
+                        if (r < 0 && !e.kind)
+                                tool_fail(&e, "local", "%s", strerror(-r));
+                        return send_result(id, tool_result(data, r < 0 ? &e : NULL));
+                }
+        send_error(id, JSONRPC_INVALID_PARAMS, "Unknown tool.");
+}
+
+static void handle_message(Mcp *m, const char *line, size_t n) {
+        _cleanup_(json_object_putp) json_object *msg = NULL;
+        json_object *id = NULL, *method = NULL, *params = NULL;
+        enum json_tokener_error err;
+        const char *name;
+
+        msg = json_tokener_parse_verbose(line, &err);
+        if (!msg)
+                return send_error(NULL, JSONRPC_PARSE_ERROR, "Parse error.");
+        if (!json_object_is_type(msg, json_type_object))
+                return send_error(NULL, JSONRPC_INVALID_REQUEST, "Send one JSON-RPC object a line (no batches).");
+        json_object_object_get_ex(msg, "id", &id);
+        json_object_object_get_ex(msg, "params", &params);
+        if (!json_object_object_get_ex(msg, "method", &method)) {
+                /* a response to us: we send no requests, so there is nothing to match */
+                return;
+        }
+        if (!json_object_is_type(method, json_type_string))
+                return send_error(id, JSONRPC_INVALID_REQUEST, "method must be a string.");
+        name = json_object_get_string(method);
+        if (!id) {
+                /* notifications (initialized, cancelled, ...): nothing to answer */
+                log_debug("MCP notification %s", name);
+                return;
+        }
+        if (streq(name, "initialize"))
+                send_result(id, handle_initialize(m, params));
+        else if (streq(name, "ping"))
+                send_result(id, json_object_new_object());
+        else if (streq(name, "tools/list"))
+                send_result(id, handle_tools_list());
+        else if (streq(name, "tools/call"))
+                handle_tools_call(m, id, params);
+        else
+                send_error(id, JSONRPC_METHOD_NOT_FOUND, "Method not found.");
+}
+
+int verb_mcp(int argc, char *argv[]) {
+        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        Mcp m = {};
+        int r;
+
+        r = default_scope(&m.user, &m.workspace);
+        if (r < 0)
+                return r;
+        if (!arg_workspace)
+                m.workspace = "mcp";
+        r = connect_backend(&b);
+        if (r < 0)
+                return r;
+        m.backend = b;
+        /* the protocol owns stdout; everything else goes to stderr */
+        (void) signal(SIGPIPE, SIG_IGN);
+        while ((n = getline(&line, &cap, stdin)) >= 0) {
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                        line[--n] = 0;
+                if (n == 0)
+                        continue;
+                handle_message(&m, line, (size_t) n);
+        }
+        return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "backend.h"
+#include "macro.h"
+
+/* Exit statuses of exec, run and attach besides the command's own (see sandboxctl(1)) */
+#define EXIT_SANDBOXCTL_FAILED 125 /* sandboxctl or sandboxd failed: nothing (more) was learnt */
+
+/* Options (the arg_ globals of a one-shot tool). */
+extern bool arg_json;
+extern const char *arg_url;
+extern const char *arg_key;
+extern bool arg_quiet;
+extern char **arg_env;
+extern const char *arg_cwd;
+extern uint64_t arg_timeout_ms;
+extern const char *arg_request_id;
+extern bool arg_stdin;
+extern const char *arg_user;
+extern const char *arg_workspace;
+extern bool arg_purge;
+extern bool arg_rm;
+extern uint64_t arg_offset;
+extern bool arg_recursive;
+extern int arg_progress; /* -1 auto (stderr is a terminal), 0 no, 1 yes */
+extern const char *arg_memory_max;
+extern const char *arg_cpu_quota;
+extern const char *arg_tasks_max;
+extern uint64_t arg_ttl_s;
+extern int arg_drain; /* 1 start, 0 cancel, -1 show */
+extern size_t arg_max_output;
+
+/* Connects as the options say (--url/--key, SANDBOXD_URL/SANDBOXD_KEY). */
+int connect_backend(Backend **ret);
+
+/* Logs "what: why" from the backend's last error, returns r. */
+int log_backend_error(Backend *b, int r, const char *what, ...) _printf_(3, 4);
+
+/* Prints a JSON text followed by a newline (pretty when stdout is a terminal). */
+void print_json_text(const char *json);
+
+bool session_id_looks_valid(const char *s);
+char *format_bytes(uint64_t n, char buf[static 32]);
+char *format_timestamp(uint64_t usec, char buf[static 64]);
+
+/* Verbs: each returns an exit status (>= 0) or a negative errno (exit status 1). */
+int verb_create(int argc, char *argv[]);
+int verb_list(int argc, char *argv[]);
+int verb_show(int argc, char *argv[]);
+int verb_remove(int argc, char *argv[]);
+int verb_freeze(int argc, char *argv[]);
+int verb_thaw(int argc, char *argv[]);
+int verb_exec(int argc, char *argv[]);
+int verb_run(int argc, char *argv[]);
+int verb_attach(int argc, char *argv[]);
+int verb_signal(int argc, char *argv[]);
+int verb_cp(int argc, char *argv[]);
+int verb_health(int argc, char *argv[]);
+int verb_drain(int argc, char *argv[]);
+int verb_mcp(int argc, char *argv[]);
+
+/* run's default scope: --user (or the caller's user name), --workspace (or "default") */
+int default_scope(const char **ret_user, const char **ret_workspace);

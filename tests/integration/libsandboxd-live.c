@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libsandboxd against a running sandboxd, through its public header and shared library
+ * only, as a program that uses it would. Run by test_libsandboxd.py:
+ *
+ *   libsandboxd-live URL USER WORKSPACE     (URL "" for the local unix socket)
+ *
+ * Prints one line per check; exits 0 when all passed. */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libsandboxd.h"
+
+static int failed;
+
+#define CHECK(expr)                                                                               \
+        do {                                                                                      \
+                if (!(expr)) {                                                                    \
+                        failed++;                                                                 \
+                        fprintf(stderr, "FAIL %s:%d: %s (last error: %s %s)\n", __FILE__, __LINE__, #expr, \
+                                sandboxd_error_kind_to_string(sandboxd_client_last_error(c)->kind), \
+                                sandboxd_client_last_error(c)->message);                        \
+                }                                                                                 \
+        } while (0)
+
+typedef struct Collected {
+        char out[4096], err[4096];
+        size_t n_out, n_err;
+        unsigned accepted, exits, events;
+        uint64_t offset_after_first_output;
+} Collected;
+
+static int collect(sandboxd_client *c, const sandboxd_event *ev, void *userdata) {
+        Collected *col = userdata;
+
+        col->events++;
+        switch (ev->type) {
+        case SANDBOXD_EVENT_ACCEPTED:
+                col->accepted++;
+                break;
+        case SANDBOXD_EVENT_STDOUT:
+                if (col->n_out == 0)
+                        col->offset_after_first_output = ev->offset;
+                memcpy(col->out + col->n_out, ev->data, ev->size);
+                col->n_out += ev->size;
+                break;
+        case SANDBOXD_EVENT_STDERR:
+                memcpy(col->err + col->n_err, ev->data, ev->size);
+                col->n_err += ev->size;
+                break;
+        case SANDBOXD_EVENT_EXIT:
+                col->exits++;
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+static int stop_at_first_output(sandboxd_client *c, const sandboxd_event *ev, void *userdata) {
+        return ev->type == SANDBOXD_EVENT_STDOUT ? -ECANCELED : 0;
+}
+
+int main(int argc, char *argv[]) {
+        const char *argv1[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
+        const char *argv2[] = { "sh", "-c", "echo first; sleep 1; echo second", NULL };
+        const char *argv3[] = { "sleep", "60", NULL };
+        sandboxd_client *c = NULL;
+        sandboxd_session *s = NULL, *s2 = NULL, **list = NULL;
+        sandboxd_result *res = NULL;
+        sandboxd_exec *e = NULL;
+        Collected col = {};
+        char *rid = NULL, *json = NULL;
+        bool created = false;
+        size_t n = 0;
+        int r;
+
+        if (argc != 4) {
+                fprintf(stderr, "usage: %s URL USER WORKSPACE\n", argv[0]);
+                return 2;
+        }
+        r = sandboxd_client_new(argv[1][0] ? argv[1] : NULL, getenv("SANDBOXD_KEY"), &c);
+        if (r < 0) {
+                fprintf(stderr, "sandboxd_client_new: %s\n", strerror(-r));
+                return 1;
+        }
+
+        /* health */
+        CHECK(sandboxd_health(c, &json) == 0 && strstr(json, "\"status\""));
+        free(json);
+
+        /* sessions */
+        CHECK(sandboxd_session_create(c, argv[2], argv[3], "{\"ttl_s\":600}", &s, &created) == 0);
+        if (!s)
+                return 1;
+        CHECK(created && strlen(s->id) == 16 && strcmp(s->state, "active") == 0 && s->ttl_s == 600);
+        CHECK(sandboxd_session_create(c, argv[2], argv[3], NULL, &s2, &created) == 0 && !created &&
+              strcmp(s2->id, s->id) == 0);
+        sandboxd_session_free(s2);
+        CHECK(sandboxd_session_get(c, s->id, &s2) == 0 && strcmp(s2->user, argv[2]) == 0 && s2->json);
+        sandboxd_session_free(s2);
+        CHECK(sandboxd_session_list(c, argv[2], &list, &n) == 0 && n == 1 && strcmp(list[0]->id, s->id) == 0);
+        sandboxd_session_list_free(list);
+        CHECK(sandboxd_session_touch(c, s->id) == 0);
+
+        /* typed errors */
+        CHECK(sandboxd_session_get(c, "0123456789abcdef", &s2) == -ENOENT);
+        CHECK(sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_NOT_FOUND &&
+              sandboxd_client_last_error(c)->http_status == 404 &&
+              strcmp(sandboxd_client_last_error(c)->code, "not_found") == 0);
+        CHECK(sandboxd_session_create(c, "Bad User", "w", NULL, &s2, NULL) == -EINVAL);
+        CHECK(sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_INVALID &&
+              sandboxd_client_last_error(c)->message[0]);
+
+        /* exec, streaming */
+        CHECK(sandboxd_exec_new(&e) == 0);
+        CHECK(sandboxd_exec_set_argv(e, argv1) == 0 && sandboxd_exec_set_request_id(e, "lib-1") == 0);
+        CHECK(sandboxd_exec_run(c, s->id, e, collect, &col, &res) == 0);
+        CHECK(res && res->status == SANDBOXD_STATUS_FAILED && res->exit_code == 3 &&
+              sandboxd_result_exit_status(res) == 3 && strcmp(res->request_id, "lib-1") == 0);
+        CHECK(col.accepted == 1 && col.exits == 1);
+        CHECK(col.n_out == 4 && memcmp(col.out, "out\n", 4) == 0 && col.n_err == 4 && memcmp(col.err, "err\n", 4) == 0);
+        sandboxd_result_free(res);
+        res = NULL;
+
+        /* the same request id again: the first command, not a second one */
+        memset(&col, 0, sizeof(col));
+        CHECK(sandboxd_exec_run(c, s->id, e, collect, &col, &res) == 0 && res->exit_code == 3);
+        sandboxd_result_free(res);
+        res = NULL;
+
+        /* result recovery: the snapshot */
+        CHECK(sandboxd_command_get(c, s->id, "lib-1", &res) == 0 && res->terminal && res->stdout_size == 4 &&
+              memcmp(res->stdout_data, "out\n", 4) == 0 && res->stdout_bytes == 4 && res->events_bytes > 0);
+        sandboxd_result_free(res);
+        res = NULL;
+
+        /* stopped by the callback, then re-attached where it stopped */
+        sandboxd_exec_free(e);
+        CHECK(sandboxd_exec_new(&e) == 0 && sandboxd_exec_set_argv(e, argv2) == 0 &&
+              sandboxd_exec_set_request_id(e, "lib-2") == 0);
+        CHECK(sandboxd_exec_run(c, s->id, e, stop_at_first_output, NULL, &res) == -ECANCELED);
+        CHECK(sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_CANCELLED);
+        memset(&col, 0, sizeof(col));
+        CHECK(sandboxd_command_attach(c, s->id, "lib-2", 0, collect, &col, &res) == 0);
+        CHECK(col.n_out == strlen("first\nsecond\n") && memcmp(col.out, "first\nsecond\n", col.n_out) == 0);
+        sandboxd_result_free(res);
+        res = NULL;
+        {
+                uint64_t off = col.offset_after_first_output;
+                memset(&col, 0, sizeof(col));
+                CHECK(sandboxd_command_attach(c, s->id, "lib-2", off, collect, &col, &res) == 0);
+                CHECK(col.accepted == 0 && col.n_out == 7 && memcmp(col.out, "second\n", 7) == 0);
+                sandboxd_result_free(res);
+                res = NULL;
+        }
+        CHECK(sandboxd_command_attach(c, s->id, "lib-2", 1 << 30, collect, &col, &res) == -ERANGE);
+
+        /* started without waiting, then waited for; signalled */
+        sandboxd_exec_free(e);
+        CHECK(sandboxd_exec_new(&e) == 0 && sandboxd_exec_set_argv(e, argv3) == 0);
+        CHECK(sandboxd_exec_start(c, s->id, e, &rid) == 0 && rid);
+        CHECK(sandboxd_command_wait(c, s->id, rid, 300 * 1000, &res) == -ETIMEDOUT);
+        CHECK(sandboxd_command_signal(c, s->id, rid, SIGTERM) == 0);
+        CHECK(sandboxd_command_wait(c, s->id, rid, 30 * 1000000ULL, &res) == 0 &&
+              res->status == SANDBOXD_STATUS_SIGNALED && res->signal == SIGTERM &&
+              sandboxd_result_exit_status(res) == 128 + SIGTERM);
+        sandboxd_result_free(res);
+        res = NULL;
+        CHECK(sandboxd_command_signal(c, s->id, rid, SIGTERM) == -EBUSY);
+        CHECK(sandboxd_command_signal(c, s->id, rid, SIGSEGV) == -EINVAL);
+        {
+                sandboxd_result **cmds = NULL;
+                CHECK(sandboxd_command_list(c, s->id, &cmds, &n) == 0 && n == 3 &&
+                      strcmp(cmds[0]->request_id, "lib-1") == 0);
+                sandboxd_result_list_free(cmds);
+        }
+        free(rid);
+        sandboxd_exec_free(e);
+
+        /* close */
+        CHECK(sandboxd_session_close(c, s->id, false, &s2) == 0 && strcmp(s2->state, "closed") == 0);
+        sandboxd_session_free(s2);
+        CHECK(sandboxd_exec_new(&e) == 0 && sandboxd_exec_set_argv(e, argv3) == 0);
+        CHECK(sandboxd_exec_run(c, s->id, e, NULL, NULL, &res) == -EBUSY &&
+              sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_CONFLICT);
+        sandboxd_exec_free(e);
+
+        sandboxd_session_free(s);
+        sandboxd_client_free(c);
+
+        /* nobody listening */
+        CHECK(sandboxd_client_new("unix:/run/no-such-sandboxd.sock", NULL, &c) == 0);
+        CHECK(sandboxd_health(c, &json) == -ENOENT && sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_TRANSPORT);
+        sandboxd_client_free(c);
+
+        printf("%s\n", failed ? "FAILED" : "ok");
+        return failed ? 1 : 0;
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// An MCP client made with the official SDK (@modelcontextprotocol/sdk): it starts
+// `sandboxctl mcp` over stdio, lists the tools, calls the ones named on the command line
+// and prints what it got as one JSON object. Run by test_mcp.py:
+//
+//   node mcp-client.mjs SDK_DIR SANDBOXCTL CALLS_JSON [ARGS_FOR_SANDBOXCTL_MCP...]
+//
+// CALLS_JSON is a list of {"name": tool, "arguments": {...}}; an argument value
+// "$session" is replaced by the session id of the last result that had one.
+
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const [sdkDir, sandboxctl, callsJson, ...mcpArgs] = process.argv.slice(2);
+// the SDK lives in the build directory, not next to this script
+const require = createRequire(path.join(path.resolve(sdkDir), "package.json"));
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+
+const transport = new StdioClientTransport({
+    command: sandboxctl,
+    args: ["mcp", ...mcpArgs],
+    env: { PATH: process.env.PATH, LANG: "C.UTF-8" },
+    stderr: "inherit",
+});
+const client = new Client({ name: "sandboxd-integration-test", version: "1.0.0" });
+await client.connect(transport);
+
+const out = {
+    server: client.getServerVersion(),
+    capabilities: client.getServerCapabilities(),
+    tools: (await client.listTools()).tools,
+    calls: [],
+};
+
+let session = null;
+for (const call of JSON.parse(callsJson)) {
+    const args = Object.fromEntries(Object.entries(call.arguments ?? {}).map(
+        ([k, v]) => [k, v === "$session" ? session : v]));
+    let result;
+    try {
+        result = await client.callTool({ name: call.name, arguments: args });
+    } catch (e) {
+        out.calls.push({ name: call.name, protocolError: { code: e.code, message: e.message } });
+        continue;
+    }
+    const text = result.content?.[0]?.text;
+    const body = text === undefined ? null : JSON.parse(text);
+    const id = body?.data?.session_id ?? (call.name === "sandbox_create_session" ? body?.data?.id : undefined);
+    if (id)
+        session = id;
+    out.calls.push({ name: call.name, isError: result.isError ?? false, body, structured: result.structuredContent });
+}
+
+await client.close();
+process.stdout.write(JSON.stringify(out) + "\n");

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""sandboxctl's command line without a sandboxd: --help, --version, usage errors, and that
+the help, the bash completion and the man page name the same verbs.
+
+usage: test-sandboxctl.py SANDBOXCTL VERSION COMPLETION MANPAGE.scd"""
+
+import os
+import re
+import subprocess
+import sys
+
+sandboxctl, version, completion, manpage = sys.argv[1:5]
+VERBS = ["create", "ls", "show", "rm", "freeze", "thaw", "exec", "run", "attach", "signal", "cp",
+         "health", "drain", "mcp"]
+failed = 0
+
+
+def check(cond, what):
+    global failed
+    if not cond:
+        failed += 1
+        print("FAIL:", what)
+    else:
+        print("ok:", what)
+
+
+def ctl(*args, env=None):
+    e = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    e.update(env or {})
+    return subprocess.run([sandboxctl] + list(args), capture_output=True, text=True, env=e, timeout=30)
+
+
+p = ctl("--version")
+check(p.returncode == 0 and p.stdout == "sandboxctl %s\n" % version and p.stderr == "",
+      "--version prints 'sandboxctl %s' (got %r, exit %d)" % (version, p.stdout, p.returncode))
+
+for flag in ("--help", "-h"):
+    p = ctl(flag)
+    check(p.returncode == 0 and p.stderr == "", "%s exits 0 quietly (exit %d, stderr %r)" % (flag, p.returncode, p.stderr))
+    for verb in VERBS:
+        check(re.search(r"^  %s\b" % verb, p.stdout, re.M), "%s describes the verb %s" % (flag, verb))
+    for opt in ("--url=", "--key=", "--json", "--version"):
+        check(opt in p.stdout, "%s describes %s" % (flag, opt))
+    check("exit" in p.stdout and "124" in p.stdout and "125" in p.stdout, "%s tells the exit statuses" % flag)
+
+p = ctl("show", "--help")
+check(p.returncode == 0 and "Usage" not in p.stderr and "exec SESSION" in p.stdout, "--help after a verb")
+
+# usage errors: status 1 and a message, or 125 for exec-like verbs (the command's own
+# statuses are theirs)
+for args, status, msg in (((), 1, "Missing command"),
+                          (("frobnicate",), 1, "Unknown command"),
+                          (("--frobnicate", "ls"), 1, "unrecognized option"),
+                          (("show",), 1, "takes at least 1 argument"),
+                          (("create", "a"), 1, "takes 2 arguments"),
+                          (("health", "extra"), 1, "takes 0 arguments"),
+                          (("exec", "not-a-session", "true"), 125, "not a session id"),
+                          (("exec", "--timeout=soon", "0123456789abcdef", "true"), 125, "Invalid --timeout"),
+                          (("--url=ftp://x", "ls"), 1, "Invalid --url"),
+                          (("create", "--memory-max=lots", "u", "w"), 1, "Invalid --memory-max"),
+                          (("signal", "0123456789abcdef", "r", "SIGSEGV"), 1, "Unknown signal")):
+    p = ctl(*args)
+    check(p.returncode == status and msg in p.stderr and p.stdout == "",
+          "sandboxctl %s: exit %d and %r (got %d, %r)" % (" ".join(args), status, msg, p.returncode, p.stderr.strip()))
+
+# nothing listening: a clear message naming where it looked
+p = ctl("ls", env={"SANDBOXD_URL": "unix:/nonexistent/sandboxd.sock"})
+check(p.returncode == 1 and "cannot reach sandboxd" in p.stderr and "/nonexistent/sandboxd.sock" in p.stderr,
+      "unreachable sandboxd is reported (%r)" % p.stderr.strip())
+
+# bash completion: verbs and options (bash-completion's helpers stubbed where it is missing)
+stub = """
+if [ -f /usr/share/bash-completion/bash_completion ]; then . /usr/share/bash-completion/bash_completion
+else
+_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
+_filedir() { COMPREPLY=($(compgen -f -- "$cur")); }
+compopt() { :; }
+fi
+. "$1"
+complete_line() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _sandboxctl; printf '%s\\n' "${COMPREPLY[@]}"; }
+"""
+def complete(*words):
+    p = subprocess.run(["bash", "-c", stub + 'complete_line "${@:2}"', "x", completion] + list(words),
+                       capture_output=True, text=True, timeout=30,
+                       env={"PATH": os.path.dirname(os.path.abspath(sandboxctl)) + ":/usr/bin:/bin",
+                            "SANDBOXD_URL": "unix:/nonexistent/sandboxd.sock"})
+    return set(p.stdout.split()), p
+
+
+got, p = complete("sandboxctl", "")
+check(got == set(VERBS), "completion offers the verbs (%r %r)" % (sorted(got), p.stderr))
+got, _ = complete("sandboxctl", "exec", "--t")
+check(got == {"--timeout="}, "completion offers exec's options (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "--js")
+check(got == {"--json"}, "completion offers global options (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "show", "")
+check(got == set(), "no session ids without a sandboxd, and no error (%r)" % sorted(got))
+
+# the man page documents every verb
+if os.path.exists(manpage):
+    text = open(manpage).read()
+    for verb in VERBS:
+        check(re.search(r"^\*%s\*" % verb, text, re.M), "sandboxctl(1) documents %s" % verb)
+else:
+    check(False, "%s exists" % manpage)
+
+print("%d failed" % failed)
+sys.exit(1 if failed else 0)
