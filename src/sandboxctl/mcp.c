@@ -73,7 +73,7 @@ static const char tools_json[] =
 "   \"max_bytes\":{\"type\":\"integer\",\"minimum\":1}},"
 "  \"required\":[\"session_id\",\"path\"],\"additionalProperties\":false}},"
 "{\"name\":\"sandbox_write_file\","
-" \"description\":\"Write (create or replace) a file in a session's workspace.\","
+" \"description\":\"Write (create or replace) a file in a session's workspace; missing parent directories are created.\","
 " \"inputSchema\":{\"type\":\"object\",\"properties\":{"
 "   \"session_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
 "   \"content\":{\"type\":\"string\"},"
@@ -535,6 +535,25 @@ static int tool_write_file(Mcp *m, json_object *args, json_object **ret, ToolErr
                 return tool_fail(e, "invalid", "encoding must be utf8 or base64.");
         else if (buf_puts(&b, content) < 0)
                 return -ENOMEM;
+        {
+                /* Agents write to paths like "src/main.py" without making "src" first:
+                 * create the parent directories, as the tool's description promises. */
+                const char *slash = strrchr(path, '/');
+
+                if (slash && slash != path) {
+                        _cleanup_free_ char *parent = strndup(path, (size_t) (slash - path));
+
+                        if (!parent) {
+                                buf_done(&b);
+                                return -ENOMEM;
+                        }
+                        r = m->backend->ops->file_mkdir(m->backend, session, parent);
+                        if (r < 0) {
+                                buf_done(&b);
+                                return tool_fail_backend(m, e, r, "Creating the parent directory failed");
+                        }
+                }
+        }
         r = m->backend->ops->file_write(m->backend, session, path, b.data ?: "", b.len);
         if (r < 0) {
                 buf_done(&b);
