@@ -126,6 +126,10 @@ static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
                                 return set_error(d, table[i].kind, table[i].err, "",
                                                  "%s is not available on the system bus (%s: %s)", BUS_NAME, e->name,
                                                  msg);
+                        if (sd_bus_error_has_names(e, ERROR_PREFIX "NoSuchSession", ERROR_PREFIX "NoSuchCommand"))
+                                /* the words of the HTTP API, then sandboxd's own */
+                                return set_error(d, table[i].kind, table[i].err, table[i].code, "No such %s (%s)",
+                                                 strstr(e->name, "Session") ? "session" : "command", msg);
                         return set_error(d, table[i].kind, table[i].err, table[i].code, "%s", msg);
                 }
         return set_error(d, SANDBOXD_ERROR_SERVER, -EPROTO, "", "%s (%s)", msg, e->name);
