@@ -65,11 +65,36 @@ static void set_ok(DbusBackend *d) {
 
 static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...)
         _printf_(5, 6);
+/* The status the HTTP API answers for the same error: callers that pass it on (the MCP
+ * server's tool errors) then look the same whatever the transport. */
+static long http_status_of(sandboxd_error_kind kind) {
+        switch (kind) {
+        case SANDBOXD_ERROR_INVALID:
+                return 400;
+        case SANDBOXD_ERROR_FORBIDDEN:
+                return 403;
+        case SANDBOXD_ERROR_NOT_FOUND:
+                return 404;
+        case SANDBOXD_ERROR_CONFLICT:
+                return 409;
+        case SANDBOXD_ERROR_SERVER:
+                return 500;
+        case SANDBOXD_ERROR_UNSUPPORTED:
+                return 501;
+        case SANDBOXD_ERROR_SYSTEMD:
+                return 502;
+        case SANDBOXD_ERROR_UNAVAILABLE:
+                return 503;
+        default:
+                return 0;
+        }
+}
+
 static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...) {
         va_list ap;
 
         d->error_is_http = false;
-        d->error = (sandboxd_error) { .kind = kind, .error = err };
+        d->error = (sandboxd_error) { .kind = kind, .error = err, .http_status = http_status_of(kind) };
         snprintf(d->error.code, sizeof(d->error.code), "%s", code ?: "");
         va_start(ap, fmt);
         (void) vsnprintf(d->error.message, sizeof(d->error.message), fmt, ap);
