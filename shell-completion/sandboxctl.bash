@@ -11,7 +11,7 @@ _sandboxctl() {
         _init_completion -n : || return
 
         local verbs="create ls show rm freeze thaw exec run attach signal cp health drain mcp"
-        local opts_global="--help --version --url= --key= --key-file= --json --quiet"
+        local opts_global="--help --version --url= --key= --key-file= --transport= --json --quiet"
         local -A opts_verb=(
                 [create]="--memory-max= --cpu-quota= --tasks-max= --ttl="
                 [ls]="--user="
@@ -29,7 +29,7 @@ _sandboxctl() {
         local i verb= nargs=0
         for ((i = 1; i < cword; i++)); do
                 case ${words[i]} in
-                --url=* | --key=* | --key-file=*) __sandboxctl_conn+=("${words[i]}") ;;
+                --url=* | --key=* | --key-file=* | --transport=*) __sandboxctl_conn+=("${words[i]}") ;;
                 -*) ;;
                 *)
                         if [[ -z $verb ]]; then
@@ -48,6 +48,7 @@ _sandboxctl() {
         fi
         case $prev in
         --key-file) _filedir; return ;;
+        --transport) COMPREPLY=($(compgen -W "dbus http" -- "$cur")); return ;;
         --url | --key | --cwd | --env | --timeout | --request-id | --user | --workspace | --offset) return ;;
         esac
 

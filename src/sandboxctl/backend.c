@@ -12,15 +12,17 @@ void exec_spec_done(ExecSpec *s) {
 }
 
 int backend_open(const BackendConfig *config, Backend **ret) {
-        if (config->url)
+        /* a remote sandboxd: HTTP, always */
+        if (config->url) {
+                if (config->transport == BACKEND_TRANSPORT_DBUS)
+                        return -EPROTONOSUPPORT;
                 return backend_http_new(config->url, config->key, ret);
-
-        /* Local sandboxd. The D-Bus API (io.sandboxd.sandbox1) is to become the default here,
-         * with HTTP over the unix socket as the fallback when the bus name is not served:
-         *         r = backend_dbus_new(ret);
-         *         if (r != -EOPNOTSUPP) return r;
-         * Until then the local transport is HTTP on /run/sandboxd/http.sock. */
-        return backend_http_new(NULL, config->key, ret);
+        }
+        if (config->transport == BACKEND_TRANSPORT_HTTP)
+                return backend_http_new(NULL, config->key, ret);
+        /* the local sandboxd: D-Bus. If the bus is not there, that is an error, not a reason
+         * to try something else behind the caller's back. */
+        return backend_dbus_new(ret);
 }
 
 Backend *backend_free(Backend *b) {

@@ -7,16 +7,16 @@
 /* How sandboxctl reaches sandboxd. Every verb goes through these operations, never through
  * a transport directly, so that a transport can be added without touching the verbs.
  *
- * Transports today:
- *   http   libsandboxd: over TCP with --url/--key, and, without --url, over the local unix
- *          socket /run/sandboxd/http.sock (peer credentials: root and group sandboxd).
- * To come:
+ * Transports:
  *   dbus   io.sandboxd.sandbox1 on the system bus, authorized by polkit: the default for
- *          local use once sandboxd serves it. It goes into backend-dbus.c as another
- *          BackendOps table, chosen in backend_open() (see there). It fills the same
- *          libsandboxd structs (allocated with malloc(), fields as documented in
- *          libsandboxd.h, "json" with the object as the HTTP API would show it) and the
- *          same sandboxd_error, so the verbs and --json output stay the same. */
+ *          local use (backend-dbus.c). It fills the same libsandboxd structs (allocated with
+ *          malloc(), "json" built from the objects' properties with the HTTP API's field
+ *          names) and the same sandboxd_error. What the D-Bus API lacks (health, drain,
+ *          attach, snapshots with output, files, events for --json) it forwards to an HTTP
+ *          backend on the local unix socket.
+ *   http   libsandboxd: over TCP with --url/--key, and, with --transport=http, over the
+ *          local unix socket /run/sandboxd/http.sock (peer credentials: root and group
+ *          sandboxd). */
 
 typedef struct Backend Backend;
 
@@ -30,6 +30,7 @@ typedef struct ExecSpec {
         size_t stdin_size;
         bool has_stdin;
         char *request_id;    /* always set by the verbs: they need it to send signals */
+        bool events;         /* the caller prints sandboxd's events (--json): D-Bus has none, HTTP is used */
 } ExecSpec;
 
 void exec_spec_done(ExecSpec *s);
@@ -81,9 +82,16 @@ struct Backend {
         char *description; /* "unix socket /run/sandboxd/http.sock", "http://...", for messages */
 };
 
+typedef enum BackendTransport {
+        BACKEND_TRANSPORT_DEFAULT, /* http with url, dbus without */
+        BACKEND_TRANSPORT_DBUS,
+        BACKEND_TRANSPORT_HTTP,
+} BackendTransport;
+
 typedef struct BackendConfig {
         const char *url; /* NULL: local */
         const char *key;
+        BackendTransport transport;
 } BackendConfig;
 
 int backend_open(const BackendConfig *config, Backend **ret);
@@ -96,3 +104,8 @@ const sandboxd_error *backend_error(Backend *b);
 
 extern const BackendOps backend_http_ops;
 int backend_http_new(const char *url, const char *key, Backend **ret);
+
+/* D-Bus on the system bus; what the D-Bus API does not offer is forwarded to an HTTP backend
+ * on the local unix socket (see backend-dbus.c). */
+extern const BackendOps backend_dbus_ops;
+int backend_dbus_new(Backend **ret);

@@ -13,6 +13,7 @@
 bool arg_json = false;
 const char *arg_url = NULL;
 const char *arg_key = NULL;
+const char *arg_transport = NULL;
 bool arg_quiet = false;
 char **arg_env = NULL;
 const char *arg_cwd = NULL;
@@ -64,9 +65,11 @@ static void help(void) {
                "Options:\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
-               "     --url=URL              Talk to a remote sandboxd (http://HOST:PORT) or another\n"
+               "     --url=URL              Talk HTTP to a remote sandboxd (http://HOST:PORT) or another\n"
                "                            socket (unix:PATH); default: $SANDBOXD_URL, else the local\n"
-               "                            sandboxd on %s\n"
+               "                            sandboxd over D-Bus\n"
+               "     --transport=dbus|http  For the local sandboxd: D-Bus (default), or HTTP on\n"
+               "                            %s (default: $SANDBOXD_TRANSPORT)\n"
                "     --key=KEY              API key for --url (default: $SANDBOXD_KEY)\n"
                "     --key-file=PATH        Read the API key from a file\n"
                "     --json                 Print JSON for scripts (exec: the NDJSON events)\n"
@@ -137,12 +140,13 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 ARG_VERSION = 0x100, ARG_URL, ARG_KEY, ARG_KEY_FILE, ARG_JSON, ARG_CWD, ARG_TIMEOUT,
                 ARG_REQUEST_ID, ARG_USER, ARG_WORKSPACE, ARG_PURGE, ARG_RM, ARG_OFFSET, ARG_PROGRESS,
                 ARG_NO_PROGRESS, ARG_MEMORY_MAX, ARG_CPU_QUOTA, ARG_TASKS_MAX, ARG_TTL, ARG_CANCEL, ARG_STATUS,
-                ARG_MAX_OUTPUT,
+                ARG_MAX_OUTPUT, ARG_TRANSPORT,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "url", required_argument, NULL, ARG_URL },
+                { "transport", required_argument, NULL, ARG_TRANSPORT },
                 { "key", required_argument, NULL, ARG_KEY },
                 { "key-file", required_argument, NULL, ARG_KEY_FILE },
                 { "json", no_argument, NULL, ARG_JSON },
@@ -186,6 +190,11 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                         break;
                 case ARG_KEY:
                         arg_key = optarg;
+                        break;
+                case ARG_TRANSPORT:
+                        if (!streq(optarg, "dbus") && !streq(optarg, "http"))
+                                return log_error_errno(-EINVAL, "--transport= takes dbus or http, not '%s'.", optarg);
+                        arg_transport = optarg;
                         break;
                 case ARG_KEY_FILE:
                         r = read_key_file(optarg);
@@ -296,13 +305,24 @@ int connect_backend(Backend **ret) {
                 .url = arg_url ?: getenv("SANDBOXD_URL"),
                 .key = arg_key ?: getenv("SANDBOXD_KEY"),
         };
+        const char *transport = arg_transport ?: getenv("SANDBOXD_TRANSPORT");
         int r;
 
+        if (transport && streq(transport, "dbus"))
+                config.transport = BACKEND_TRANSPORT_DBUS;
+        else if (transport && streq(transport, "http"))
+                config.transport = BACKEND_TRANSPORT_HTTP;
+        else if (transport && *transport)
+                return log_error_errno(-EINVAL, "$SANDBOXD_TRANSPORT takes dbus or http, not '%s'.", transport);
         if (config.url && !*config.url)
                 config.url = NULL;
         if (config.key && !*config.key)
                 config.key = NULL;
         r = backend_open(&config, ret);
+        if (r == -EPROTONOSUPPORT)
+                return log_error_errno(r, "--url= always talks HTTP; --transport=dbus is for the local sandboxd only.");
+        if (r == -EHOSTUNREACH)
+                return r; /* said already */
         if (r == -EINVAL)
                 return log_error_errno(r, "Invalid --url= '%s' or key: use http://HOST:PORT, https://... or unix:PATH.",
                                        config.url ?: "");

@@ -11,6 +11,7 @@
 extern bool arg_json;
 extern const char *arg_url;
 extern const char *arg_key;
+extern const char *arg_transport;
 extern bool arg_quiet;
 extern char **arg_env;
 extern const char *arg_cwd;
@@ -31,7 +32,8 @@ extern uint64_t arg_ttl_s;
 extern int arg_drain; /* 1 start, 0 cancel, -1 show */
 extern size_t arg_max_output;
 
-/* Connects as the options say (--url/--key, SANDBOXD_URL/SANDBOXD_KEY). */
+/* Connects as the options say (--url/--key, SANDBOXD_URL/SANDBOXD_KEY, --transport,
+ * SANDBOXD_TRANSPORT). */
 int connect_backend(Backend **ret);
 
 /* Logs "what: why" from the backend's last error, returns r. */

@@ -277,7 +277,7 @@ static int make_spec(char **argv, ExecSpec *spec) {
         uint8_t rnd[8];
         int r;
 
-        *spec = (ExecSpec) { .timeout_ms = arg_timeout_ms };
+        *spec = (ExecSpec) { .timeout_ms = arg_timeout_ms, .events = arg_json };
         spec->argv = calloc(strv_length(argv) + 1, sizeof(char *));
         if (!spec->argv)
                 return log_oom();

@@ -40,7 +40,7 @@ for flag in ("--help", "-h"):
     check(p.returncode == 0 and p.stderr == "", "%s exits 0 quietly (exit %d, stderr %r)" % (flag, p.returncode, p.stderr))
     for verb in VERBS:
         check(re.search(r"^  %s\b" % verb, p.stdout, re.M), "%s describes the verb %s" % (flag, verb))
-    for opt in ("--url=", "--key=", "--json", "--version"):
+    for opt in ("--url=", "--key=", "--transport=", "--json", "--version"):
         check(opt in p.stdout, "%s describes %s" % (flag, opt))
     check("exit" in p.stdout and "124" in p.stdout and "125" in p.stdout, "%s tells the exit statuses" % flag)
 
@@ -58,6 +58,8 @@ for args, status, msg in (((), 1, "Missing command"),
                           (("exec", "not-a-session", "true"), 125, "not a session id"),
                           (("exec", "--timeout=soon", "0123456789abcdef", "true"), 125, "Invalid --timeout"),
                           (("--url=ftp://x", "ls"), 1, "Invalid --url"),
+                          (("--transport=smoke", "ls"), 1, "takes dbus or http"),
+                          (("--url=http://127.0.0.1:1", "--transport=dbus", "ls"), 1, "always talks HTTP"),
                           (("create", "--memory-max=lots", "u", "w"), 1, "Invalid --memory-max"),
                           (("signal", "0123456789abcdef", "r", "SIGSEGV"), 1, "Unknown signal")):
     p = ctl(*args)
@@ -68,6 +70,13 @@ for args, status, msg in (((), 1, "Missing command"),
 p = ctl("ls", env={"SANDBOXD_URL": "unix:/nonexistent/sandboxd.sock"})
 check(p.returncode == 1 and "cannot reach sandboxd" in p.stderr and "/nonexistent/sandboxd.sock" in p.stderr,
       "unreachable sandboxd is reported (%r)" % p.stderr.strip())
+
+# the default (D-Bus) without a system bus: said so, no quiet fallback to the socket
+p = ctl("ls", env={"SANDBOXD_URL": "", "SANDBOXD_TRANSPORT": "",
+                   "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/system_bus_socket"})
+check(p.returncode == 1 and "system bus" in p.stderr and "/nonexistent/system_bus_socket" in p.stderr
+      and "--transport=http" in p.stderr and "http.sock" not in p.stderr,
+      "no system bus is reported (%r)" % p.stderr.strip())
 
 # bash completion: verbs and options (bash-completion's helpers stubbed where it is missing)
 stub = """
@@ -90,8 +99,12 @@ def complete(*words):
 
 got, p = complete("sandboxctl", "")
 check(got == set(VERBS), "completion offers the verbs (%r %r)" % (sorted(got), p.stderr))
-got, _ = complete("sandboxctl", "exec", "--t")
+got, _ = complete("sandboxctl", "exec", "--ti")
 check(got == {"--timeout="}, "completion offers exec's options (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "--tr")
+check(got == {"--transport="}, "completion offers --transport= (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "--transport", "")
+check(got == {"dbus", "http"}, "completion offers the transports (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "--js")
 check(got == {"--json"}, "completion offers global options (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "show", "")

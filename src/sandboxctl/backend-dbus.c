@@ -1,0 +1,1219 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The D-Bus transport: io.sandboxd.sandbox1 on the system bus (sandboxd-dbus(5)), authorized
+ * by polkit. What the D-Bus API has goes over it: sessions (create, get, list, close, freeze,
+ * thaw), starting commands (exec with the caller's own stdout/stderr, start) and signals.
+ * What it does not have goes to the HTTP API on the local unix socket, through an HTTP
+ * backend kept inside this one: health, drain, attach (offsets, replay of kept events),
+ * snapshots with kept output (command get, wait, list), files, and exec with --json (which
+ * prints sandboxd's events, which only the HTTP API streams). */
+
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <systemd/sd-bus.h>
+
+#include "backend.h"
+#include "log.h"
+
+#define BUS_NAME "io.sandboxd.sandbox1"
+#define MANAGER_PATH "/io/sandboxd/sandbox1"
+#define MANAGER_IFACE "io.sandboxd.sandbox1.Manager"
+#define SESSION_IFACE "io.sandboxd.sandbox1.Session"
+#define COMMAND_IFACE "io.sandboxd.sandbox1.Command"
+#define ERROR_PREFIX "io.sandboxd.sandbox1.Error."
+/* Calls that wait for systemd (creating or closing a session) may take a while. */
+#define CALL_TIMEOUT_USEC (120ULL * 1000000ULL)
+
+typedef struct DbusBackend {
+        Backend backend;
+        sd_bus *bus;
+        Backend *http;         /* the unix socket, for what D-Bus does not offer */
+        sandboxd_error error;
+        bool error_is_http;    /* the last operation was forwarded */
+        backend_wakeup_fn wakeup;
+        void *wakeup_userdata;
+        int wakeup_fd;
+        /* the command exec_run follows, so that a Ctrl-C finds its object at once */
+        char *cur_session, *cur_request_id, *cur_path;
+} DbusBackend;
+
+static DbusBackend *dbus(Backend *b) {
+        return (DbusBackend *) b;
+}
+
+static void dbus_free(Backend *b) {
+        DbusBackend *d = dbus(b);
+
+        sd_bus_flush_close_unref(d->bus);
+        backend_free(d->http);
+        free(d->cur_session);
+        free(d->cur_request_id);
+        free(d->cur_path);
+        free(b->description);
+        free(d);
+}
+
+static const sandboxd_error *dbus_last_error(Backend *b) {
+        DbusBackend *d = dbus(b);
+        return d->error_is_http ? backend_error(d->http) : &d->error;
+}
+
+static void set_ok(DbusBackend *d) {
+        d->error_is_http = false;
+        d->error = (sandboxd_error) {};
+}
+
+static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...)
+        _printf_(5, 6);
+/* The status the HTTP API answers for the same error: callers that pass it on (the MCP
+ * server's tool errors) then look the same whatever the transport. */
+static long http_status_of(sandboxd_error_kind kind) {
+        switch (kind) {
+        case SANDBOXD_ERROR_INVALID:
+                return 400;
+        case SANDBOXD_ERROR_FORBIDDEN:
+                return 403;
+        case SANDBOXD_ERROR_NOT_FOUND:
+                return 404;
+        case SANDBOXD_ERROR_CONFLICT:
+                return 409;
+        case SANDBOXD_ERROR_SERVER:
+                return 500;
+        case SANDBOXD_ERROR_UNSUPPORTED:
+                return 501;
+        case SANDBOXD_ERROR_SYSTEMD:
+                return 502;
+        case SANDBOXD_ERROR_UNAVAILABLE:
+                return 503;
+        default:
+                return 0;
+        }
+}
+
+static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...) {
+        va_list ap;
+
+        d->error_is_http = false;
+        d->error = (sandboxd_error) { .kind = kind, .error = err, .http_status = http_status_of(kind) };
+        snprintf(d->error.code, sizeof(d->error.code), "%s", code ?: "");
+        va_start(ap, fmt);
+        (void) vsnprintf(d->error.message, sizeof(d->error.message), fmt, ap);
+        va_end(ap);
+        return err;
+}
+
+/* Maps a D-Bus error to the kinds and errno values of libsandboxd, so the verbs react alike. */
+static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
+        static const struct {
+                const char *name;
+                sandboxd_error_kind kind;
+                int err;
+                const char *code;
+        } table[] = {
+                { ERROR_PREFIX "NoSuchSession", SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found" },
+                { ERROR_PREFIX "NoSuchCommand", SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found" },
+                { ERROR_PREFIX "InvalidName", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_name" },
+                { ERROR_PREFIX "InvalidArguments", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_request" },
+                { ERROR_PREFIX "InvalidType", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_type" },
+                { ERROR_PREFIX "UnknownOption", SANDBOXD_ERROR_INVALID, -EINVAL, "unknown_field" },
+                { ERROR_PREFIX "InvalidValue", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_value" },
+                { ERROR_PREFIX "InvalidPath", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_path" },
+                { ERROR_PREFIX "ReservedEnvironment", SANDBOXD_ERROR_INVALID, -EINVAL, "reserved_env" },
+                { ERROR_PREFIX "LimitExceeded", SANDBOXD_ERROR_INVALID, -EINVAL, "limit_exceeded" },
+                { ERROR_PREFIX "ExecutableNotFound", SANDBOXD_ERROR_INVALID, -EINVAL, "executable_not_found" },
+                { ERROR_PREFIX "NotSupported", SANDBOXD_ERROR_UNSUPPORTED, -EOPNOTSUPP, "not_supported" },
+                { ERROR_PREFIX "SessionNotActive", SANDBOXD_ERROR_CONFLICT, -EBUSY, "session_not_active" },
+                { ERROR_PREFIX "SessionStarting", SANDBOXD_ERROR_CONFLICT, -EBUSY, "session_starting" },
+                { ERROR_PREFIX "CommandNotRunning", SANDBOXD_ERROR_CONFLICT, -EBUSY, "not_running" },
+                { ERROR_PREFIX "Draining", SANDBOXD_ERROR_UNAVAILABLE, -EAGAIN, "draining" },
+                { ERROR_PREFIX "SystemdFailed", SANDBOXD_ERROR_SYSTEMD, -EREMOTEIO, "systemd_failed" },
+                { SD_BUS_ERROR_ACCESS_DENIED, SANDBOXD_ERROR_FORBIDDEN, -EPERM, "forbidden" },
+                { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, SANDBOXD_ERROR_FORBIDDEN, -EPERM, "forbidden" },
+                { SD_BUS_ERROR_SERVICE_UNKNOWN, SANDBOXD_ERROR_TRANSPORT, -ECONNREFUSED, "" },
+                { SD_BUS_ERROR_NAME_HAS_NO_OWNER, SANDBOXD_ERROR_TRANSPORT, -ECONNREFUSED, "" },
+                { SD_BUS_ERROR_NO_REPLY, SANDBOXD_ERROR_TRANSPORT, -ETIMEDOUT, "" },
+                { SD_BUS_ERROR_TIMEOUT, SANDBOXD_ERROR_TRANSPORT, -ETIMEDOUT, "" },
+                { SD_BUS_ERROR_DISCONNECTED, SANDBOXD_ERROR_TRANSPORT, -ECONNRESET, "" },
+                { SD_BUS_ERROR_UNKNOWN_OBJECT, SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found" },
+        };
+        const char *msg;
+
+        if (!e || !sd_bus_error_is_set(e)) {
+                if (r == -ENOTCONN || r == -ECONNRESET || r == -ETIMEDOUT)
+                        return set_error(d, SANDBOXD_ERROR_TRANSPORT, r, "", "%s", strerror(-r));
+                return set_error(d, SANDBOXD_ERROR_PROTOCOL, r < 0 ? r : -EBADMSG, "",
+                                 "unexpected answer on D-Bus: %s", strerror(r < 0 ? -r : EBADMSG));
+        }
+        msg = e->message && e->message[0] ? e->message : e->name;
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (sd_bus_error_has_name(e, table[i].name)) {
+                        if (table[i].kind == SANDBOXD_ERROR_TRANSPORT)
+                                return set_error(d, table[i].kind, table[i].err, "",
+                                                 "%s is not available on the system bus (%s: %s)", BUS_NAME, e->name,
+                                                 msg);
+                        if (sd_bus_error_has_names(e, ERROR_PREFIX "NoSuchSession", ERROR_PREFIX "NoSuchCommand"))
+                                /* the words of the HTTP API, then sandboxd's own */
+                                return set_error(d, table[i].kind, table[i].err, table[i].code, "No such %s (%s)",
+                                                 strstr(e->name, "Session") ? "session" : "command", msg);
+                        return set_error(d, table[i].kind, table[i].err, table[i].code, "%s", msg);
+                }
+        return set_error(d, SANDBOXD_ERROR_SERVER, -EPROTO, "", "%s (%s)", msg, e->name);
+}
+
+static int dbus_set_wakeup(Backend *b, int fd, backend_wakeup_fn fn, void *userdata) {
+        DbusBackend *d = dbus(b);
+
+        d->wakeup = fn;
+        d->wakeup_userdata = userdata;
+        d->wakeup_fd = fn ? fd : -EBADF;
+        return 0;
+}
+
+/* --- forwarded to HTTP on the unix socket --------------------------------------------- */
+
+#define HTTP(d) ((d)->error_is_http = true, (d)->http)
+
+static int dbus_health(Backend *b, char **ret) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->health(h, ret);
+}
+
+static int dbus_drain(Backend *b, int drain, char **ret) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->drain(h, drain, ret);
+}
+
+static int dbus_command_attach(Backend *b, const char *session, const char *rid, uint64_t offset, backend_event_fn fn,
+                               void *userdata, sandboxd_result **ret) {
+        Backend *h = HTTP(dbus(b));
+        (void) h->ops->set_wakeup(h, dbus(b)->wakeup ? dbus(b)->wakeup_fd : -1, dbus(b)->wakeup,
+                                  dbus(b)->wakeup_userdata);
+        return h->ops->command_attach(h, session, rid, offset, fn, userdata, ret);
+}
+
+static int dbus_command_wait(Backend *b, const char *session, const char *rid, uint64_t timeout_usec,
+                             sandboxd_result **ret) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->command_wait(h, session, rid, timeout_usec, ret);
+}
+
+static int dbus_command_get(Backend *b, const char *session, const char *rid, sandboxd_result **ret) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->command_get(h, session, rid, ret);
+}
+
+static int dbus_command_list(Backend *b, const char *session, sandboxd_result ***ret, size_t *ret_n) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->command_list(h, session, ret, ret_n);
+}
+
+static int dbus_file_upload(Backend *b, const char *session, const char *path, int fd, uint64_t size,
+                            sandboxd_progress_fn fn, void *userdata) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->file_upload(h, session, path, fd, size, fn, userdata);
+}
+
+static int dbus_file_write(Backend *b, const char *session, const char *path, const void *data, size_t size) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->file_write(h, session, path, data, size);
+}
+
+static int dbus_file_download(Backend *b, const char *session, const char *path, int fd, sandboxd_progress_fn fn,
+                              void *userdata) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->file_download(h, session, path, fd, fn, userdata);
+}
+
+static int dbus_file_read(Backend *b, const char *session, const char *path, size_t max, char **ret, size_t *ret_size) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->file_read(h, session, path, max, ret, ret_size);
+}
+
+static int dbus_file_stat(Backend *b, const char *session, const char *path, sandboxd_file_info **ret) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->file_stat(h, session, path, ret);
+}
+
+static int dbus_file_list(Backend *b, const char *session, const char *path, sandboxd_file_info ***ret, size_t *ret_n,
+                          bool *ret_truncated) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->file_list(h, session, path, ret, ret_n, ret_truncated);
+}
+
+static int dbus_file_mkdir(Backend *b, const char *session, const char *path) {
+        Backend *h = HTTP(dbus(b));
+        return h->ops->file_mkdir(h, session, path);
+}
+
+/* --- properties -------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s) {
+        return s && *s ? strdup(s) : NULL;
+}
+
+static char *json_text(json_object *o) {
+        return strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+}
+
+/* Reads the properties of a session object into a session, with "json" shaped like the HTTP
+ * API's object (the fields libsandboxd reads). */
+static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        sandboxd_session *s = NULL;
+        json_object *o = NULL, *limits = NULL;
+        uint64_t last_activity = 0, idle = 0;
+        const char *close_reason = NULL, *network = NULL, *dynamic_user = NULL;
+        int r;
+
+        r = sd_bus_call_method(d->bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
+                               SESSION_IFACE);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        s = calloc(1, sizeof(*s));
+        if (!s) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name, *contents, *str = NULL;
+                uint64_t t = 0;
+                uint32_t u = 0;
+                int bl = 0;
+                char type;
+
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r < 0)
+                        break;
+                r = sd_bus_message_peek_type(reply, NULL, &contents);
+                if (r < 0)
+                        break;
+                r = sd_bus_message_enter_container(reply, 'v', contents);
+                if (r < 0)
+                        break;
+                type = contents[0];
+                if (type == 's')
+                        r = sd_bus_message_read_basic(reply, 's', &str);
+                else if (type == 't')
+                        r = sd_bus_message_read_basic(reply, 't', &t);
+                else if (type == 'u')
+                        r = sd_bus_message_read_basic(reply, 'u', &u);
+                else if (type == 'b')
+                        r = sd_bus_message_read_basic(reply, 'b', &bl);
+                else
+                        r = sd_bus_message_skip(reply, contents);
+                if (r < 0)
+                        break;
+#define STR(field) (s->field = dup_or_null(str), !str || !*str || s->field ? 0 : -ENOMEM)
+                if (streq(name, "Id"))
+                        r = STR(id);
+                else if (streq(name, "User"))
+                        r = STR(user);
+                else if (streq(name, "Workspace"))
+                        r = STR(workspace);
+                else if (streq(name, "State"))
+                        r = STR(state);
+                else if (streq(name, "Unit"))
+                        r = STR(unit);
+                else if (streq(name, "WorkspacePath"))
+                        r = STR(workspace_path);
+#undef STR
+                else if (streq(name, "Frozen"))
+                        s->frozen = bl;
+                else if (streq(name, "CreatedAt"))
+                        s->created_at_usec = t;
+                else if (streq(name, "ExpiresAt"))
+                        s->expires_at_usec = t;
+                else if (streq(name, "LastActivity"))
+                        last_activity = t;
+                else if (streq(name, "IdleTimeoutUSec"))
+                        idle = t;
+                else if (streq(name, "MemoryMax"))
+                        s->memory_max = t;
+                else if (streq(name, "CPUQuota"))
+                        s->cpu_quota = t;
+                else if (streq(name, "TasksMax"))
+                        s->tasks_max = t;
+                else if (streq(name, "RunningCommands"))
+                        s->running = u;
+                else if (streq(name, "CloseReason"))
+                        close_reason = str;
+                else if (streq(name, "Network"))
+                        network = str;
+                else if (streq(name, "DynamicUser"))
+                        dynamic_user = str;
+                if (r < 0)
+                        break;
+                r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r < 0) {
+                bus_error(d, r, NULL);
+                goto fail;
+        }
+        if (!s->id) {
+                r = set_error(d, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "", "the session object %s has no Id", path);
+                goto fail;
+        }
+        s->ttl_s = idle / 1000000;
+
+        o = json_object_new_object();
+        limits = json_object_new_object();
+        if (!o || !limits) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        json_object_object_add(o, "id", json_object_new_string(s->id));
+        json_object_object_add(o, "user", json_object_new_string(s->user ?: ""));
+        json_object_object_add(o, "workspace", json_object_new_string(s->workspace ?: ""));
+        json_object_object_add(o, "state", json_object_new_string(s->state ?: ""));
+        if (close_reason && *close_reason)
+                json_object_object_add(o, "close_reason", json_object_new_string(close_reason));
+        json_object_object_add(o, "unit", json_object_new_string(s->unit ?: ""));
+        json_object_object_add(o, "workspace_path", json_object_new_string(s->workspace_path ?: ""));
+        if (dynamic_user && *dynamic_user)
+                json_object_object_add(o, "dynamic_user", json_object_new_string(dynamic_user));
+        if (network && *network)
+                json_object_object_add(o, "network", json_object_new_string(network));
+        json_object_object_add(limits, "memory_max", json_object_new_uint64(s->memory_max));
+        json_object_object_add(limits, "cpu_quota", json_object_new_uint64(s->cpu_quota));
+        json_object_object_add(limits, "tasks_max", json_object_new_uint64(s->tasks_max));
+        json_object_object_add(o, "limits", limits);
+        limits = NULL;
+        json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
+        json_object_object_add(o, "ttl_s", json_object_new_uint64(s->ttl_s));
+        json_object_object_add(o, "created_at_usec", json_object_new_uint64(s->created_at_usec));
+        json_object_object_add(o, "last_activity_usec", json_object_new_uint64(last_activity));
+        json_object_object_add(o, "expires_at_usec", json_object_new_uint64(s->expires_at_usec));
+        json_object_object_add(o, "running", json_object_new_uint64(s->running));
+        s->json = json_text(o);
+        if (!s->json) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        json_object_put(o);
+        sd_bus_message_unref(reply);
+        *ret = s;
+        return 0;
+fail:
+        if (r == -ENOMEM)
+                set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+        json_object_put(o);
+        json_object_put(limits);
+        sandboxd_session_free(s);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static int signal_number(const char *name) {
+        static const struct {
+                const char *name;
+                int sig;
+        } t[] = { { "SIGHUP", SIGHUP },   { "SIGINT", SIGINT },   { "SIGQUIT", SIGQUIT }, { "SIGILL", SIGILL },
+                  { "SIGABRT", SIGABRT }, { "SIGBUS", SIGBUS },   { "SIGFPE", SIGFPE },   { "SIGKILL", SIGKILL },
+                  { "SIGUSR1", SIGUSR1 }, { "SIGSEGV", SIGSEGV }, { "SIGUSR2", SIGUSR2 }, { "SIGPIPE", SIGPIPE },
+                  { "SIGALRM", SIGALRM }, { "SIGTERM", SIGTERM }, { "SIGXCPU", SIGXCPU }, { "SIGSYS", SIGSYS } };
+
+        for (size_t i = 0; name && i < ELEMENTSOF(t); i++)
+                if (streq(name, t[i].name))
+                        return t[i].sig;
+        return name && *name ? SIGKILL : 0; /* a signal we do not name: at least not 0 */
+}
+
+/* Reads the properties of a command object into a result (without output: D-Bus has none). */
+static int get_result_at(DbusBackend *d, const char *path, sandboxd_result **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        sandboxd_result *res = NULL;
+        json_object *o = NULL, *usage = NULL;
+        const char *status = NULL;
+        bool truncated = false;
+        int r;
+
+        r = sd_bus_call_method(d->bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
+                               COMMAND_IFACE);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        res = calloc(1, sizeof(*res));
+        if (!res) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        res->exit_code = -1;
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name, *contents, *str = NULL;
+                uint64_t t = 0, u1 = 0, u2 = 0, u3 = 0;
+                int32_t i = -1;
+                int bl = 0;
+
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r < 0)
+                        break;
+                r = sd_bus_message_peek_type(reply, NULL, &contents);
+                if (r < 0)
+                        break;
+                r = sd_bus_message_enter_container(reply, 'v', contents);
+                if (r < 0)
+                        break;
+                if (streq(contents, "s"))
+                        r = sd_bus_message_read_basic(reply, 's', &str);
+                else if (streq(contents, "t"))
+                        r = sd_bus_message_read_basic(reply, 't', &t);
+                else if (streq(contents, "i"))
+                        r = sd_bus_message_read_basic(reply, 'i', &i);
+                else if (streq(contents, "b"))
+                        r = sd_bus_message_read_basic(reply, 'b', &bl);
+                else if (streq(contents, "(ttt)"))
+                        r = sd_bus_message_read(reply, "(ttt)", &u1, &u2, &u3);
+                else
+                        r = sd_bus_message_skip(reply, contents);
+                if (r < 0)
+                        break;
+#define STR(field) (res->field = dup_or_null(str), !str || !*str || res->field ? 0 : -ENOMEM)
+                if (streq(name, "RequestId"))
+                        r = STR(request_id);
+                else if (streq(name, "SessionId"))
+                        r = STR(session);
+                else if (streq(name, "Unit"))
+                        r = STR(unit);
+                else if (streq(name, "Signal"))
+                        r = STR(signal_name);
+                else if (streq(name, "Reason"))
+                        r = STR(reason);
+#undef STR
+                else if (streq(name, "Status"))
+                        status = str;
+                else if (streq(name, "ExitCode"))
+                        res->exit_code = i >= 0 && i <= 255 ? i : -1;
+                else if (streq(name, "DurationMSec"))
+                        res->duration_ms = t;
+                else if (streq(name, "Usage")) {
+                        res->cpu_usec = u1;
+                        res->memory_bytes = u2;
+                        res->tasks = u3;
+                } else if (streq(name, "Truncated"))
+                        truncated = bl;
+                else if (streq(name, "StdoutBytes"))
+                        res->stdout_bytes = t;
+                else if (streq(name, "StderrBytes"))
+                        res->stderr_bytes = t;
+                if (r < 0)
+                        break;
+                r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r < 0) {
+                bus_error(d, r, NULL);
+                goto fail;
+        }
+        res->status = sandboxd_status_from_string(status);
+        res->terminal = res->status >= SANDBOXD_STATUS_SUCCEEDED && res->status < _SANDBOXD_STATUS_MAX;
+        res->signal = signal_number(res->signal_name);
+        if (!res->terminal) {
+                free(res->reason);
+                res->reason = NULL;
+        }
+
+        o = json_object_new_object();
+        usage = json_object_new_object();
+        if (!o || !usage) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        json_object_object_add(o, "request_id", json_object_new_string(res->request_id ?: ""));
+        json_object_object_add(o, "session", json_object_new_string(res->session ?: ""));
+        json_object_object_add(o, "unit", json_object_new_string(res->unit ?: ""));
+        json_object_object_add(o, "status", json_object_new_string(status ?: "unknown"));
+        json_object_object_add(o, "terminal", json_object_new_boolean(res->terminal));
+        if (res->terminal) {
+                json_object_object_add(o, "exit_code", res->exit_code >= 0 ? json_object_new_int(res->exit_code) : NULL);
+                json_object_object_add(o, "signal", res->signal_name ? json_object_new_string(res->signal_name) : NULL);
+                json_object_object_add(o, "reason", json_object_new_string(res->reason ?: ""));
+                json_object_object_add(o, "duration_ms", json_object_new_uint64(res->duration_ms));
+        }
+        json_object_object_add(usage, "cpu_usec", json_object_new_uint64(res->cpu_usec));
+        json_object_object_add(usage, "memory_bytes", json_object_new_uint64(res->memory_bytes));
+        json_object_object_add(usage, "tasks", json_object_new_uint64(res->tasks));
+        json_object_object_add(o, "usage", usage);
+        usage = NULL;
+        json_object_object_add(o, "truncated", json_object_new_boolean(truncated));
+        json_object_object_add(o, "stdout_bytes", json_object_new_uint64(res->stdout_bytes));
+        json_object_object_add(o, "stderr_bytes", json_object_new_uint64(res->stderr_bytes));
+        res->json = json_text(o);
+        if (!res->json) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        json_object_put(o);
+        sd_bus_message_unref(reply);
+        *ret = res;
+        return 0;
+fail:
+        if (r == -ENOMEM)
+                set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+        json_object_put(o);
+        json_object_put(usage);
+        sandboxd_result_free(res);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static int session_path(DbusBackend *d, const char *id, char **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        const char *path;
+        int r;
+
+        r = sd_bus_call_method(d->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "GetSession", &e, &reply, "s", id);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r >= 0 && !(*ret = strdup(path)))
+                r = -ENOMEM;
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(d, r, NULL) : 0;
+}
+
+/* --- sessions ---------------------------------------------------------------------------- */
+
+static int dbus_session_get(Backend *b, const char *id, sandboxd_session **ret) {
+        DbusBackend *d = dbus(b);
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        set_ok(d);
+        r = session_path(d, id, &path);
+        if (r < 0)
+                return r;
+        return get_session_at(d, path, ret);
+}
+
+/* Lists (id, user, workspace, state, path). */
+typedef struct Listed {
+        char *id, *user, *workspace, *state, *path;
+} Listed;
+
+static void listed_free(Listed *l, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(l[i].id);
+                free(l[i].user);
+                free(l[i].workspace);
+                free(l[i].state);
+                free(l[i].path);
+        }
+        free(l);
+}
+
+static int list_sessions(DbusBackend *d, Listed **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        Listed *l = NULL;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_call_method(d->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListSessions", &e, &reply, NULL);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        r = sd_bus_message_enter_container(reply, 'a', "(sssso)");
+        while (r >= 0) {
+                const char *id, *user, *ws, *state, *path;
+                Listed *nl;
+
+                r = sd_bus_message_read(reply, "(sssso)", &id, &user, &ws, &state, &path);
+                if (r <= 0)
+                        break;
+                nl = realloc(l, (n + 1) * sizeof(*l));
+                if (!nl) {
+                        r = -ENOMEM;
+                        break;
+                }
+                l = nl;
+                l[n] = (Listed) { strdup(id), strdup(user), strdup(ws), strdup(state), strdup(path) };
+                n++;
+                if (!l[n - 1].id || !l[n - 1].user || !l[n - 1].workspace || !l[n - 1].state || !l[n - 1].path) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                listed_free(l, n);
+                return r == -ENOMEM ? set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : bus_error(d, r, NULL);
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+static int dbus_session_list(Backend *b, const char *user, sandboxd_session ***ret, size_t *ret_n) {
+        DbusBackend *d = dbus(b);
+        sandboxd_session **list = NULL;
+        Listed *l = NULL;
+        size_t n = 0, k = 0;
+        int r;
+
+        set_ok(d);
+        r = list_sessions(d, &l, &n);
+        if (r < 0)
+                return r;
+        list = calloc(n + 1, sizeof(*list));
+        if (!list) {
+                listed_free(l, n);
+                return set_error(d, SANDBOXD_ERROR_LOCAL, -ENOMEM, "", "out of memory");
+        }
+        for (size_t i = 0; i < n; i++) {
+                /* like GET /v1/sessions: the sessions that are not closed */
+                if (streq(l[i].state, "closed") || (user && !streq(l[i].user, user)))
+                        continue;
+                r = get_session_at(d, l[i].path, &list[k]);
+                if (r == -ENOENT) /* forgotten meanwhile */
+                        continue;
+                if (r < 0) {
+                        sandboxd_session_list_free(list);
+                        listed_free(l, n);
+                        return r;
+                }
+                k++;
+        }
+        listed_free(l, n);
+        set_ok(d);
+        *ret = list;
+        if (ret_n)
+                *ret_n = k;
+        return 0;
+}
+
+static int json_to_variant(sd_bus_message *m, const char *key, json_object *v) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", key);
+        if (r < 0)
+                return r;
+        if (json_object_is_type(v, json_type_string))
+                r = sd_bus_message_append(m, "v", "s", json_object_get_string(v));
+        else if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0)
+                r = sd_bus_message_append(m, "v", "t", (uint64_t) json_object_get_int64(v));
+        else
+                return -EINVAL;
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
+}
+
+/* The options of POST /v1/sessions ({"limits":{...},"ttl_s":N,"network":"none"}) as a{sv}. */
+static int append_session_options(sd_bus_message *m, const char *options_json) {
+        json_object *o = NULL;
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        if (options_json) {
+                o = json_tokener_parse(options_json);
+                if (!o || !json_object_is_type(o, json_type_object)) {
+                        json_object_put(o);
+                        return -EINVAL;
+                }
+                json_object_object_foreach(o, key, v) {
+                        if (streq(key, "limits") && json_object_is_type(v, json_type_object)) {
+                                json_object_object_foreach(v, lk, lv) {
+                                        r = json_to_variant(m, lk, lv);
+                                        if (r < 0)
+                                                break;
+                                }
+                        } else
+                                r = json_to_variant(m, key, v);
+                        if (r < 0)
+                                break;
+                }
+                json_object_put(o);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(m);
+}
+
+static int dbus_session_create(Backend *b, const char *user, const char *workspace, const char *options,
+                               sandboxd_session **ret, bool *ret_created) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        DbusBackend *d = dbus(b);
+        sd_bus_message *m = NULL, *reply = NULL;
+        sandboxd_session *s = NULL;
+        bool existed = false;
+        const char *id, *path;
+        int r;
+
+        set_ok(d);
+        if (ret_created) {
+                /* CreateSession does not say whether it created: look first */
+                Listed *l = NULL;
+                size_t n = 0;
+
+                r = list_sessions(d, &l, &n);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++)
+                        if (streq(l[i].user, user) && streq(l[i].workspace, workspace) &&
+                            (streq(l[i].state, "active") || streq(l[i].state, "starting")))
+                                existed = true;
+                listed_free(l, n);
+        }
+        r = sd_bus_message_new_method_call(d->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "CreateSession");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", user, workspace);
+        if (r >= 0)
+                r = append_session_options(m, options);
+        if (r < 0) {
+                sd_bus_message_unref(m);
+                return set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
+        }
+        r = sd_bus_call(d->bus, m, CALL_TIMEOUT_USEC, &e, &reply);
+        sd_bus_message_unref(m);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        r = sd_bus_message_read(reply, "so", &id, &path);
+        if (r < 0) {
+                sd_bus_message_unref(reply);
+                return bus_error(d, r, NULL);
+        }
+        r = get_session_at(d, path, &s);
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                return r;
+        *ret = s;
+        if (ret_created)
+                *ret_created = !existed;
+        return 0;
+}
+
+static int call_on_session(DbusBackend *d, const char *id, const char *method, const char *sig, int arg,
+                           sandboxd_session **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        set_ok(d);
+        r = session_path(d, id, &path);
+        if (r < 0)
+                return r;
+        if (sig)
+                r = sd_bus_call_method(d->bus, BUS_NAME, path, SESSION_IFACE, method, &e, &reply, sig, arg);
+        else
+                r = sd_bus_call_method(d->bus, BUS_NAME, path, SESSION_IFACE, method, &e, &reply, NULL);
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        if (!ret)
+                return 0;
+        return get_session_at(d, path, ret);
+}
+
+static int dbus_session_close(Backend *b, const char *id, bool purge, sandboxd_session **ret) {
+        return call_on_session(dbus(b), id, "Close", "b", purge, ret);
+}
+
+static int dbus_session_freeze(Backend *b, const char *id, bool freeze, sandboxd_session **ret) {
+        return call_on_session(dbus(b), id, freeze ? "Freeze" : "Thaw", NULL, 0, ret);
+}
+
+/* --- commands ---------------------------------------------------------------------------- */
+
+static int append_exec_options(sd_bus_message *m, const ExecSpec *spec, bool own_output) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r >= 0 && spec->cwd)
+                r = sd_bus_message_append(m, "{sv}", "cwd", "s", spec->cwd);
+        if (r >= 0 && spec->env) {
+                r = sd_bus_message_open_container(m, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", "env");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'v', "as");
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(m, spec->env);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
+        if (r >= 0 && spec->timeout_ms > 0)
+                r = sd_bus_message_append(m, "{sv}", "timeout_ms", "t", spec->timeout_ms);
+        if (r >= 0 && spec->request_id)
+                r = sd_bus_message_append(m, "{sv}", "request_id", "s", spec->request_id);
+        if (r >= 0 && spec->has_stdin) {
+                r = sd_bus_message_open_container(m, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", "stdin_data");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'v', "ay");
+                if (r >= 0)
+                        r = sd_bus_message_append_array(m, 'y', spec->stdin_data ?: "", spec->stdin_size);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
+        if (r >= 0 && own_output) {
+                /* the command writes straight into our stdout and stderr */
+                r = sd_bus_message_append(m, "{sv}", "stdout", "h", STDOUT_FILENO);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "{sv}", "stderr", "h", STDERR_FILENO);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int exec_call(DbusBackend *d, const char *session, const ExecSpec *spec, bool own_output, char **ret_rid,
+                     char **ret_path) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *m = NULL, *reply = NULL;
+        const char *rid, *path;
+        int r;
+
+        r = sd_bus_message_new_method_call(d->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Exec");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", session);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, spec->argv);
+        if (r >= 0)
+                r = append_exec_options(m, spec, own_output);
+        if (r < 0) {
+                sd_bus_message_unref(m);
+                return set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
+        }
+        r = sd_bus_call(d->bus, m, CALL_TIMEOUT_USEC, &e, &reply);
+        sd_bus_message_unref(m);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        r = sd_bus_message_read(reply, "so", &rid, &path);
+        if (r >= 0) {
+                *ret_rid = strdup(rid);
+                *ret_path = ret_path ? strdup(path) : NULL;
+                if (!*ret_rid || !*ret_path) {
+                        free(*ret_rid);
+                        free(*ret_path);
+                        r = -ENOMEM;
+                }
+        }
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                return r == -ENOMEM ? set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : bus_error(d, r, NULL);
+        return 0;
+}
+
+static int dbus_exec_start(Backend *b, const char *session, const ExecSpec *spec, char **ret_request_id) {
+        DbusBackend *d = dbus(b);
+        char *rid = NULL, *path = NULL;
+        int r;
+
+        set_ok(d);
+        r = exec_call(d, session, spec, false, &rid, &path);
+        if (r < 0)
+                return r;
+        free(path);
+        *ret_request_id = rid;
+        return 0;
+}
+
+typedef struct Waiter {
+        const char *path;
+        bool finished;
+} Waiter;
+
+static int on_command_finished(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Waiter *w = userdata;
+        const char *session, *rid, *path;
+
+        if (sd_bus_message_read(m, "sso", &session, &rid, &path) >= 0 && w->path && streq(path, w->path))
+                w->finished = true;
+        return 0;
+}
+
+static int command_status(DbusBackend *d, const char *path, bool *ret_terminal) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *status = NULL;
+        sandboxd_status s;
+        int r;
+
+        r = sd_bus_get_property_string(d->bus, BUS_NAME, path, COMMAND_IFACE, "Status", &e, &status);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        s = sandboxd_status_from_string(status);
+        *ret_terminal = s >= SANDBOXD_STATUS_SUCCEEDED && s < _SANDBOXD_STATUS_MAX;
+        return 0;
+}
+
+static int set_current(DbusBackend *d, const char *session, const char *rid, const char *path) {
+        free(d->cur_session);
+        free(d->cur_request_id);
+        free(d->cur_path);
+        d->cur_session = strdup(session);
+        d->cur_request_id = strdup(rid);
+        d->cur_path = strdup(path);
+        return d->cur_session && d->cur_request_id && d->cur_path ? 0 : -ENOMEM;
+}
+
+static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, backend_event_fn fn, void *userdata,
+                         sandboxd_result **ret) {
+        DbusBackend *d = dbus(b);
+        sd_bus_slot *slot = NULL;
+        char *rid = NULL, *path = NULL;
+        Waiter w = {};
+        bool terminal = false;
+        int r;
+
+        if (spec->events) {
+                /* sandboxd's events (--json) are streamed by the HTTP API only */
+                Backend *h = HTTP(d);
+                (void) h->ops->set_wakeup(h, d->wakeup ? d->wakeup_fd : -1, d->wakeup, d->wakeup_userdata);
+                return h->ops->exec_run(h, session, spec, fn, userdata, ret);
+        }
+        set_ok(d);
+
+        /* subscribe before starting it, so that its end cannot go by unseen */
+        r = sd_bus_match_signal(d->bus, &slot, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "CommandFinished",
+                                on_command_finished, &w);
+        if (r < 0)
+                return set_error(d, SANDBOXD_ERROR_TRANSPORT, r, "", "cannot subscribe to CommandFinished: %s",
+                                 strerror(-r));
+        r = exec_call(d, session, spec, true, &rid, &path);
+        if (r < 0)
+                goto finish;
+        w.path = path;
+        r = set_current(d, session, rid, path);
+        if (r < 0) {
+                set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+                goto finish;
+        }
+        if (fn) {
+                _cleanup_free_ char *line = NULL;
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "type", json_object_new_string("accepted"));
+                json_object_object_add(o, "request_id", json_object_new_string(rid));
+                line = json_text(o);
+                json_object_put(o);
+                sandboxd_event ev = {
+                        .type = SANDBOXD_EVENT_ACCEPTED,
+                        .type_name = "accepted",
+                        .request_id = rid,
+                        .line = line ?: "",
+                        .line_size = line ? strlen(line) : 0,
+                };
+                r = fn(b, &ev, userdata);
+                if (r < 0) {
+                        set_error(d, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
+                        goto finish;
+                }
+        }
+
+        /* it may have ended before we were subscribed to its object: ask once */
+        r = command_status(d, path, &terminal);
+        if (r < 0)
+                goto finish;
+        while (!terminal && !w.finished) {
+                struct pollfd p[2];
+                uint64_t until;
+                int timeout = 2000, n = 1;
+
+                r = sd_bus_process(d->bus, NULL);
+                if (r < 0) {
+                        bus_error(d, r, NULL);
+                        goto finish;
+                }
+                if (r > 0)
+                        continue;
+                p[0] = (struct pollfd) { .fd = sd_bus_get_fd(d->bus), .events = sd_bus_get_events(d->bus) };
+                if (d->wakeup && d->wakeup_fd >= 0)
+                        p[n++] = (struct pollfd) { .fd = d->wakeup_fd, .events = POLLIN };
+                if (sd_bus_get_timeout(d->bus, &until) > 0 && until != UINT64_MAX) {
+                        struct timespec ts;
+                        uint64_t now;
+
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+                        if (until <= now)
+                                timeout = 0;
+                        else if ((until - now) / 1000 < (uint64_t) timeout)
+                                timeout = (int) ((until - now + 999) / 1000);
+                }
+                r = poll(p, n, timeout);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0) {
+                        r = set_error(d, SANDBOXD_ERROR_LOCAL, -errno, "", "poll: %m");
+                        goto finish;
+                }
+                if (n > 1 && (p[1].revents & POLLIN)) {
+                        r = d->wakeup(b, d->wakeup_fd, d->wakeup_userdata);
+                        if (r < 0) {
+                                set_error(d, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
+                                goto finish;
+                        }
+                }
+                if (r == 0) {
+                        /* nothing for a while: ask, in case sandboxd restarted and no signal comes */
+                        r = command_status(d, path, &terminal);
+                        if (r < 0 && d->error.kind != SANDBOXD_ERROR_TRANSPORT)
+                                goto finish;
+                        set_ok(d);
+                }
+        }
+        r = get_result_at(d, path, ret);
+finish:
+        sd_bus_slot_unref(slot);
+        free(rid);
+        free(path);
+        return r;
+}
+
+/* The object of a command by its request id: the one being run, or a search among the
+ * session's command objects (newest first). */
+static int find_command(DbusBackend *d, const char *session, const char *rid, char **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *spath = NULL, *base = NULL;
+        sd_bus_message *reply = NULL;
+        const char *xml, *p;
+        unsigned max = 0;
+        int r;
+
+        if (d->cur_path && streq(d->cur_session, session) && streq(d->cur_request_id, rid))
+                return (*ret = strdup(d->cur_path)) ? 0 : -ENOMEM;
+        r = session_path(d, session, &spath);
+        if (r < 0)
+                return r;
+        if (asprintf(&base, "%s/command", spath) < 0) {
+                base = NULL;
+                return -ENOMEM;
+        }
+        r = sd_bus_call_method(d->bus, BUS_NAME, base, "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply,
+                               NULL);
+        if (r < 0)
+                return bus_error(d, r, &e);
+        r = sd_bus_message_read(reply, "s", &xml);
+        if (r < 0) {
+                sd_bus_message_unref(reply);
+                return bus_error(d, r, NULL);
+        }
+        for (p = xml; (p = strstr(p, "<node name=\"")); p++) {
+                unsigned long n = strtoul(p + 12, NULL, 10);
+                if (n > max)
+                        max = (unsigned) n;
+        }
+        sd_bus_message_unref(reply);
+        for (unsigned n = max; n > 0; n--) {
+                _cleanup_(sd_bus_error_free) sd_bus_error e2 = SD_BUS_ERROR_NULL;
+                _cleanup_free_ char *cpath = NULL, *crid = NULL;
+
+                if (asprintf(&cpath, "%s/%u", base, n) < 0) {
+                        cpath = NULL;
+                        return -ENOMEM;
+                }
+                r = sd_bus_get_property_string(d->bus, BUS_NAME, cpath, COMMAND_IFACE, "RequestId", &e2, &crid);
+                if (r < 0)
+                        continue;
+                if (streq(crid, rid)) {
+                        *ret = cpath;
+                        cpath = NULL;
+                        return 0;
+                }
+        }
+        return set_error(d, SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found", "No such command: %s", rid);
+}
+
+static int dbus_command_signal(Backend *b, const char *session, const char *rid, int sig) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        DbusBackend *d = dbus(b);
+        _cleanup_free_ char *path = NULL;
+        sd_bus_message *reply = NULL;
+        const char *name = sig == SIGINT    ? "SIGINT"
+                           : sig == SIGTERM ? "SIGTERM"
+                           : sig == SIGKILL ? "SIGKILL"
+                           : sig == SIGHUP  ? "SIGHUP"
+                           : sig == SIGUSR1 ? "SIGUSR1"
+                           : sig == SIGUSR2 ? "SIGUSR2"
+                                            : NULL;
+        int r;
+
+        set_ok(d);
+        if (!name)
+                return set_error(d, SANDBOXD_ERROR_LOCAL, -EINVAL, "", "signal %d may not be sent", sig);
+        r = find_command(d, session, rid, &path);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(d->bus, BUS_NAME, path, COMMAND_IFACE, "Signal", &e, &reply, "s", name);
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(d, r, &e) : 0;
+}
+
+const BackendOps backend_dbus_ops = {
+        .name = "dbus",
+        .free = dbus_free,
+        .last_error = dbus_last_error,
+        .set_wakeup = dbus_set_wakeup,
+        .health = dbus_health,
+        .drain = dbus_drain,
+        .session_create = dbus_session_create,
+        .session_get = dbus_session_get,
+        .session_list = dbus_session_list,
+        .session_close = dbus_session_close,
+        .session_freeze = dbus_session_freeze,
+        .exec_run = dbus_exec_run,
+        .exec_start = dbus_exec_start,
+        .command_attach = dbus_command_attach,
+        .command_wait = dbus_command_wait,
+        .command_get = dbus_command_get,
+        .command_list = dbus_command_list,
+        .command_signal = dbus_command_signal,
+        .file_upload = dbus_file_upload,
+        .file_write = dbus_file_write,
+        .file_download = dbus_file_download,
+        .file_read = dbus_file_read,
+        .file_stat = dbus_file_stat,
+        .file_list = dbus_file_list,
+        .file_mkdir = dbus_file_mkdir,
+};
+
+int backend_dbus_new(Backend **ret) {
+        DbusBackend *d;
+        int r;
+
+        d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        d->backend.ops = &backend_dbus_ops;
+        d->wakeup_fd = -EBADF;
+        r = sd_bus_open_system(&d->bus);
+        if (r < 0) {
+                log_error_errno(r, "Cannot connect to the system bus (%s): %m. sandboxctl talks D-Bus to the local "
+                                   "sandboxd; use --transport=http for its unix socket instead.",
+                                getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket");
+                free(d);
+                return -EHOSTUNREACH;
+        }
+        if (isatty(STDIN_FILENO))
+                (void) sd_bus_set_allow_interactive_authorization(d->bus, true);
+        r = backend_http_new(NULL, NULL, &d->http);
+        if (r >= 0 && asprintf(&d->backend.description, "the system bus (%s)", BUS_NAME) < 0) {
+                d->backend.description = NULL;
+                r = -ENOMEM;
+        }
+        if (r < 0) {
+                backend_free(d->http);
+                sd_bus_flush_close_unref(d->bus);
+                free(d);
+                return r;
+        }
+        *ret = &d->backend;
+        return 0;
+}
