@@ -18,6 +18,7 @@
 #include "validate.h"
 #include "session.h"
 #include "pool.h"
+#include "proxy.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
@@ -55,6 +56,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while ((s = m->sessions))
                 session_free(s);
+        proxy_free(m->proxy);
         manager_bus_free(m);
         pool_free(m);
         for (size_t i = 0; i < m->n_stored_fds; i++) {
@@ -452,6 +454,9 @@ int manager_startup(Manager *m, const char *listen_path) {
         r = store_mkdir_p(m->runtime_dir, 0755);
         if (r < 0)
                 return log_error_errno(r, "Failed to create %s: %m", m->runtime_dir);
+        r = proxy_new(m, &m->proxy);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the egress proxy: %m");
         r = manager_recover(m);
         if (r < 0)
                 return r;

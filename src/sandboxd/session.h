@@ -46,6 +46,10 @@ struct Session {
         char *tmp_dir;
         Limits limits;
         NetworkMode network;
+        char **net_deny;      /* the session's own denied domains (the baseline applies too) */
+        char **net_allow;     /* non-NULL: allow-list mode */
+        ProxyListener *proxy; /* mode proxy: where its commands' connections come in */
+        bool proxy_unit_started;
         SessionState state;
         char *error;          /* why the slice could not be created */
         char *close_reason;   /* "deleted", "idle", "lifetime", "slice-gone" */
