@@ -2,12 +2,13 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
+#include <net/if.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -221,36 +222,55 @@ static void conn_bad_request(ProxyConn *c, const char *why) {
 
 /* --- the policy of a connection ------------------------------------------------------------ */
 
+static int add_host_address(AddressRange **l, size_t *n, int family, const void *a) {
+        AddressRange *nl = realloc(*l, (*n + 1) * sizeof(AddressRange));
+
+        if (!nl)
+                return -ENOMEM;
+        *l = nl;
+        nl[*n] = (AddressRange) { .family = family, .prefixlen = family == AF_INET ? 32 : 128 };
+        memcpy(nl[*n].addr, a, family == AF_INET ? 4 : 16);
+        (*n)++;
+        return 0;
+}
+
+/* This host's own addresses, without netlink (sandboxd has no AF_NETLINK): SIOCGIFCONF
+ * for IPv4, /proc/self/net/if_inet6 for IPv6. */
 static int host_addresses(AddressRange **ret, size_t *ret_n) {
-        struct ifaddrs *ifa = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_fclose_ FILE *f = NULL;
+        struct ifreq reqs[64];
+        struct ifconf ifc = { .ifc_len = sizeof(reqs), .ifc_req = reqs };
         AddressRange *l = NULL;
         size_t n = 0;
+        char line[256];
+        int r = 0;
 
-        if (getifaddrs(&ifa) < 0)
-                return -errno;
-        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-                AddressRange r = {}, *nl;
+        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || ioctl(fd, SIOCGIFCONF, &ifc) < 0)
+                r = -errno;
+        for (size_t i = 0; r >= 0 && i < (size_t) ifc.ifc_len / sizeof(struct ifreq); i++)
+                if (reqs[i].ifr_addr.sa_family == AF_INET)
+                        r = add_host_address(&l, &n, AF_INET, &((struct sockaddr_in *) &reqs[i].ifr_addr)->sin_addr);
 
-                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-                        continue;
-                r.family = i->ifa_addr->sa_family;
-                if (r.family == AF_INET) {
-                        memcpy(r.addr, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, 4);
-                        r.prefixlen = 32;
-                } else {
-                        memcpy(r.addr, &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, 16);
-                        r.prefixlen = 128;
+        f = fopen("/proc/self/net/if_inet6", "re");
+        while (r >= 0 && f && fgets(line, sizeof(line), f)) {
+                uint8_t a[16];
+                bool ok = strlen(line) >= 32;
+
+                for (size_t i = 0; ok && i < 16; i++) {
+                        unsigned v;
+
+                        ok = sscanf(line + 2 * i, "%2x", &v) == 1;
+                        a[i] = (uint8_t) v;
                 }
-                nl = realloc(l, (n + 1) * sizeof(AddressRange));
-                if (!nl) {
-                        free(l);
-                        freeifaddrs(ifa);
-                        return -ENOMEM;
-                }
-                l = nl;
-                l[n++] = r;
+                if (ok)
+                        r = add_host_address(&l, &n, AF_INET6, a);
         }
-        freeifaddrs(ifa);
+        if (r < 0) {
+                free(l);
+                return r;
+        }
         *ret = l;
         *ret_n = n;
         return 0;
