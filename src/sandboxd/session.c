@@ -267,19 +267,19 @@ static int on_proxy_started(sd_bus_message *reply, void *userdata, sd_bus_error 
         return 0;
 }
 
-/* Mode proxy: our listener for the session, and the socket its commands join. */
-static int session_setup_proxy(Session *s) {
+static int session_listen_proxy(Session *s) {
+        if (s->network != NETWORK_PROXY || !s->manager->proxy || s->proxy)
+                return 0;
+        return proxy_listen(s->manager->proxy, s, &s->proxy);
+}
+
+int session_start_proxy_units(Session *s) {
         _cleanup_free_ char *dir = NULL;
         Manager *m = s->manager;
         int r;
 
-        if (s->network != NETWORK_PROXY || !m->proxy)
+        if (s->network != NETWORK_PROXY)
                 return 0;
-        if (!s->proxy) {
-                r = proxy_listen(m->proxy, s, &s->proxy);
-                if (r < 0)
-                        return r;
-        }
         r = proxy_session_dir(m, s->id, &dir);
         if (r < 0)
                 return r;
@@ -288,6 +288,16 @@ static int session_setup_proxy(Session *s) {
         if (r < 0)
                 return log_error_errno(r, "Failed to ask systemd for the egress proxy units of session %s: %m", s->id);
         return 0;
+}
+
+/* Mode proxy: our listener for the session, and the socket its commands join. */
+static int session_setup_proxy(Session *s) {
+        int r;
+
+        r = session_listen_proxy(s);
+        if (r < 0)
+                return r;
+        return session_start_proxy_units(s);
 }
 
 /* --- creation ------------------------------------------------------------------ */
@@ -862,7 +872,9 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
                  session_state_to_string(s->state), session_count_running(s));
         if (s->state == SESSION_ACTIVE) {
-                r = session_setup_proxy(s);
+                /* Only the listener: manager_recover() starts the units that are missing,
+                 * once it has asked PID 1 which exist. */
+                r = session_listen_proxy(s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to set up the egress proxy of session %s, ignoring: %m", s->id);
         }

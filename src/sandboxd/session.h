@@ -84,6 +84,9 @@ struct Session {
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error);
 Session *session_free(Session *s);
 
+/* Mode proxy: starts sandboxd-<sid>-proxy.socket and its service (an existing one is fine). */
+int session_start_proxy_units(Session *s);
+
 /* Rebuilds a session and its commands from the records, after a restart. */
 int session_recover(Manager *m, const char *dir, Session **ret);
 
