@@ -173,6 +173,7 @@ static void test_session_options(void) {
                 ASSERT(sd_bus_message_append(m, "a{sv}", __VA_ARGS__) >= 0);     \
                 ASSERT(read_session(m, &req, &e) == -EINVAL);                    \
                 ASSERT_STREQ(e.code, expected);                                    \
+                session_request_done(&req);                                      \
                 sd_bus_message_unref(m);                                         \
         } while (0)
 
