@@ -19,6 +19,7 @@ static const struct {
         { "unsupported", BUS_ERROR_NOT_SUPPORTED },
         { "session_not_active", BUS_ERROR_SESSION_NOT_ACTIVE },
         { "draining", BUS_ERROR_DRAINING },
+        { "forbidden", SD_BUS_ERROR_ACCESS_DENIED },
 };
 
 int bus_error_set_request(sd_bus_error *error, int r, const RequestError *e) {

@@ -95,12 +95,12 @@ int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e
         return 0;
 }
 
-int command_build_env(Session *s, char * const *user_env, char ***ret) {
+int command_build_env(Session *s, unsigned command_n, char * const *user_env, char ***ret) {
         const Config *c = &s->manager->config;
         size_t n = strv_length(user_env), k = 0;
         char **env;
 
-        env = calloc(n + 12, sizeof(char *));
+        env = calloc(n + 24, sizeof(char *));
         if (!env)
                 return -ENOMEM;
 
@@ -116,6 +116,18 @@ int command_build_env(Session *s, char * const *user_env, char ***ret) {
 
         ADD("PATH=%s", c->path ?: DEFAULT_PATH);
         ADD("LANG=C.UTF-8");
+        if (s->network == NETWORK_PROXY) {
+                /* The only way out. The user name tells the proxy which command asks (for
+                 * its network_denied events); curl reads only the lower-case http_proxy. */
+                static const char *const names[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY" };
+
+                for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                        ADD("%s=http://c%u:sandboxd@127.0.0.1:%u", names[i], command_n, PROXY_PORT);
+                ADD("all_proxy=socks5h://c%u:sandboxd@127.0.0.1:%u", command_n, PROXY_PORT);
+                ADD("ALL_PROXY=socks5h://c%u:sandboxd@127.0.0.1:%u", command_n, PROXY_PORT);
+                ADD("no_proxy=localhost,127.0.0.1,::1");
+                ADD("NO_PROXY=localhost,127.0.0.1,::1");
+        }
         for (size_t i = 0; i < n; i++) {
                 /* The caller's PATH and LANG replace ours. */
                 if (startswith(user_env[i], "PATH=")) {
@@ -144,3 +156,40 @@ int command_build_env(Session *s, char * const *user_env, char ***ret) {
         return 0;
 }
 
+
+/* "-path": a path that does not exist is no error for PID 1. */
+static int add_paths(char ***list, size_t *n, char * const *paths) {
+        for (size_t i = 0; paths && paths[i]; i++) {
+                char **l = realloc(*list, (*n + 2) * sizeof(char *));
+
+                if (!l)
+                        return -ENOMEM;
+                *list = l;
+                l[*n + 1] = NULL;
+                if (asprintf(&l[*n], "-%s", paths[i]) < 0) {
+                        l[*n] = NULL;
+                        return -ENOMEM;
+                }
+                (*n)++;
+        }
+        if (!*list && !(*list = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        return 0;
+}
+
+int command_build_paths(const Config *c, char ***ret_inaccessible, char ***ret_read_only, char ***ret_read_write) {
+        _cleanup_strv_free_ char **inacc = NULL, **ro = NULL, **rw = NULL;
+        size_t ni = 0, nro = 0, nrw = 0;
+        int r;
+
+        if ((r = add_paths(&inacc, &ni, (char * const *) config_builtin_inaccessible)) < 0 ||
+            (r = add_paths(&inacc, &ni, c->deny_read)) < 0 ||
+            (r = add_paths(&ro, &nro, c->allow_read)) < 0 ||
+            (r = add_paths(&ro, &nro, c->deny_write)) < 0 ||
+            (r = add_paths(&rw, &nrw, c->allow_write)) < 0)
+                return r;
+        *ret_inaccessible = TAKE_PTR(inacc);
+        *ret_read_only = TAKE_PTR(ro);
+        *ret_read_write = TAKE_PTR(rw);
+        return 0;
+}

@@ -684,7 +684,8 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                   RequestError *e) {
         Manager *m = s->manager;
         _cleanup_free_ char *cwd = NULL, *exe = NULL, *description = NULL;
-        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL;
+        _cleanup_free_ char *proxy_socket = NULL;
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, in_fd = -EBADF;
         char statedir_ws[256], statedir_home[256], statedir_tmp[256];
         Command *c;
@@ -711,9 +712,17 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 return -EINVAL;
         }
 
-        r = command_build_env(s, req->env, &env);
+        r = command_build_env(s, s->n_commands + 1, req->env, &env);
         if (r < 0)
                 return r;
+        r = command_build_paths(&m->config, &inaccessible, &read_only, &read_write);
+        if (r < 0)
+                return r;
+        if (s->network == NETWORK_PROXY) {
+                r = systemd_proxy_unit_names(s->id, &proxy_socket, NULL);
+                if (r < 0)
+                        return r;
+        }
 
         c = command_alloc(s, ++s->n_commands);
         if (!c)
@@ -806,8 +815,17 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .stdin_fd = c->stdin_mode == STDIN_FD ? req->stdin_fd : in_fd,
                 .stdout_fd = req->has_stdout_fd ? req->stdout_fd : out_w,
                 .stderr_fd = req->has_stderr_fd ? req->stderr_fd : err_w,
-                .inaccessible_paths = { "-/run/dbus/system_bus_socket", "-/run/sandboxd", "-/var/lib/sandboxd/sessions",
-                                        "-/etc/sandboxd" },
+                .network = s->network,
+                .proxy_socket_unit = proxy_socket,
+                .ip_allow = m->config.ip_allow,
+                .n_ip_allow = m->config.n_ip_allow,
+                .ip_deny = m->config.ip_deny,
+                .n_ip_deny = m->config.n_ip_deny,
+                .inaccessible_paths = inaccessible,
+                .read_only_paths = read_only,
+                .read_write_paths = read_write,
+                .tools_directory = m->config.tools_directory,
+                .limit_fsize = m->config.limit_fsize,
         };
 
         /* Watch before starting, so no change can slip between the two. */

@@ -96,4 +96,6 @@ bool command_status_is_running(const Command *c);
 /* command-setup.c */
 int find_executable(const char *name, const char *path, char **ret);
 int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e);
-int command_build_env(Session *s, char * const *user_env, char ***ret);
+int command_build_env(Session *s, unsigned command_n, char * const *user_env, char ***ret);
+/* The file system policy of the config as InaccessiblePaths=, ReadOnlyPaths=, ReadWritePaths=. */
+int command_build_paths(const Config *c, char ***ret_inaccessible, char ***ret_read_only, char ***ret_read_write);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <ini.h>
 #include <limits.h>
+#include <stddef.h>
 
 #include "buf.h"
 #include "config.h"
@@ -35,7 +36,35 @@ void config_init(Config *c) {
                 .kill_grace_usec = 5 * USEC_PER_SEC,
                 .output_max_bytes = 1024 * 1024,
                 .max_file_bytes = 1024ULL * 1024 * 1024,
+                .default_network_mode = NETWORK_PROXY,
+                .proxy_max_connections = 256,
+                .proxy_connect_timeout_usec = 30 * USEC_PER_SEC,
+                .proxy_idle_timeout_usec = 600 * USEC_PER_SEC,
+                .limit_fsize = UINT64_MAX,
         };
+        /* Direct connections in mode host: not to this host's loopback services (sandboxd's
+         * own API among them), link-local addresses (cloud metadata) or multicast. */
+        (void) address_ranges_parse("localhost link-local multicast", &c->ip_deny, &c->n_ip_deny);
+}
+
+const char *const config_builtin_inaccessible[] = {
+        "/etc/ssh",
+        "/etc/sandboxd",
+        "/run/dbus",
+        "/run/sandboxd",
+        "/var/lib/sandboxd/sessions",
+        NULL,
+};
+
+static bool word_in_list(char * const *l, const char *w) {
+        for (size_t i = 0; l && l[i]; i++)
+                if (streq(l[i], w))
+                        return true;
+        return false;
+}
+
+bool config_tenant_may_use_host_network(const Config *c, const char *tenant) {
+        return tenant && word_in_list(c->host_mode_tenants, tenant);
 }
 
 const char *pool_profile_to_string(PoolProfile p) {
@@ -53,6 +82,23 @@ void config_done(Config *c) {
         c->path = NULL;
         free(c->admin_tenants);
         c->admin_tenants = NULL;
+        strv_free(c->host_mode_tenants);
+        strv_free(c->denied_domains);
+        strv_free(c->allowed_domains);
+        c->host_mode_tenants = c->denied_domains = c->allowed_domains = NULL;
+        free(c->proxy_allowed);
+        free(c->proxy_denied);
+        free(c->ip_allow);
+        free(c->ip_deny);
+        c->proxy_allowed = c->proxy_denied = c->ip_allow = c->ip_deny = NULL;
+        c->n_proxy_allowed = c->n_proxy_denied = c->n_ip_allow = c->n_ip_deny = 0;
+        strv_free(c->allow_read);
+        strv_free(c->allow_write);
+        strv_free(c->deny_read);
+        strv_free(c->deny_write);
+        c->allow_read = c->allow_write = c->deny_read = c->deny_write = NULL;
+        free(c->tools_directory);
+        c->tools_directory = NULL;
 }
 
 typedef struct LoadState {
@@ -98,6 +144,120 @@ static int parse_limit_key(LoadState *st, Limits *l, const char *section, const 
                 return 1;
         }
         return -ENOENT;
+}
+
+/* Lists: every assignment adds its space-separated words, an empty one empties the list. */
+typedef int (*WordCheck)(const char *word, char *normalized, size_t n);
+
+static int add_words(char ***list, const char *value, WordCheck check, char **ret_bad) {
+        size_t n = strv_length(*list);
+
+        if (value[0] == 0) {
+                strv_free(*list);
+                *list = NULL;
+                return 0;
+        }
+        while (*value) {
+                char word[PATH_MAX], normalized[PATH_MAX], **l;
+                size_t len;
+
+                value += strspn(value, " \t");
+                len = strcspn(value, " \t");
+                if (len == 0)
+                        break;
+                if (len >= sizeof(word))
+                        return -ENAMETOOLONG;
+                memcpy(word, value, len);
+                word[len] = 0;
+                value += len;
+                if (check(word, normalized, sizeof(normalized)) < 0) {
+                        *ret_bad = strdup(word);
+                        return -EINVAL;
+                }
+                if (word_in_list(*list, normalized))
+                        continue;
+                l = realloc(*list, (n + 2) * sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+                *list = l;
+                if (!(l[n] = strdup(normalized)))
+                        return -ENOMEM;
+                l[++n] = NULL;
+        }
+        return 0;
+}
+
+static int check_tenant(const char *w, char *out, size_t n) {
+        if (strlen(w) >= n || strlen(w) > 64)
+                return -EINVAL;
+        strcpy(out, w);
+        return 0;
+}
+
+static int check_domain(const char *w, char *out, size_t n) {
+        char buf[HOST_NAME_MAX_LEN + 3];
+
+        if (domain_pattern_normalize(w, buf) < 0 || strlen(buf) >= n)
+                return -EINVAL;
+        strcpy(out, buf);
+        return 0;
+}
+
+/* An absolute path without ".", ".." or empty components (no trailing slash). */
+static int check_path(const char *w, char *out, size_t n) {
+        const char *p = w;
+
+        if (w[0] != '/' || strlen(w) >= n)
+                return -EINVAL;
+        while (*p) {
+                size_t l;
+
+                p += strspn(p, "/");
+                l = strcspn(p, "/");
+                if (l == 0)
+                        break;
+                if ((l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EINVAL;
+                p += l;
+                if (*p == '/' && p[1] == '/')
+                        return -EINVAL;
+        }
+        strcpy(out, w);
+        if (strlen(out) > 1 && out[strlen(out) - 1] == '/')
+                out[strlen(out) - 1] = 0;
+        return streq(out, "/") ? -EINVAL : 0;
+}
+
+static int set_words(LoadState *st, char ***list, const char *section, const char *key, const char *value,
+                     WordCheck check, const char *what) {
+        _cleanup_free_ char *bad = NULL;
+        int r;
+
+        r = add_words(list, value, check, &bad);
+        if (r == -ENOMEM)
+                return 0;
+        if (r < 0) {
+                char why[256];
+
+                snprintf(why, sizeof(why), "'%.100s' is not %s", bad ?: "?", what);
+                return set_error(st, section, key, value, why);
+        }
+        return 1;
+}
+
+static int set_ranges(LoadState *st, AddressRange **list, size_t *n, const char *section, const char *key,
+                      const char *value) {
+        if (value[0] == 0) {
+                free(*list);
+                *list = NULL;
+                *n = 0;
+                return 1;
+        }
+        if (address_ranges_parse(value, list, n) < 0)
+                return set_error(st, section, key, value,
+                                 "expected addresses or prefixes like 10.0.0.0/8 or fd00::/8, or any, localhost, "
+                                 "link-local, multicast, private");
+        return 1;
 }
 
 static int handler(void *userdata, const char *section, const char *key, const char *value) {
@@ -202,6 +362,82 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         free(c->path);
                         c->path = strdup(value);
                         return c->path ? 1 : 0;
+                }
+        } else if (streq(section, "Network")) {
+                if (streq(key, "DefaultMode")) {
+                        NetworkMode mode = network_mode_from_string(value);
+
+                        if (mode != NETWORK_NONE && mode != NETWORK_PROXY)
+                                return set_error(st, section, key, value, "expected 'proxy' or 'none'");
+                        c->default_network_mode = mode;
+                        return 1;
+                }
+                if (streq(key, "HostModeTenants"))
+                        return set_words(st, &c->host_mode_tenants, section, key, value, check_tenant, "a tenant name");
+                if (streq(key, "DefaultDeniedDomains") || streq(key, "AllowedDomains"))
+                        return set_words(st, streq(key, "AllowedDomains") ? &c->allowed_domains : &c->denied_domains,
+                                         section, key, value, check_domain,
+                                         "a domain name like example.com or *.example.com");
+                if (streq(key, "ProxyAllowedAddresses"))
+                        return set_ranges(st, &c->proxy_allowed, &c->n_proxy_allowed, section, key, value);
+                if (streq(key, "ProxyDeniedAddresses"))
+                        return set_ranges(st, &c->proxy_denied, &c->n_proxy_denied, section, key, value);
+                if (streq(key, "IPAddressAllow"))
+                        return set_ranges(st, &c->ip_allow, &c->n_ip_allow, section, key, value);
+                if (streq(key, "IPAddressDeny"))
+                        return set_ranges(st, &c->ip_deny, &c->n_ip_deny, section, key, value);
+                if (streq(key, "ProxyMaxConnections")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        c->proxy_max_connections = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "ProxyConnectTimeoutSec") || streq(key, "ProxyIdleTimeoutSec")) {
+                        if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC || v > 86400 * USEC_PER_SEC)
+                                return set_error(st, section, key, value, "expected a duration between 1s and 1d");
+                        if (streq(key, "ProxyConnectTimeoutSec"))
+                                c->proxy_connect_timeout_usec = v;
+                        else
+                                c->proxy_idle_timeout_usec = v;
+                        return 1;
+                }
+        } else if (streq(section, "Sandbox")) {
+                static const struct {
+                        const char *key;
+                        size_t offset;
+                } path_lists[] = {
+                        { "AllowRead", offsetof(Config, allow_read) },
+                        { "AllowWrite", offsetof(Config, allow_write) },
+                        { "DenyRead", offsetof(Config, deny_read) },
+                        { "DenyWrite", offsetof(Config, deny_write) },
+                };
+
+                for (size_t i = 0; i < ELEMENTSOF(path_lists); i++)
+                        if (streq(key, path_lists[i].key))
+                                return set_words(st, (char ***) ((uint8_t *) c + path_lists[i].offset), section, key,
+                                                 value, check_path,
+                                                 "an absolute path without '.' or '..' components (and not /)");
+                if (streq(key, "ToolsDirectory")) {
+                        char buf[PATH_MAX];
+
+                        if (value[0] == 0) {
+                                free(c->tools_directory);
+                                c->tools_directory = NULL;
+                                return 1;
+                        }
+                        if (check_path(value, buf, sizeof(buf)) < 0 || strpbrk(value, " \t:"))
+                                return set_error(st, section, key, value,
+                                                 "expected an absolute path without '.', '..', ':' or spaces");
+                        free(c->tools_directory);
+                        c->tools_directory = strdup(buf);
+                        return c->tools_directory ? 1 : 0;
+                }
+                if (streq(key, "LimitFSIZE")) {
+                        if (streq(value, "infinity"))
+                                c->limit_fsize = UINT64_MAX;
+                        else if (parse_size(value, &c->limit_fsize) < 0 || c->limit_fsize == 0)
+                                return set_error(st, section, key, value, "expected a size like 100M or 2G, or infinity");
+                        return 1;
                 }
         } else if (streq(section, "Files")) {
                 if (streq(key, "MaxFileSize")) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include "macro.h"
+#include "net-policy.h"
 #include "parse-util.h"
+#include "request.h"
 
 #define SANDBOXD_CONFIG_FILE SYSCONFDIR "/sandboxd/sandboxd.conf"
 
@@ -53,7 +55,38 @@ typedef struct Config {
 
         /* [Files] */
         uint64_t max_file_bytes; /* one upload; UINT64_MAX: no limit */
+
+        /* [Network] */
+        NetworkMode default_network_mode; /* none or proxy */
+        char **host_mode_tenants;         /* who may ask for mode host */
+        char **denied_domains;            /* DefaultDeniedDomains=: the baseline every session gets */
+        char **allowed_domains;           /* AllowedDomains=: non-empty switches on allow-list mode */
+        AddressRange *proxy_allowed;      /* exceptions to the ranges the proxy refuses */
+        size_t n_proxy_allowed;
+        AddressRange *proxy_denied;       /* more ranges the proxy refuses */
+        size_t n_proxy_denied;
+        AddressRange *ip_allow;           /* IPAddressAllow= of commands in mode host */
+        size_t n_ip_allow;
+        AddressRange *ip_deny;            /* IPAddressDeny= of commands in mode host */
+        size_t n_ip_deny;
+        unsigned proxy_max_connections;
+        uint64_t proxy_connect_timeout_usec;
+        uint64_t proxy_idle_timeout_usec;
+
+        /* [Sandbox]: the file system commands see */
+        char **allow_read;   /* ReadOnlyPaths= */
+        char **allow_write;  /* ReadWritePaths=, beyond the workspace, home and TMPDIR */
+        char **deny_read;    /* InaccessiblePaths=, beyond the built-in ones */
+        char **deny_write;   /* ReadOnlyPaths= */
+        char *tools_directory; /* bound read-only at /.tools */
+        uint64_t limit_fsize;  /* LimitFSIZE=; UINT64_MAX: none */
 } Config;
+
+/* The paths no command may see, whatever the config says: credentials of the host,
+ * sandboxd's own sockets and records, the system bus. NULL-terminated. */
+extern const char *const config_builtin_inaccessible[];
+
+bool config_tenant_may_use_host_network(const Config *c, const char *tenant);
 
 void config_init(Config *c);
 void config_done(Config *c);

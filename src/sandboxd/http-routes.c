@@ -27,6 +27,8 @@ static unsigned status_for_request_error(const RequestError *e) {
                 return MHD_HTTP_CONFLICT;
         if (streq_ptr(e->code, "draining"))
                 return MHD_HTTP_SERVICE_UNAVAILABLE;
+        if (streq_ptr(e->code, "forbidden"))
+                return MHD_HTTP_FORBIDDEN;
         return MHD_HTTP_BAD_REQUEST;
 }
 

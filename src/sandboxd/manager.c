@@ -18,6 +18,7 @@
 #include "validate.h"
 #include "session.h"
 #include "pool.h"
+#include "proxy.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
@@ -55,6 +56,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while ((s = m->sessions))
                 session_free(s);
+        proxy_free(m->proxy);
         manager_bus_free(m);
         pool_free(m);
         for (size_t i = 0; i < m->n_stored_fds; i++) {
@@ -108,7 +110,8 @@ void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fd
 /* After a restart: sessions and commands from their records, the units and pipes that
  * still exist, slices nobody owns. */
 static int manager_recover(Manager *m) {
-        _cleanup_strv_free_ char **slices = NULL;
+        _cleanup_strv_free_ char **slices = NULL, **sockets = NULL;
+        Session *ps;
         char dir[PATH_MAX];
         struct dirent *de;
         DIR *d;
@@ -177,6 +180,24 @@ static int manager_recover(Manager *m) {
                         pool_adopt(m, *sl);
                 else if (owner->state == SESSION_CLOSED)
                         (void) systemd_stop_unit_async(m->bus, *sl, NULL, NULL); /* closing did not finish */
+        }
+
+        /* Sessions in mode proxy whose proxy socket went away (it failed, or was stopped). */
+        r = systemd_list_units(m->bus, "sandboxd-*-proxy.socket", &sockets, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list sandboxd's proxy sockets: %m");
+        LIST_FOREACH(sessions, ps, m->sessions) {
+                _cleanup_free_ char *name = NULL;
+                bool found = false;
+
+                if (ps->state != SESSION_ACTIVE || ps->network != NETWORK_PROXY)
+                        continue;
+                if (systemd_proxy_unit_names(ps->id, &name, NULL) < 0)
+                        return log_oom();
+                for (char **u = sockets; *u; u++)
+                        found = found || streq(*u, name);
+                if (!found)
+                        (void) session_start_proxy_units(ps);
         }
         return 0;
 }
@@ -452,6 +473,9 @@ int manager_startup(Manager *m, const char *listen_path) {
         r = store_mkdir_p(m->runtime_dir, 0755);
         if (r < 0)
                 return log_error_errno(r, "Failed to create %s: %m", m->runtime_dir);
+        r = proxy_new(m, &m->proxy);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the egress proxy: %m");
         r = manager_recover(m);
         if (r < 0)
                 return r;

@@ -16,6 +16,8 @@ typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
 typedef struct PolkitQuery PolkitQuery;
 typedef struct BusPending BusPending;
+typedef struct Proxy Proxy;
+typedef struct ProxyListener ProxyListener;
 
 /* A pipe end systemd kept for us in the fd store while sandboxd was away. */
 typedef struct StoredFd {
@@ -45,6 +47,8 @@ struct Manager {
         bool draining;     /* POST /v1/drain: no new work; exit once the running commands end */
         unsigned n_connections;
         unsigned n_running;
+
+        Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
 
         PolkitQuery *polkit_queries; /* questions to polkit, and their answers */
         BusPending *bus_pending;     /* D-Bus calls answered later */

@@ -522,6 +522,27 @@ int bus_read_session_options(sd_bus_message *m, SessionRequest *req, RequestErro
                                 r = sd_bus_message_exit_container(m);
                         if (r >= 0)
                                 r = request_parse_network_mode(mode, &req->network, e);
+                        req->has_network_mode = r >= 0;
+                } else if (streq(key, "network_deny") || streq(key, "network_allow")) {
+                        const char *field = streq(key, "network_deny") ? "network.deny" : "network.allow";
+                        char ***list = streq(key, "network_deny") ? &req->network_deny : &req->network_allow;
+                        const char *d;
+
+                        r = bus_enter_option(m, key, "as", e);
+                        if (r >= 0)
+                                r = sd_bus_message_enter_container(m, 'a', "s");
+                        if (r >= 0) {
+                                strv_free(*list);
+                                *list = calloc(1, sizeof(char *));
+                                if (!*list)
+                                        r = -ENOMEM;
+                        }
+                        while (r >= 0 && (r = sd_bus_message_read(m, "s", &d)) > 0)
+                                r = request_add_domain_pattern(field, d, list, e);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
                 } else if (streq(key, "cpu_quota") || streq(key, "tasks_max") || streq(key, "ttl_s")) {
                         r = bus_enter_option(m, key, "t", e);
                         if (r >= 0)

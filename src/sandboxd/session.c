@@ -11,6 +11,7 @@
 #include "log.h"
 #include "ndjson.h"
 #include "pool.h"
+#include "proxy.h"
 #include "session.h"
 #include "session-dbus.h"
 #include "store.h"
@@ -93,6 +94,47 @@ static int session_dir(Session *s, char *buf, size_t n) {
         return snprintf(buf, n, "%s/sessions/%s", s->manager->state_dir, s->id) < (int) n ? 0 : -ENAMETOOLONG;
 }
 
+static json_object *strv_to_json(char * const *l) {
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && l && l[i]; i++)
+                json_object_array_add(a, json_object_new_string(l[i]));
+        return a;
+}
+
+static json_object *network_to_json(Session *s) {
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "mode", json_object_new_string(network_mode_to_string(s->network)));
+        if (s->network == NETWORK_PROXY) {
+                json_object_object_add(o, "deny", strv_to_json(s->net_deny));
+                if (s->net_allow)
+                        json_object_object_add(o, "allow", strv_to_json(s->net_allow));
+        }
+        return o;
+}
+
+static char **strv_from_json(json_object *a) {
+        size_t n;
+        char **l;
+
+        if (!a || !json_object_is_type(a, json_type_array))
+                return NULL;
+        n = json_object_array_length(a);
+        l = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0, k = 0; l && i < n; i++) {
+                const char *v = json_object_get_string(json_object_array_get_idx(a, i));
+
+                if (v && domain_pattern_is_valid(v) && !(l[k++] = strdup(v))) {
+                        strv_free(l);
+                        return NULL;
+                }
+        }
+        return l;
+}
+
 int session_save(Session *s) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *l = json_object_new_object();
         char dir[PATH_MAX], path[PATH_MAX + 32];
@@ -119,6 +161,7 @@ int session_save(Session *s) {
         json_object_object_add(o, "n_commands", json_object_new_uint64(s->n_commands));
         json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
         json_object_object_add(o, "from_pool", json_object_new_boolean(s->from_pool));
+        json_object_object_add(o, "network", network_to_json(s));
 
         r = session_dir(s, dir, sizeof(dir));
         if (r >= 0)
@@ -211,6 +254,52 @@ int session_check_active(Session *s, RequestError *e) {
                              s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
 }
 
+/* --- the egress proxy ------------------------------------------------------------ */
+
+static int on_proxy_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Session *s = userdata;
+
+        if (sd_bus_message_is_method_error(reply, "org.freedesktop.systemd1.UnitExists"))
+                return 0; /* kept running by PID 1 while sandboxd restarted */
+        if (sd_bus_message_is_method_error(reply, NULL))
+                log_error("Failed to start the egress proxy units of session %s: %s. Its commands have no network.",
+                          s->id, systemd_error_message(reply));
+        return 0;
+}
+
+static int session_listen_proxy(Session *s) {
+        if (s->network != NETWORK_PROXY || !s->manager->proxy || s->proxy)
+                return 0;
+        return proxy_listen(s->manager->proxy, s, &s->proxy);
+}
+
+int session_start_proxy_units(Session *s) {
+        _cleanup_free_ char *dir = NULL;
+        Manager *m = s->manager;
+        int r;
+
+        if (s->network != NETWORK_PROXY)
+                return 0;
+        r = proxy_session_dir(m, s->id, &dir);
+        if (r < 0)
+                return r;
+        r = systemd_start_proxy_async(m->bus, NULL, s->id, s->slice, dir, m->config.proxy_max_connections,
+                                      on_proxy_started, s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to ask systemd for the egress proxy units of session %s: %m", s->id);
+        return 0;
+}
+
+/* Mode proxy: our listener for the session, and the socket its commands join. */
+static int session_setup_proxy(Session *s) {
+        int r;
+
+        r = session_listen_proxy(s);
+        if (r < 0)
+                return r;
+        return session_start_proxy_units(s);
+}
+
 /* --- creation ------------------------------------------------------------------ */
 
 static void session_set_active(Session *s) {
@@ -292,6 +381,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         const Config *c = &m->config;
         Session *s;
         Limits l;
+        NetworkMode mode;
         uint64_t ttl = c->idle_timeout_usec;
         bool pooled;
         int r;
@@ -325,12 +415,25 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 snprintf(error->message, sizeof(error->message), "limits.memory_max must be at least 4M.");
                 return -EINVAL;
         }
+        mode = req->has_network_mode ? req->network : c->default_network_mode;
+        if (mode == NETWORK_HOST && !config_tenant_may_use_host_network(c, tenant))
+                return request_error(error, "forbidden",
+                                     "Network mode 'host' is not allowed for tenant '%.64s' (see HostModeTenants=).",
+                                     tenant ?: "?");
+        if (mode != NETWORK_PROXY && (req->network_deny || req->network_allow))
+                return request_error(error, "invalid_value",
+                                     "Fields 'network.deny' and 'network.allow' apply to network mode 'proxy' only.");
 
         s = session_alloc(m);
         if (!s)
                 return -ENOMEM;
         s->limits = l;
-        s->network = req->network;
+        s->network = mode;
+        if ((req->network_deny && !(s->net_deny = strv_copy(req->network_deny))) ||
+            (req->network_allow && !(s->net_allow = strv_copy(req->network_allow)))) {
+                r = -ENOMEM;
+                goto fail;
+        }
         s->ttl_usec = ttl;
         s->created_realtime_usec = s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
         if (tenant && !(s->tenant = strdup(tenant))) {
@@ -356,6 +459,9 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         if (r < 0)
                                 goto fail;
                 }
+                r = session_setup_proxy(s);
+                if (r < 0)
+                        goto fail;
                 LIST_PREPEND(sessions, m->sessions, s);
                 session_send_signal(s, true);
                 session_set_active(s);
@@ -366,6 +472,10 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         log_error_errno(r, "Failed to ask systemd to start %s: %m", s->slice);
                         goto fail;
                 }
+                /* Queued after the slice on the same connection: PID 1 creates them in this order. */
+                r = session_setup_proxy(s);
+                if (r < 0)
+                        goto fail;
                 LIST_PREPEND(sessions, m->sessions, s);
                 session_send_signal(s, true);
         }
@@ -396,8 +506,11 @@ Session *session_free(Session *s) {
                 manager_check_idle(s->manager);
         }
 
+        proxy_listener_free(s->proxy);
         sd_bus_slot_unref(s->start_slot);
         sd_event_source_disable_unref(s->expiry_timer);
+        strv_free(s->net_deny);
+        strv_free(s->net_allow);
         free(s->user);
         free(s->workspace);
         free(s->tenant);
@@ -487,6 +600,7 @@ static void session_closing_step(Session *s) {
         r = systemd_stop_unit_async(s->manager->bus, s->slice, on_slice_stopped, s);
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
+        s->proxy = proxy_listener_free(s->proxy);
 
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
@@ -614,6 +728,18 @@ static uint64_t session_disk_bytes(Session *s) {
         return s->disk_bytes;
 }
 
+static int append_domains(Buf *b, const char *key, char * const *l) {
+        int r = buf_printf(b, ",\"%s\":[", key);
+
+        for (size_t i = 0; r >= 0 && l && l[i]; i++) {
+                if (i > 0)
+                        r = buf_puts(b, ",");
+                if (r >= 0)
+                        r = json_append_string(b, l[i], strlen(l[i]));
+        }
+        return r < 0 ? r : buf_puts(b, "]");
+}
+
 int session_append_json(Session *s, Buf *b) {
         int r;
 
@@ -622,12 +748,21 @@ int session_append_json(Session *s, Buf *b) {
                           "\"last_activity_usec\":%" PRIu64 ",\"ttl_s\":%" PRIu64 ",\"expires_at_usec\":%" PRIu64 ","
                           "\"frozen\":%s,"
                           "\"limits\":{\"memory_max\":%" PRIu64 ",\"cpu_quota\":%" PRIu64 ",\"tasks_max\":%" PRIu64 "},"
-                          "\"network\":{\"mode\":\"none\"},\"commands\":%u,\"running\":%u,\"disk_bytes\":%" PRIu64,
+                          "\"commands\":%u,\"running\":%u,\"disk_bytes\":%" PRIu64,
                        s->id, s->user, s->workspace, session_state_to_string(s->state), s->slice, s->dynamic_user,
                        s->workspace_dir, s->created_realtime_usec, s->last_activity_realtime_usec,
                        s->ttl_usec / USEC_PER_SEC, session_expiry(s), s->frozen ? "true" : "false", s->limits.memory_max,
                        s->limits.cpu_quota_percent, s->limits.tasks_max, s->n_commands, session_count_running(s),
                        session_disk_bytes(s));
+        if (r >= 0)
+                r = buf_printf(b, ",\"network\":{\"mode\":\"%s\"", network_mode_to_string(s->network));
+        if (r >= 0 && s->network == NETWORK_PROXY) {
+                r = append_domains(b, "deny", s->net_deny);
+                if (r >= 0 && s->net_allow)
+                        r = append_domains(b, "allow", s->net_allow);
+        }
+        if (r >= 0)
+                r = buf_puts(b, "}");
         if (r >= 0 && s->close_reason)
                 r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
         if (r >= 0)
@@ -692,6 +827,21 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         s->n_commands = (unsigned) store_get_u64(o, "n_commands", 0);
         s->frozen = store_get_bool(o, "frozen", false);
         s->from_pool = store_get_bool(o, "from_pool", false);
+        {
+                json_object *net, *v;
+
+                /* Records from before network modes: "none" was the only one. */
+                s->network = NETWORK_NONE;
+                if (json_object_object_get_ex(o, "network", &net) && json_object_is_type(net, json_type_object)) {
+                        NetworkMode mode = network_mode_from_string(store_get_string(net, "mode"));
+
+                        s->network = mode >= 0 ? mode : NETWORK_NONE;
+                        if (json_object_object_get_ex(net, "deny", &v))
+                                s->net_deny = strv_from_json(v);
+                        if (json_object_object_get_ex(net, "allow", &v))
+                                s->net_allow = strv_from_json(v);
+                }
+        }
         LIST_PREPEND(sessions, m->sessions, s);
 
         n = scandir(dir, &list, command_record_filter, alphasort);
@@ -721,6 +871,13 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
 
         log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
                  session_state_to_string(s->state), session_count_running(s));
+        if (s->state == SESSION_ACTIVE) {
+                /* Only the listener: manager_recover() starts the units that are missing,
+                 * once it has asked PID 1 which exist. */
+                r = session_listen_proxy(s);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to set up the egress proxy of session %s, ignoring: %m", s->id);
+        }
         session_arm_expiry(s);
         if (s->state == SESSION_CLOSING)
                 session_closing_step(s);

@@ -46,6 +46,10 @@ struct Session {
         char *tmp_dir;
         Limits limits;
         NetworkMode network;
+        char **net_deny;      /* the session's own denied domains (the baseline applies too) */
+        char **net_allow;     /* non-NULL: allow-list mode */
+        ProxyListener *proxy; /* mode proxy: where its commands' connections come in */
+        bool proxy_unit_started;
         SessionState state;
         char *error;          /* why the slice could not be created */
         char *close_reason;   /* "deleted", "idle", "lifetime", "slice-gone" */
@@ -79,6 +83,9 @@ struct Session {
  * starts a new session's slice, or takes a prepared one from the pool (1). */
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error);
 Session *session_free(Session *s);
+
+/* Mode proxy: starts sandboxd-<sid>-proxy.socket and its service (an existing one is fine). */
+int session_start_proxy_units(Session *s);
 
 /* Rebuilds a session and its commands from the records, after a restart. */
 int session_recover(Manager *m, const char *dir, Session **ret);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <sys/mount.h>
 #include <sys/socket.h>
 
 #include "log.h"
@@ -196,36 +197,111 @@ static int append_address_families(sd_bus_message *m) {
         return r;
 }
 
-static int append_ip_deny_all(sd_bus_message *m) {
+/* IPAddressAllow=/IPAddressDeny=: enforced by PID 1 with a BPF program on the unit's cgroup. */
+static int append_ip_ranges(sd_bus_message *m, const char *name, const AddressRange *l, size_t n) {
         int r;
 
-        /* IPAddressDeny=any: 0.0.0.0/0 and ::/0 */
         r = sd_bus_message_open_container(m, 'r', "sv");
         if (r >= 0)
-                r = sd_bus_message_append(m, "s", "IPAddressDeny");
+                r = sd_bus_message_append(m, "s", name);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'v', "a(iayu)");
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(iayu)");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(iayu)", AF_INET, 4, 0, 0, 0, 0, 0);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(iayu)", AF_INET6, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                r = sd_bus_message_open_container(m, 'r', "iayu");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "i", (int32_t) l[i].family);
+                if (r >= 0)
+                        r = sd_bus_message_append_array(m, 'y', l[i].addr, l[i].family == AF_INET ? 4 : 16);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "u", (uint32_t) l[i].prefixlen);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
         for (int i = 0; i < 3 && r >= 0; i++)
                 r = sd_bus_message_close_container(m);
         return r;
 }
 
+static int append_ip_keyword(sd_bus_message *m, const char *name, const char *keywords) {
+        _cleanup_free_ AddressRange *l = NULL;
+        size_t n = 0;
+        int r;
+
+        r = address_ranges_parse(keywords, &l, &n);
+        if (r < 0)
+                return r;
+        return append_ip_ranges(m, name, l, n);
+}
+
+static int append_network(sd_bus_message *m, const CommandUnitSpec *s) {
+        int r;
+
+        switch (s->network) {
+        case NETWORK_HOST:
+                if ((r = append_bool(m, "PrivateNetwork", false)) < 0 ||
+                    (r = append_ip_ranges(m, "IPAddressDeny", s->ip_deny, s->n_ip_deny)) < 0 ||
+                    (r = append_ip_ranges(m, "IPAddressAllow", s->ip_allow, s->n_ip_allow)) < 0)
+                        return r;
+                return 0;
+        case NETWORK_PROXY:
+                /* The proxy socket's namespace: loopback only, where systemd-socket-proxyd
+                 * listens; After= and Requires= make sure it exists before we join it. */
+                if ((r = append_bool(m, "PrivateNetwork", true)) < 0 ||
+                    (r = append_strv(m, "JoinsNamespaceOf", (const char *[]) { s->proxy_socket_unit }, 1)) < 0 ||
+                    (r = append_strv(m, "Requires", (const char *[]) { s->proxy_socket_unit }, 1)) < 0 ||
+                    (r = append_strv(m, "After", (const char *[]) { s->proxy_socket_unit }, 1)) < 0 ||
+                    (r = append_ip_keyword(m, "IPAddressDeny", "any")) < 0 ||
+                    (r = append_ip_keyword(m, "IPAddressAllow", "localhost")) < 0)
+                        return r;
+                return 0;
+        default:
+                if ((r = append_bool(m, "PrivateNetwork", true)) < 0 ||
+                    (r = append_ip_keyword(m, "IPAddressDeny", "any")) < 0)
+                        return r;
+                return 0;
+        }
+}
+
+/* a(ss): TemporaryFileSystem= */
+static int append_tmpfs(sd_bus_message *m, const char *path, const char *options) {
+        return sd_bus_message_append(m, "(sv)", "TemporaryFileSystem", "a(ss)", 1, path, options);
+}
+
+/* a(ssbt): BindPaths=, BindReadOnlyPaths= */
+static int append_bind(sd_bus_message *m, const char *name, const char *source, const char *dest, bool ignore_missing) {
+        return sd_bus_message_append(m, "(sv)", name, "a(ssbt)", 1, source, dest, ignore_missing, (uint64_t) MS_REC);
+}
+
+static int append_filesystem(sd_bus_message *m, const CommandUnitSpec *s) {
+        int r;
+
+        if ((r = append_strv(m, "InaccessiblePaths", (const char * const *) s->inaccessible_paths, SIZE_MAX)) < 0 ||
+            (r = append_strv(m, "ReadOnlyPaths", (const char * const *) s->read_only_paths, SIZE_MAX)) < 0 ||
+            (r = append_strv(m, "ReadWritePaths", (const char * const *) s->read_write_paths, SIZE_MAX)) < 0)
+                return r;
+        /* /dev/shm and /run/lock are the host's, world-writable, even with PrivateDevices=:
+         * one of the command's own, and an empty read-only one. */
+        if ((r = append_tmpfs(m, "/dev/shm", "mode=1777,nosuid,nodev")) < 0 ||
+            (r = append_tmpfs(m, "/run/lock", "ro")) < 0)
+                return r;
+        if (s->tools_directory && (r = append_bind(m, "BindReadOnlyPaths", s->tools_directory, "/.tools", true)) < 0)
+                return r;
+        if (s->limit_fsize != UINT64_MAX &&
+            ((r = append_u64(m, "LimitFSIZE", s->limit_fsize)) < 0 || (r = append_u64(m, "LimitFSIZESoft", s->limit_fsize)) < 0))
+                return r;
+        return 0;
+}
+
 int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const CommandUnitSpec *s,
                                 sd_bus_message_handler_t cb, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        size_t n_state = 0, n_inacc = 0;
+        size_t n_state = 0;
         int r;
 
         while (n_state < ELEMENTSOF(s->state_directories) && s->state_directories[n_state])
                 n_state++;
-        while (n_inacc < ELEMENTSOF(s->inaccessible_paths) && s->inaccessible_paths[n_inacc])
-                n_inacc++;
 
         r = new_start_transient(bus, s->unit, &m);
         if (r < 0)
@@ -265,7 +341,6 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
             (r = append_bool(m, "PrivateTmp", true)) < 0 ||
             (r = append_bool(m, "PrivateDevices", true)) < 0 ||
             (r = append_bool(m, "PrivateIPC", true)) < 0 ||
-            (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
             (r = append_bool(m, "NoNewPrivileges", true)) < 0 ||
             (r = append_u64(m, "CapabilityBoundingSet", 0)) < 0 ||
             (r = append_u64(m, "AmbientCapabilities", 0)) < 0 ||
@@ -287,11 +362,133 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
             (r = append_string(m, "KeyringMode", "private")) < 0 ||
             (r = append_bool(m, "RemoveIPC", true)) < 0 ||
             (r = append_address_families(m)) < 0 ||
-            (r = append_ip_deny_all(m)) < 0 ||
-            (r = append_strv(m, "InaccessiblePaths", s->inaccessible_paths, n_inacc)) < 0)
+            (r = append_network(m, s)) < 0 ||
+            (r = append_filesystem(m, s)) < 0)
                 return r;
 
         return finish_start_transient(bus, m, ret_slot, cb, userdata);
+}
+
+int systemd_proxy_unit_names(const char *session_id, char **ret_socket, char **ret_service) {
+        _cleanup_free_ char *sock = NULL, *svc = NULL;
+
+        if (asprintf(&sock, "sandboxd-%s-proxy.socket", session_id) < 0 ||
+            asprintf(&svc, "sandboxd-%s-proxy.service", session_id) < 0)
+                return -ENOMEM;
+        if (ret_socket)
+                *ret_socket = TAKE_PTR(sock);
+        if (ret_service)
+                *ret_service = TAKE_PTR(svc);
+        return 0;
+}
+
+#define PROXY_SOCKET_MOUNT "/run/sandboxd-proxy"
+
+static int append_proxyd_service(sd_bus_message *m, const char *service, const char *slice, const char *socket_dir,
+                                 unsigned max_connections) {
+        char conns[64], target[sizeof(PROXY_SOCKET_MOUNT) + sizeof(PROXY_SOCKET_NAME) + 1];
+        const char *argv[] = { SOCKET_PROXYD_PATH, "--exit-idle-time=60s", conns, target, NULL };
+        int r;
+
+        snprintf(conns, sizeof(conns), "--connections-max=%u", max_connections);
+        snprintf(target, sizeof(target), "%s/%s", PROXY_SOCKET_MOUNT, PROXY_SOCKET_NAME);
+
+        r = sd_bus_message_open_container(m, 'r', "sa(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", service);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return r;
+
+        if ((r = append_string(m, "Description", "sandboxd egress proxy relay")) < 0 ||
+            (r = append_string(m, "Slice", slice)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, argv[0], 4, argv[0], argv[1], argv[2],
+                                       argv[3], false)) < 0 ||
+            /* It copies bytes between an accepted socket and sandboxd's; it needs nothing else. */
+            (r = append_bool(m, "DynamicUser", true)) < 0 ||
+            (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
+            (r = append_ip_keyword(m, "IPAddressDeny", "any")) < 0 ||
+            (r = append_ip_keyword(m, "IPAddressAllow", "localhost")) < 0 ||
+            (r = append_tmpfs(m, "/run", "ro")) < 0 ||
+            (r = append_bind(m, "BindPaths", socket_dir, PROXY_SOCKET_MOUNT, false)) < 0 ||
+            (r = append_string(m, "ProtectSystem", "strict")) < 0 ||
+            (r = append_string(m, "ProtectHome", "yes")) < 0 ||
+            (r = append_bool(m, "PrivateTmp", true)) < 0 ||
+            (r = append_bool(m, "PrivateDevices", true)) < 0 ||
+            (r = append_bool(m, "PrivateIPC", true)) < 0 ||
+            (r = append_bool(m, "NoNewPrivileges", true)) < 0 ||
+            (r = append_u64(m, "CapabilityBoundingSet", 0)) < 0 ||
+            (r = append_syscall_filter(m)) < 0 ||
+            (r = append_strv(m, "SystemCallArchitectures", (const char *[]) { "native" }, 1)) < 0 ||
+            (r = append_u64(m, "RestrictNamespaces", 0)) < 0 ||
+            (r = append_bool(m, "RestrictSUIDSGID", true)) < 0 ||
+            (r = append_bool(m, "RestrictRealtime", true)) < 0 ||
+            (r = append_bool(m, "LockPersonality", true)) < 0 ||
+            (r = append_bool(m, "MemoryDenyWriteExecute", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelTunables", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelModules", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelLogs", true)) < 0 ||
+            (r = append_bool(m, "ProtectControlGroups", true)) < 0 ||
+            (r = append_bool(m, "ProtectClock", true)) < 0 ||
+            (r = append_bool(m, "ProtectHostname", true)) < 0 ||
+            (r = append_string(m, "ProtectProc", "invisible")) < 0 ||
+            (r = append_string(m, "ProcSubset", "pid")) < 0 ||
+            (r = append_string(m, "DevicePolicy", "closed")) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "RestrictAddressFamilies");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "v", "(bas)", 1, 1, "AF_UNIX");
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *session_id, const char *slice,
+                              const char *socket_dir, unsigned max_connections, sd_bus_message_handler_t cb,
+                              void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_free_ char *sock = NULL, *svc = NULL;
+        char listen[64];
+        int r;
+
+        r = systemd_proxy_unit_names(session_id, &sock, &svc);
+        if (r < 0)
+                return r;
+        r = new_start_transient(bus, sock, &m);
+        if (r < 0)
+                return r;
+
+        snprintf(listen, sizeof(listen), "127.0.0.1:%u", PROXY_PORT);
+        if ((r = append_string(m, "Description", "sandboxd egress proxy of a session")) < 0 ||
+            (r = append_string(m, "Slice", slice)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "Listen", "a(ss)", 1, "Stream", listen)) < 0 ||
+            /* The namespaces its commands join (JoinsNamespaceOf=): the network, where only
+             * this socket listens, and /tmp and IPC, which they would otherwise share with
+             * the host (a joined namespace brings only what this unit asked for). */
+            (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
+            (r = append_bool(m, "PrivateTmp", true)) < 0 ||
+            (r = append_bool(m, "PrivateIPC", true)) < 0)
+                return r;
+
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "(sa(sv))");
+        if (r >= 0)
+                r = append_proxyd_service(m, svc, slice, socket_dir, max_connections);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_call_async(bus, ret_slot, m, cb, userdata, 0);
 }
 
 int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path,

@@ -47,8 +47,31 @@ typedef struct CommandUnitSpec {
         uint64_t runtime_max_usec;  /* USEC_INFINITY: none */
         uint64_t timeout_stop_usec;
         int stdin_fd, stdout_fd, stderr_fd;
-        const char *inaccessible_paths[4];
+
+        NetworkMode network;
+        const char *proxy_socket_unit;   /* mode proxy: the unit whose network namespace commands join */
+        const AddressRange *ip_allow, *ip_deny; /* mode host */
+        size_t n_ip_allow, n_ip_deny;
+
+        char * const *inaccessible_paths; /* NULL-terminated, each may start with "-" */
+        char * const *read_only_paths;
+        char * const *read_write_paths;
+        const char *tools_directory;      /* bound read-only at /.tools */
+        uint64_t limit_fsize;             /* UINT64_MAX: none */
 } CommandUnitSpec;
+
+/* The port the proxy listens on inside a session's network namespace. */
+#define PROXY_PORT 3128
+#define PROXY_SOCKET_NAME "proxy.sock"
+
+/* Starts sandboxd-<sid>-proxy.socket, listening on 127.0.0.1:PROXY_PORT in a network
+ * namespace of its own (with private /tmp and IPC, which commands joining it share), and
+ * the systemd-socket-proxyd service it activates, which passes every connection on to
+ * socket_dir/PROXY_SOCKET_NAME, sandboxd's proxy. */
+int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *session_id, const char *slice,
+                              const char *socket_dir, unsigned max_connections, sd_bus_message_handler_t cb,
+                              void *userdata);
+int systemd_proxy_unit_names(const char *session_id, char **ret_socket, char **ret_service);
 
 int systemd_subscribe(sd_bus *bus);
 

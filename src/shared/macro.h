@@ -81,6 +81,18 @@ static inline size_t strv_length(char * const *l) {
         return n;
 }
 
+static inline char **strv_copy(char * const *l) {
+        size_t n = strv_length(l);
+        char **c = calloc(n + 1, sizeof(char *));
+
+        for (size_t i = 0; c && i < n; i++)
+                if (!(c[i] = strdup(l[i]))) {
+                        strv_free(c);
+                        return NULL;
+                }
+        return c;
+}
+
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)         \
         static inline void func##p(type *p) {           \
                 if (*p)                                 \

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "json-util.h"
 #include "encoding.h"
+#include "net-policy.h"
 #include "parse-util.h"
 #include "request.h"
 #include "validate.h"
@@ -40,14 +41,51 @@ int request_parse_memory_max(const char *s, uint64_t *ret, RequestError *e) {
         return 0;
 }
 
+static const char *const network_mode_table[_NETWORK_MODE_MAX] = {
+        [NETWORK_NONE] = "none",
+        [NETWORK_PROXY] = "proxy",
+        [NETWORK_HOST] = "host",
+};
+
+const char *network_mode_to_string(NetworkMode m) {
+        if (m < 0 || m >= _NETWORK_MODE_MAX)
+                return NULL;
+        return network_mode_table[m];
+}
+
+NetworkMode network_mode_from_string(const char *s) {
+        for (int i = 0; s && i < _NETWORK_MODE_MAX; i++)
+                if (streq(s, network_mode_table[i]))
+                        return (NetworkMode) i;
+        return _NETWORK_MODE_INVALID;
+}
+
 int request_parse_network_mode(const char *mode, NetworkMode *ret, RequestError *e) {
-        if (streq(mode, "none")) {
-                *ret = NETWORK_NONE;
-                return 0;
-        }
-        if (streq(mode, "proxy") || streq(mode, "host"))
-                return request_error(e, "unsupported", "Network mode '%s' is not available in this version; only 'none' is.", mode);
-        return request_error(e, "invalid_value", "Field 'network.mode' must be one of: none.");
+        NetworkMode m = network_mode_from_string(mode);
+
+        if (m < 0)
+                return request_error(e, "invalid_value", "Field 'network.mode' must be one of: none, proxy, host.");
+        *ret = m;
+        return 0;
+}
+
+int request_add_domain_pattern(const char *field, const char *pattern, char ***list, RequestError *e) {
+        char buf[HOST_NAME_MAX_LEN + 3], **l;
+        size_t n = strv_length(*list);
+
+        if (n >= REQUEST_DOMAINS_MAX)
+                return request_error(e, "invalid_value", "Field '%s' has more than %d entries.", field, REQUEST_DOMAINS_MAX);
+        if (domain_pattern_normalize(pattern, buf) < 0)
+                return request_error(e, "invalid_value",
+                                     "Field '%s' has an invalid domain '%.64s': use a name like \"example.com\" or \"*.example.com\".",
+                                     field, pattern);
+        l = realloc(*list, (n + 2) * sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        *list = l;
+        l[n] = strdup(buf);
+        l[n + 1] = NULL;
+        return l[n] ? 0 : -ENOMEM;
 }
 
 int session_request_check_scope(const SessionRequest *s, RequestError *e) {
@@ -208,20 +246,53 @@ static int parse_limits(json_object *o, SessionRequest *s, RequestError *e) {
         return 0;
 }
 
+static int parse_domains(json_object *v, const char *field, char ***list, RequestError *e) {
+        size_t n;
+        int r;
+
+        if (!json_object_is_type(v, json_type_array))
+                return request_error(e, "invalid_type", "Field '%s' must be an array of domain names.", field);
+        strv_free(*list);
+        *list = calloc(1, sizeof(char *)); /* an empty list is a list: allow nothing */
+        if (!*list)
+                return -ENOMEM;
+        n = json_object_array_length(v);
+        for (size_t i = 0; i < n; i++) {
+                json_object *d = json_object_array_get_idx(v, i);
+
+                if (!json_object_is_type(d, json_type_string) ||
+                    memchr(json_object_get_string(d), 0, (size_t) json_object_get_string_len(d)))
+                        return request_error(e, "invalid_type", "Field '%s' must be an array of domain names.", field);
+                r = request_add_domain_pattern(field, json_object_get_string(d), list, e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int parse_network(json_object *o, SessionRequest *s, RequestError *e) {
+        int r;
+
         if (!json_object_is_type(o, json_type_object))
                 return request_error(e, "invalid_type", "Field 'network' must be an object.");
 
         json_object_object_foreach(o, key, v) {
-                const char *mode;
-
-                if (!streq(key, "mode"))
+                if (streq(key, "mode")) {
+                        if (!json_object_is_type(v, json_type_string))
+                                return request_error(e, "invalid_type", "Field 'network.mode' must be a string.");
+                        if (request_parse_network_mode(json_object_get_string(v), &s->network, e) < 0)
+                                return -EINVAL;
+                        s->has_network_mode = true;
+                } else if (streq(key, "deny")) {
+                        r = parse_domains(v, "network.deny", &s->network_deny, e);
+                        if (r < 0)
+                                return r;
+                } else if (streq(key, "allow")) {
+                        r = parse_domains(v, "network.allow", &s->network_allow, e);
+                        if (r < 0)
+                                return r;
+                } else
                         return request_error(e, "unknown_field", "Unknown field 'network.%s'.", key);
-                if (!json_object_is_type(v, json_type_string))
-                        return request_error(e, "invalid_type", "Field 'network.mode' must be a string.");
-                mode = json_object_get_string(v);
-                if (request_parse_network_mode(mode, &s->network, e) < 0)
-                        return -EINVAL;
         }
         return 0;
 }
@@ -229,6 +300,8 @@ static int parse_network(json_object *o, SessionRequest *s, RequestError *e) {
 void session_request_done(SessionRequest *r) {
         free(r->user);
         free(r->workspace);
+        strv_free(r->network_deny);
+        strv_free(r->network_allow);
         *r = (SessionRequest) {};
 }
 

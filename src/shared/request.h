@@ -12,7 +12,9 @@ typedef struct RequestError {
 } RequestError;
 
 typedef enum NetworkMode {
-        NETWORK_NONE,
+        NETWORK_NONE,  /* PrivateNetwork=yes: loopback only */
+        NETWORK_PROXY, /* only sandboxd's filtering proxy is reachable */
+        NETWORK_HOST,  /* the host's network, as the config allows for the tenant */
         _NETWORK_MODE_MAX,
         _NETWORK_MODE_INVALID = -EINVAL,
 } NetworkMode;
@@ -24,7 +26,10 @@ typedef struct SessionRequest {
         uint64_t memory_max;        /* bytes */
         uint64_t cpu_quota_percent; /* 100 = one CPU */
         uint64_t tasks_max;
-        NetworkMode network;
+        bool has_network_mode;
+        NetworkMode network;        /* when !has_network_mode: the configured default */
+        char **network_deny;        /* domain patterns the session adds to the baseline */
+        char **network_allow;       /* non-NULL: allow-list mode for the session */
         bool has_ttl;
         uint64_t ttl_s;             /* idle time-to-live */
 } SessionRequest;
@@ -71,7 +76,12 @@ int command_request_parse(const char *body, size_t n, CommandRequest *ret, Reque
 int request_error(RequestError *e, const char *code, const char *fmt, ...) _printf_(3, 4);
 int request_check_uint(const char *field, uint64_t v, uint64_t min, uint64_t max, RequestError *e);
 int request_parse_memory_max(const char *s, uint64_t *ret, RequestError *e); /* "512M" */
+const char *network_mode_to_string(NetworkMode m);
+NetworkMode network_mode_from_string(const char *s);
 int request_parse_network_mode(const char *mode, NetworkMode *ret, RequestError *e);
+/* A domain pattern of network.deny or network.allow ("example.com", "*.example.com"),
+ * normalized (lower case) into a new string appended to *list. */
+int request_add_domain_pattern(const char *field, const char *pattern, char ***list, RequestError *e);
 /* user and workspace present and valid */
 int session_request_check_scope(const SessionRequest *s, RequestError *e);
 int request_check_argv(char * const *argv, RequestError *e);
@@ -82,6 +92,7 @@ int request_check_request_id(const char *id, RequestError *e);
 #define REQUEST_ARGV_MAX 4096
 #define REQUEST_ENV_MAX 1024
 #define REQUEST_CWD_MAX 4096
+#define REQUEST_DOMAINS_MAX 256
 
 /* Ranges of the numeric fields. */
 #define REQUEST_MEMORY_MAX_MAX (UINT64_MAX / 2)

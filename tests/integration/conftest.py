@@ -344,7 +344,8 @@ def run(api, sid, body, timeout=SOCKET_TIMEOUT):
     assert events[-1] is exits[0], "the exit event is not the last one: %r" % events[-3:]
     for e in events[1:-1]:
         # output, and the kept marks of the output cap and of lost output
-        assert e.get("type") in ("stdout", "stderr", "truncated", "notice"), "unexpected event in the middle: %r" % e
+        assert e.get("type") in ("stdout", "stderr", "truncated", "notice", "network_denied"), \
+            "unexpected event in the middle: %r" % e
     return {
         "events": events,
         "accepted": events[0],

@@ -103,7 +103,7 @@ def test_unknown_command(api, bus_session):
     ({"cpu_quota": dbus.UInt64(10000)}, "LimitExceeded"),
     ({"tasks_max": dbus.UInt64(100000)}, "LimitExceeded"),
     ({"ttl_s": dbus.UInt64(30 * 86400)}, "LimitExceeded"),
-    ({"network": dbus.String("host")}, "NotSupported"),
+    ({"network_deny": dbus.Array(["no way"], signature="s")}, "InvalidValue"),
     ({"network": dbus.String("mars")}, "InvalidValue"),
 ])
 def test_bad_session_options(api, scope, options, name):

@@ -47,7 +47,7 @@ def test_create_new_session(api, scope):
     assert s["workspace_path"] == "%s/%s/%s" % (WORKSPACE_ROOT, user, ws)
     assert s["limits"] == {"memory_max": DEFAULT_MEMORY_MAX, "cpu_quota": DEFAULT_CPU_QUOTA,
                            "tasks_max": DEFAULT_TASKS_MAX}, s
-    assert s["network"] == {"mode": "none"}
+    assert s["network"] == {"mode": "proxy", "deny": []}  # DefaultMode=proxy
     assert s["commands"] == 0 and s["running"] == 0
     # systemd has the slice, with the configured default limits
     assert slice_of(s) in units()

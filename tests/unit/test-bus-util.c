@@ -147,7 +147,18 @@ static void test_session_options(void) {
         ASSERT(req.has_cpu_quota && req.cpu_quota_percent == 50);
         ASSERT(req.has_tasks_max && req.tasks_max == 64);
         ASSERT(req.has_ttl && req.ttl_s == 60);
-        ASSERT(req.network == NETWORK_NONE);
+        ASSERT(req.network == NETWORK_NONE && req.has_network_mode);
+        sd_bus_message_unref(m);
+
+        m = message();
+        ASSERT(sd_bus_message_append(m, "a{sv}", 3, "network", "s", "proxy", "network_deny", "as", 2, "*.Evil.test",
+                                     "b.test", "network_allow", "as", 0) >= 0);
+        ASSERT(read_session(m, &req, &e) == 0);
+        ASSERT(req.network == NETWORK_PROXY);
+        ASSERT(strv_length(req.network_deny) == 2);
+        ASSERT_STREQ(req.network_deny[0], "*.evil.test");
+        ASSERT(req.network_allow && strv_length(req.network_allow) == 0);
+        session_request_done(&req);
         sd_bus_message_unref(m);
 
         m = message();
@@ -162,6 +173,7 @@ static void test_session_options(void) {
                 ASSERT(sd_bus_message_append(m, "a{sv}", __VA_ARGS__) >= 0);     \
                 ASSERT(read_session(m, &req, &e) == -EINVAL);                    \
                 ASSERT_STREQ(e.code, expected);                                    \
+                session_request_done(&req);                                      \
                 sd_bus_message_unref(m);                                         \
         } while (0)
 
@@ -172,7 +184,8 @@ static void test_session_options(void) {
         EXPECT("invalid_value", 1, "cpu_quota", "t", (uint64_t) 0);
         EXPECT("invalid_value", 1, "tasks_max", "t", (uint64_t) 2000000);
         EXPECT("invalid_value", 1, "network", "s", "mars");
-        EXPECT("unsupported", 1, "network", "s", "host");
+        EXPECT("invalid_value", 1, "network_deny", "as", 1, "bad name!");
+        EXPECT("invalid_type", 1, "network_allow", "s", "example.com");
 #undef EXPECT
 }
 

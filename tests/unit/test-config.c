@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "config.h"
@@ -128,6 +129,110 @@ static void test_max_file_size(void) {
         config_done(&c);
 }
 
+static bool has(char * const *l, const char *w) {
+        for (size_t i = 0; l && l[i]; i++)
+                if (streq(l[i], w))
+                        return true;
+        return false;
+}
+
+static void test_network(void) {
+        const uint8_t meta[16] = { 169, 254, 169, 254 }, lo6[16] = { [15] = 1 }, ten[16] = { 10, 200, 0, 2 };
+        Config c;
+        char *error = NULL;
+
+        /* defaults: mode proxy, no host mode for anyone, direct IP off loopback and link-local */
+        write_file("sandboxd.conf", "");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.default_network_mode == NETWORK_PROXY);
+        ASSERT(!config_tenant_may_use_host_network(&c, "tenant1"));
+        ASSERT(!config_tenant_may_use_host_network(&c, NULL));
+        ASSERT(address_in_ranges(c.ip_deny, c.n_ip_deny, AF_INET, meta));
+        ASSERT(address_in_ranges(c.ip_deny, c.n_ip_deny, AF_INET6, lo6));
+        ASSERT(c.n_ip_allow == 0 && !c.denied_domains && !c.allowed_domains);
+        ASSERT(c.limit_fsize == UINT64_MAX && !c.tools_directory);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Network]\nDefaultMode=none\nHostModeTenants=ci unix:0\n"
+                                    "DefaultDeniedDomains=Evil.TEST *.tracker.test\nDefaultDeniedDomains=b.test\n"
+                                    "AllowedDomains=*.pypi.test\nProxyAllowedAddresses=10.200.0.0/24\n"
+                                    "ProxyDeniedAddresses=203.0.113.7\nIPAddressDeny=\nIPAddressAllow=any\n"
+                                    "ProxyMaxConnections=8\nProxyIdleTimeoutSec=30s\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.default_network_mode == NETWORK_NONE);
+        ASSERT(config_tenant_may_use_host_network(&c, "ci") && config_tenant_may_use_host_network(&c, "unix:0"));
+        ASSERT(!config_tenant_may_use_host_network(&c, "c"));
+        ASSERT(strv_length(c.denied_domains) == 3);
+        ASSERT(has(c.denied_domains, "evil.test") && has(c.denied_domains, "*.tracker.test") && has(c.denied_domains, "b.test"));
+        ASSERT(has(c.allowed_domains, "*.pypi.test"));
+        ASSERT(address_in_ranges(c.proxy_allowed, c.n_proxy_allowed, AF_INET, ten));
+        ASSERT(c.n_proxy_denied == 1 && c.n_ip_deny == 0 && c.n_ip_allow == 2);
+        ASSERT(c.proxy_max_connections == 8 && c.proxy_idle_timeout_usec == 30 * USEC_PER_SEC);
+        config_done(&c);
+
+        /* an empty assignment empties a list, as in systemd */
+        write_file("sandboxd.conf", "[Network]\nDefaultDeniedDomains=a.test\nDefaultDeniedDomains=\nDefaultDeniedDomains=c.test\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(strv_length(c.denied_domains) == 1 && has(c.denied_domains, "c.test"));
+        config_done(&c);
+
+        static const char *const bad[] = {
+                "[Network]\nDefaultMode=host\n",                 /* host is asked for, never a default */
+                "[Network]\nDefaultMode=wifi\n",
+                "[Network]\nDefaultDeniedDomains=*\n",
+                "[Network]\nDefaultDeniedDomains=a..b\n",
+                "[Network]\nAllowedDomains=exa mple.com/x\n",
+                "[Network]\nProxyAllowedAddresses=10.0.0.0/33\n",
+                "[Network]\nIPAddressAllow=nowhere\n",
+                "[Network]\nProxyMaxConnections=0\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_file("sandboxd.conf", bad[i]);
+                ASSERT(load(&c, &error) == -EINVAL);
+                ASSERT(error && strstr(error, "[Network]"));
+                free(error), error = NULL;
+                config_done(&c);
+        }
+}
+
+static void test_sandbox(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "[Sandbox]\nAllowRead=/srv/data/\nAllowWrite=/srv/scratch /srv/out\n"
+                                    "DenyRead=/srv/secret\nDenyWrite=/srv/data/ro\nToolsDirectory=/opt/tools\n"
+                                    "LimitFSIZE=100M\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(strv_length(c.allow_read) == 1 && has(c.allow_read, "/srv/data"));
+        ASSERT(strv_length(c.allow_write) == 2 && has(c.allow_write, "/srv/out"));
+        ASSERT(has(c.deny_read, "/srv/secret") && has(c.deny_write, "/srv/data/ro"));
+        ASSERT_STREQ(c.tools_directory, "/opt/tools");
+        ASSERT(c.limit_fsize == 100ULL << 20);
+        config_done(&c);
+
+        /* the built-in protections are not config: they are always there */
+        ASSERT(has((char **) config_builtin_inaccessible, "/etc/ssh"));
+        ASSERT(has((char **) config_builtin_inaccessible, "/etc/sandboxd"));
+        ASSERT(has((char **) config_builtin_inaccessible, "/run/sandboxd"));
+
+        static const char *const bad[] = {
+                "[Sandbox]\nAllowWrite=relative/path\n",
+                "[Sandbox]\nAllowWrite=/\n",
+                "[Sandbox]\nDenyRead=/srv/../etc\n",
+                "[Sandbox]\nAllowRead=/srv/./x\n",
+                "[Sandbox]\nToolsDirectory=/opt/a:b\n",
+                "[Sandbox]\nLimitFSIZE=0\n",
+                "[Sandbox]\nLimitFSIZE=lots\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_file("sandboxd.conf", bad[i]);
+                ASSERT(load(&c, &error) == -EINVAL);
+                ASSERT(error && strstr(error, "[Sandbox]"));
+                free(error), error = NULL;
+                config_done(&c);
+        }
+}
+
 static void test_parsers(void) {
         uint64_t v;
 
@@ -152,6 +257,8 @@ int main(void) {
         test_values_and_dropins();
         test_errors();
         test_max_file_size();
+        test_network();
+        test_sandbox();
         test_parsers();
         return TESTS_DONE();
 }

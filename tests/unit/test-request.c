@@ -49,6 +49,24 @@ static void test_session(void) {
         ASSERT(s.has_memory_max && s.memory_max == 256ULL << 20);
         ASSERT(s.has_cpu_quota && s.cpu_quota_percent == 50);
         ASSERT(s.has_tasks_max && s.tasks_max == 10);
+        ASSERT(s.has_network_mode && s.network == NETWORK_NONE);
+        session_request_done(&s);
+
+        ASSERT(parse_session("{\"user\":\"a\",\"workspace\":\"w\"}", &s, &e) == 0);
+        ASSERT(!s.has_network_mode && !s.network_deny && !s.network_allow); /* the config decides */
+        session_request_done(&s);
+
+        ASSERT(parse_session("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"mode\":\"host\"}}", &s, &e) == 0);
+        ASSERT(s.network == NETWORK_HOST); /* whether the tenant may: session_create() decides */
+        session_request_done(&s);
+
+        ASSERT(parse_session("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"mode\":\"proxy\","
+                             "\"deny\":[\"Evil.TEST.\",\"*.tracker.test\"],\"allow\":[]}}", &s, &e) == 0);
+        ASSERT(s.network == NETWORK_PROXY);
+        ASSERT(strv_length(s.network_deny) == 2);
+        ASSERT_STREQ(s.network_deny[0], "evil.test");
+        ASSERT_STREQ(s.network_deny[1], "*.tracker.test");
+        ASSERT(s.network_allow && strv_length(s.network_allow) == 0); /* allow nothing */
         session_request_done(&s);
 
         expect_session_error("", "invalid_json");
@@ -67,7 +85,14 @@ static void test_session(void) {
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"limits\":{\"disk\":1}}", "unknown_field");
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"limits\":{\"tasks_max\":-1}}", "invalid_value");
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"limits\":{\"tasks_max\":\"5\"}}", "invalid_type");
-        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"mode\":\"host\"}}", "unsupported");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"mode\":1}}", "invalid_type");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"deny\":\"x.test\"}}", "invalid_type");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"deny\":[1]}}", "invalid_type");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"deny\":[\"a b\"]}}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"deny\":[\"*\"]}}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"allow\":[\"x..test\"]}}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"allow\":[\"*.*.test\"]}}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"dns\":[]}}", "unknown_field");
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"mode\":\"wifi\"}}", "invalid_value");
 }
 
