@@ -42,7 +42,7 @@ int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
                 return MHD_NO; /* out of memory: drop the connection */
         ret = MHD_queue_response(r->connection, status, resp);
         MHD_destroy_response(resp);
-        metrics_count_http(&r->server->manager->metrics, r->route ?: "unmatched", status);
+        metrics_count_http(&r->server->manager->metrics, r->route ? r->route->pattern : "unmatched", status);
         log_debug("%s %s -> %u", r->method, r->url, status);
         return ret;
 }
@@ -172,7 +172,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                                                         "Only root and members of group sandboxd may use this socket.");
                         return false;
                 }
-        } else if (!startswith(r->url, "/healthz") && !startswith(r->url, "/readyz")) {
+        } else if (!(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_PUBLIC))) {
                 const char *h = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
                 const char *token = h ? startswith(h, "Bearer ") : NULL;
 
@@ -247,6 +247,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 }
                 *con_cls = r;
                 r->url_has_nul = take_url_has_nul(connection);
+                if (http_route_match(r) < 0)
+                        return MHD_NO;
 
                 /* A file upload is checked and opened before its body comes, which then goes
                  * straight to the file. */
@@ -322,6 +324,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                 r->upload = files_upload_free(r->upload);
         }
         buf_done(&r->body);
+        route_path_done(&r->path);
         free(r->url);
         free(r->tenant);
         free(r->upload_path);
