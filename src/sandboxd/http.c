@@ -232,7 +232,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         unsigned status;
 
         if (!r) {
-                const char *cl;
+                const char *cl, *te;
 
                 r = calloc(1, sizeof(HttpRequest));
                 if (!r)
@@ -249,6 +249,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 r->url_has_nul = take_url_has_nul(connection);
                 if (http_route_match(r) < 0)
                         return MHD_NO;
+
+                /* MHD decodes chunked bodies only; it would wait for the end of any other
+                 * coding until the connection times out. */
+                te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+                if (te && strcasecmp(te, "chunked") != 0)
+                        return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented",
+                                                "Only the chunked transfer coding is supported.");
 
                 /* A file upload is checked and opened before its body comes, which then goes
                  * straight to the file. */
@@ -431,6 +438,8 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->config.max_connections,
+                /* Counted per address of a TCP peer (MHD ignores it on the unix socket). */
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : (unsigned) m->config.max_connections_per_ip,
                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) m->config.connection_timeout_sec,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (64 * 1024),
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
