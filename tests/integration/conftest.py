@@ -56,6 +56,7 @@ WORKSPACE_HOST_ROOT = "/var/lib/private/sandboxd/ws"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "time_limit(seconds): time limit of one test (default %d s)" % TEST_TIME_LIMIT)
+    config.addinivalue_line("markers", "load: the load test (about 70 s; select it alone with -m load)")
     config.addinivalue_line("markers", "restarts_daemon: the test stops or restarts sandboxd.service itself "
                             "(sandboxd must still exit cleanly each time)")
     config.addinivalue_line("markers", "kills_daemon(n=1): the test kills sandboxd with SIGKILL n times on purpose; "
