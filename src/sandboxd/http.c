@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <strings.h>
 #include <sys/socket.h>
 
@@ -352,6 +353,10 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
                         m->n_connections--;
                 free(*socket_context);
                 *socket_context = NULL;
+                /* The last connection of a burst is gone: give back what its buffers took
+                 * (64 KiB for each event stream), which malloc would otherwise keep. */
+                if (m->n_connections == 0)
+                        (void) malloc_trim(0);
         }
         manager_check_idle(m);
 }
