@@ -9,8 +9,8 @@ import secrets
 
 import pytest
 
-from conftest import (WORKSPACE_HOST_ROOT, Api, assert_error, commands_path, hash_key, is_active, run, sh,
-                      start_command, units, wait_daemon_running, wait_terminal)
+from conftest import (WORKSPACE_HOST_ROOT, Api, assert_error, commands_path, hash_key, is_active, journal_cursor,
+                      journal_since, run, sh, start_command, units, wait_daemon_running, wait_terminal)
 
 OCTET = {"Content-Type": "application/octet-stream"}
 NO_SUCH_SID = "0123456789abcdef"
@@ -224,26 +224,29 @@ def with_dropin(text, check):
     with open(DROPIN, "w") as f:
         f.write(text)
     try:
+        cursor = journal_cursor()
         sh("systemctl", "daemon-reload")
+        sh("systemctl", "reset-failed", "sandboxd.service", check=False)
         sh("systemctl", "restart", "sandboxd.service")
         wait_daemon_running()
-        check()
+        check(cursor)
     finally:
         os.unlink(DROPIN)
         sh("systemctl", "daemon-reload")
+        sh("systemctl", "reset-failed", "sandboxd.service", check=False)
         sh("systemctl", "restart", "sandboxd.service")
         wait_daemon_running()
 
 
-def check_credential_key(tcp, key, source):
+def check_credential_key(tcp, key, source, cursor):
     r = Api("tcp", key=key).get("/v1/health")
     assert r.status == 200, r
     assert tcp.get("/v1/health").status == 200  # the file's keys count too
     # the credential's tenant is a tenant like the others
     s = Api("tcp", key=key).create_session("credu" + secrets.token_hex(3), "w")
     assert_error(tcp.get("/v1/sessions/" + s["id"]), 404, "not_found")
-    log = sh("journalctl", "-u", "sandboxd.service", "--no-pager", "-o", "cat", "-n", "50").stdout
-    assert "Loaded 1 API key(s) from %s." % source in log, log
+    log = journal_since(cursor, "sandboxd.service", lines=100000)
+    assert "Loaded 1 API key(s) from %s." % source in log, log[-3000:]
     assert "Loaded 2 API key(s) from /etc/sandboxd/api-keys." in log, log
 
 
@@ -257,7 +260,7 @@ def test_keys_from_credentials_directory(tcp):
         f.write("# given as a credential\n" + hash_key("credtenant", key) + "\n")
     try:
         with_dropin("[Service]\nEnvironment=CREDENTIALS_DIRECTORY=%s\n" % CRED_DIR,
-                    lambda: check_credential_key(tcp, key, CRED_DIR + "/api-keys"))
+                    lambda cursor: check_credential_key(tcp, key, CRED_DIR + "/api-keys", cursor))
     finally:
         sh("rm", "-rf", CRED_DIR)
     assert_401(Api("tcp", key=key).get("/v1/health"))
@@ -273,7 +276,8 @@ def test_keys_from_load_credential(tcp):
     os.chmod(CRED_FILE, 0o600)
     try:
         with_dropin("[Service]\nLoadCredential=api-keys:%s\n" % CRED_FILE,
-                    lambda: check_credential_key(tcp, key, "/run/credentials/sandboxd.service/api-keys"))
+                    lambda cursor: check_credential_key(tcp, key, "/run/credentials/sandboxd.service/api-keys",
+                                                        cursor))
     finally:
         os.unlink(CRED_FILE)
     assert_401(Api("tcp", key=key).get("/v1/health"))
