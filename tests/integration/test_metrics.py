@@ -200,6 +200,8 @@ def test_session_and_running_gauges(api, scope):
     assert mid.get("sandboxd_sessions", state="active") == before.get("sandboxd_sessions", state="active") + 1
     assert mid.get("sandboxd_commands_running") == before.get("sandboxd_commands_running") + 1
     assert api.delete("/v1/sessions/" + s["id"]).status == 200
+    snap = wait_terminal(api, s["id"], "sleeper")  # its result may be recorded just after the close
+    assert snap["status"] == "signaled", snap
     after = Metrics(api)
     assert after.get("sandboxd_sessions", state="active") == before.get("sandboxd_sessions", state="active")
     assert after.get("sandboxd_sessions", state="closed") == before.get("sandboxd_sessions", state="closed") + 1
