@@ -65,10 +65,12 @@ int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_er
         return 0;
 }
 
-int auth_load_keys(Manager *m, const char *path) {
+/* Adds the keys of one file; a missing file adds none (-ENOENT). */
+static int load_keys_file(Manager *m, const char *path) {
         _cleanup_free_ char *error = NULL;
         _cleanup_fclose_ FILE *f = NULL;
-        ApiKey *keys = NULL;
+        _cleanup_free_ ApiKey *keys = NULL;
+        ApiKey *all;
         Buf b = {};
         char chunk[4096];
         size_t n, n_keys = 0;
@@ -76,10 +78,9 @@ int auth_load_keys(Manager *m, const char *path) {
 
         f = fopen(path, "re");
         if (!f) {
-                if (errno != ENOENT)
-                        return log_error_errno(-errno, "Failed to open %s: %m", path);
-                log_info("No %s: TCP requests will be refused until keys are added.", path);
-                return 0;
+                if (errno == ENOENT)
+                        return -ENOENT;
+                return log_error_errno(-errno, "Failed to open %s: %m", path);
         }
         while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
                 if (buf_append(&b, chunk, n) < 0) {
@@ -92,10 +93,43 @@ int auth_load_keys(Manager *m, const char *path) {
         if (r < 0)
                 return log_error_errno(r, "Failed to parse %s: %s", path, error ?: strerror(-r));
 
-        free(m->keys);
-        m->keys = keys;
-        m->n_keys = n_keys;
+        all = realloc(m->keys, (m->n_keys + n_keys + 1) * sizeof(ApiKey));
+        if (!all)
+                return log_oom();
+        if (n_keys > 0)
+                memcpy(all + m->n_keys, keys, n_keys * sizeof(ApiKey));
+        m->keys = all;
+        m->n_keys += n_keys;
         log_info("Loaded %zu API key(s) from %s.", n_keys, path);
+        return 0;
+}
+
+int auth_load_keys(Manager *m, const char *path) {
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+        bool found = false;
+        int r;
+
+        r = load_keys_file(m, path);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        found = r >= 0;
+
+        /* The credential "api-keys" (LoadCredential=api-keys:PATH, SetCredentialEncrypted=...): its keys
+         * count as well as the file's. */
+        if (creds) {
+                _cleanup_free_ char *p = NULL;
+
+                if (asprintf(&p, "%s/" SANDBOXD_API_KEYS_CREDENTIAL, creds) < 0)
+                        return log_oom();
+                r = load_keys_file(m, p);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                found = found || r >= 0;
+        }
+
+        if (!found)
+                log_info("No %s and no credential " SANDBOXD_API_KEYS_CREDENTIAL
+                         ": TCP requests will be refused until keys are added.", path);
         return 0;
 }
 

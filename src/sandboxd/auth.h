@@ -6,6 +6,7 @@
 #include "manager.h"
 
 #define SANDBOXD_API_KEYS_FILE SYSCONFDIR "/sandboxd/api-keys"
+#define SANDBOXD_API_KEYS_CREDENTIAL "api-keys"
 #define SANDBOXD_GROUP "sandboxd"
 
 /* An API key as stored: only its SHA-256, bound to a tenant. */
@@ -16,6 +17,8 @@ struct ApiKey {
 
 /* Parses "tenant sha256:<64 hex>" lines; '#' starts a comment. */
 int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_error);
+/* Loads the keys of `path` (missing is fine) and of the systemd credential "api-keys"
+ * ($CREDENTIALS_DIRECTORY/api-keys), if there is one. */
 int auth_load_keys(Manager *m, const char *path);
 
 /* Compares the key's hash against every stored one in constant time. */

@@ -928,7 +928,7 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         }
 
         if (!running) {
-                c->output->finished = true;
+                output_finish(c->output);
                 *ret = c;
                 return 0;
         }

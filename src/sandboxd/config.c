@@ -288,6 +288,14 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         c->max_connections = (unsigned) v;
                         return 1;
                 }
+                if (streq(key, "MaxConnectionsPerIP")) {
+                        if (streq(value, "infinity"))
+                                v = 0;
+                        else if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536, or infinity");
+                        c->max_connections_per_ip = (unsigned) v;
+                        return 1;
+                }
                 if (streq(key, "AdminTenants")) {
                         free(c->admin_tenants);
                         c->admin_tenants = strdup(value);

@@ -29,7 +29,8 @@ typedef struct Config {
 
         /* [HTTP] */
         uint64_t max_body_bytes;
-        unsigned max_connections;
+        unsigned max_connections;        /* on each listening socket */
+        unsigned max_connections_per_ip; /* on TCP; 0: no limit */
         unsigned connection_timeout_sec;
         char *admin_tenants; /* space-separated tenant names */
 

@@ -18,8 +18,6 @@
 #include "time-util.h"
 #include "validate.h"
 
-#define PATH_PARTS_MAX 8
-
 static unsigned status_for_request_error(const RequestError *e) {
         if (streq_ptr(e->code, "payload_too_large"))
                 return MHD_HTTP_CONTENT_TOO_LARGE;
@@ -74,13 +72,7 @@ static const char *query(HttpRequest *r, const char *key) {
 static int query_bool(HttpRequest *r, const char *key, bool dflt) {
         const char *v = query(r, key);
 
-        if (!v)
-                return dflt;
-        if (streq(v, "") || streq(v, "1") || streq(v, "true") || streq(v, "yes"))
-                return true;
-        if (streq(v, "0") || streq(v, "false") || streq(v, "no"))
-                return false;
-        return -EINVAL;
+        return v ? parse_flag(v) : dflt;
 }
 
 static int queue_session(HttpRequest *r, unsigned status, Session *s) {
@@ -247,12 +239,20 @@ static int route_drain_state(HttpRequest *r) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
-static int route_drain(HttpRequest *r, bool drain) {
+static int set_draining(HttpRequest *r, bool drain) {
         int ret = manager_set_draining(r->server->manager, drain);
 
         if (ret < 0)
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         return route_drain_state(r);
+}
+
+static int route_drain(HttpRequest *r) {
+        return set_draining(r, true);
+}
+
+static int route_undrain(HttpRequest *r) {
+        return set_draining(r, false);
 }
 
 /* --- sessions ------------------------------------------------------------- */
@@ -357,7 +357,12 @@ static void on_session_closed(Session *s, int ret, void *userdata) {
                 http_complete(r, MHD_HTTP_OK, session_response(s));
 }
 
-static int route_delete_session(HttpRequest *r, Session *s) {
+static int route_get_session(HttpRequest *r) {
+        return queue_session(r, MHD_HTTP_OK, r->target);
+}
+
+static int route_delete_session(HttpRequest *r) {
+        Session *s = r->target;
         int purge = query_bool(r, "purge", false), ret;
 
         if (purge < 0)
@@ -384,7 +389,9 @@ static int require_active(HttpRequest *r, Session *s) {
         return -1;
 }
 
-static int route_activity(HttpRequest *r, Session *s) {
+static int route_activity(HttpRequest *r) {
+        Session *s = r->target;
+
         if (require_active(r, s) < 0)
                 return MHD_YES;
         session_touch(s);
@@ -401,7 +408,8 @@ static int on_frozen(sd_bus_message *reply, void *userdata, sd_bus_error *ret_er
         return 0;
 }
 
-static int route_freeze(HttpRequest *r, Session *s, bool freeze) {
+static int freeze_session(HttpRequest *r, bool freeze) {
+        Session *s = r->target;
         int ret;
 
         if (require_active(r, s) < 0)
@@ -416,6 +424,14 @@ static int route_freeze(HttpRequest *r, Session *s, bool freeze) {
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         http_suspend(r);
         return MHD_YES;
+}
+
+static int route_freeze(HttpRequest *r) {
+        return freeze_session(r, true);
+}
+
+static int route_thaw(HttpRequest *r) {
+        return freeze_session(r, false);
 }
 
 /* --- commands ------------------------------------------------------------- */
@@ -451,7 +467,8 @@ static void on_command_started(Command *c, int ret, const char *message, void *u
                 http_complete(r, MHD_HTTP_OK, http_command_stream_response(r, c, 0));
 }
 
-static int route_start_command(HttpRequest *r, Session *s) {
+static int route_start_command(HttpRequest *r) {
+        Session *s = r->target;
         _cleanup_(command_request_done) CommandRequest req = {};
         RequestError e = {};
         int wait = query_bool(r, "wait", true);
@@ -486,7 +503,8 @@ static int route_start_command(HttpRequest *r, Session *s) {
         return MHD_YES;
 }
 
-static int route_list_commands(HttpRequest *r, Session *s) {
+static int route_list_commands(HttpRequest *r) {
+        Session *s = r->target;
         Command *c;
         Buf b = {};
         bool first = true;
@@ -510,7 +528,8 @@ static int route_list_commands(HttpRequest *r, Session *s) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
-static int route_get_command(HttpRequest *r, Command *c) {
+static int route_get_command(HttpRequest *r) {
+        Command *c = r->target_command;
         Buf b = {};
 
         if (buf_puts(&b, "{\"found\":true,") < 0 || command_append_json(c, &b, true) < 0) {
@@ -524,7 +543,8 @@ static int route_get_command(HttpRequest *r, Command *c) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
-static int route_events(HttpRequest *r, Command *c) {
+static int route_events(HttpRequest *r) {
+        Command *c = r->target_command;
         const char *v = query(r, "offset");
         uint64_t offset = 0;
 
@@ -536,7 +556,8 @@ static int route_events(HttpRequest *r, Command *c) {
         return http_queue(r, MHD_HTTP_OK, http_command_stream_response(r, c, offset));
 }
 
-static int route_signal(HttpRequest *r, Command *c) {
+static int route_signal(HttpRequest *r) {
+        Command *c = r->target_command;
         _cleanup_(json_object_putp) json_object *o = NULL;
         json_object *v = NULL;
         const char *name;
@@ -583,7 +604,8 @@ static void on_stdin_written(Command *c, int ret, void *userdata) {
         http_complete(r, MHD_HTTP_OK, http_json_response(json, strlen(json)));
 }
 
-static int route_stdin(HttpRequest *r, Command *c) {
+static int route_stdin(HttpRequest *r) {
+        Command *c = r->target_command;
         int eof = query_bool(r, "eof", false), ret;
 
         if (eof < 0)
@@ -605,23 +627,6 @@ static int route_stdin(HttpRequest *r, Command *c) {
 
 /* A listing holds at most this many entries ("truncated":true beyond). */
 #define FILES_LIST_MAX 100000
-
-/* /v1/sessions/<sid>/files[/<path>]: the session id (empty if too long) and the path within
- * the workspace, "" for its top. */
-static bool files_url(const char *url, char sid[static 17], const char **ret_path) {
-        const char *p = startswith(url, "/v1/sessions/"), *rest;
-        size_t n;
-
-        if (!p)
-                return false;
-        n = strcspn(p, "/");
-        rest = startswith(p + n, "/files");
-        if (!rest || (*rest != 0 && *rest != '/'))
-                return false;
-        snprintf(sid, 17, "%.*s", n <= 16 ? (int) n : 0, p);
-        *ret_path = *rest ? rest + 1 : rest;
-        return true;
-}
 
 static unsigned refuse(struct MHD_Response **ret_resp, unsigned status, const char *code, const char *message) {
         *ret_resp = http_error_response(code, message);
@@ -682,18 +687,19 @@ static int queue_files_error(HttpRequest *r, int err) {
         return http_queue(r, status, resp);
 }
 
-/* The session of a file request, its workspace opened (and made if it is new); 0, or the
+static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_resp);
+
+/* The path within the workspace of a file request, "" for its top. */
+static const char *files_path(HttpRequest *r) {
+        return FLAGS_SET(r->route->flags, HTTP_ROUTE_TAIL) ? r->params[r->n_params - 1] : "";
+}
+
+/* The workspace of a file request's session, opened (and made if it is new); 0, or the
  * status of the refusal. */
-static unsigned files_prepare(HttpRequest *r, const char *sid, const char *path, Session **ret_session,
-                              Workspace *ret_ws, struct MHD_Response **ret_resp) {
-        Session *s = NULL;
+static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_ws, struct MHD_Response **ret_resp) {
+        Session *s = r->target;
         int ret;
 
-        r->route = "/v1/sessions/{sid}/files/{path}";
-        if (session_id_is_valid(sid))
-                s = manager_find_session(r->server->manager, sid);
-        if (!s || !session_visible(r, s))
-                return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such session.");
         if (s->state != SESSION_ACTIVE)
                 return refuse(ret_resp, MHD_HTTP_CONFLICT, "session_not_active",
                               s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
@@ -709,7 +715,6 @@ static unsigned files_prepare(HttpRequest *r, const char *sid, const char *path,
                 return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "The workspace cannot be opened.");
         }
         session_touch(s);
-        *ret_session = s;
         return 0;
 }
 
@@ -830,49 +835,42 @@ static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const c
         return queue_entry(r, MHD_HTTP_OK, move_to, &st);
 }
 
-static int route_files(HttpRequest *r, const char *sid, const char *path) {
+/* GET, HEAD, DELETE; PUT and POST with ?mkdir or ?move_to= (a plain PUT is an upload). */
+static int route_files(HttpRequest *r) {
         _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         struct MHD_Response *resp = NULL;
-        bool get = streq(r->method, "GET") || streq(r->method, "HEAD"), put = streq(r->method, "PUT"),
-             post = streq(r->method, "POST"), del = streq(r->method, "DELETE");
+        const char *path = files_path(r);
         unsigned status;
-        Session *s;
 
-        if (!get && !put && !post && !del)
-                return method_not_allowed(r, "GET, HEAD, PUT, POST, DELETE");
-        status = files_prepare(r, sid, path, &s, &ws, &resp);
+        status = files_prepare(r, path, &ws, &resp);
         if (status > 0)
                 return http_queue(r, status, resp);
 
-        if (get)
+        if (streq(r->method, "GET") || streq(r->method, "HEAD"))
                 return route_files_get(r, &ws, path);
-        if (del)
-                return route_files_delete(r, &ws, s, path);
-        return route_files_change(r, &ws, s, path);
+        if (streq(r->method, "DELETE"))
+                return route_files_delete(r, &ws, r->target, path);
+        return route_files_change(r, &ws, r->target, path);
 }
 
 bool http_route_is_upload(HttpRequest *r) {
-        const char *path;
-        char sid[17];
-
-        return streq(r->method, "PUT") && files_url(r->url, sid, &path) && !query(r, "mkdir") && !query(r, "move_to");
+        return r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_FILES) && streq(r->method, "PUT") &&
+               !query(r, "mkdir") && !query(r, "move_to");
 }
 
 int http_route_upload_begin(HttpRequest *r) {
         Manager *m = r->server->manager;
         _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         struct MHD_Response *resp = NULL;
-        const char *path, *v;
+        const char *path = files_path(r), *v;
         mode_t mode = MODE_INVALID;
         uint64_t length;
         unsigned status;
-        char sid[17];
-        Session *s;
         int ret;
 
-        if (!files_url(r->url, sid, &path))
-                return MHD_NO;
-        status = files_prepare(r, sid, path, &s, &ws, &resp);
+        status = http_route_resolve(r, &resp);
+        if (status == 0)
+                status = files_prepare(r, path, &ws, &resp);
         if (status > 0)
                 return http_refuse_upload(r, status, resp);
 
@@ -884,16 +882,13 @@ int http_route_upload_begin(HttpRequest *r) {
                                                               "not a form."));
         v = query(r, "mode");
         if (v) {
-                char *end;
-                unsigned long l;
+                unsigned bits;
 
-                errno = 0;
-                l = strtoul(v, &end, 8);
-                if (errno != 0 || end == v || *end != 0 || v[0] == '-' || v[0] == '+' || l > 0777)
+                if (parse_mode(v, &bits) < 0)
                         return http_refuse_upload(r, MHD_HTTP_BAD_REQUEST,
                                                   http_error_response("invalid_value",
                                                                       "?mode= must be octal permission bits, at most 0777."));
-                mode = (mode_t) l;
+                mode = (mode_t) bits;
         }
         v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (v && (parse_uint64(v, &length) < 0 || length > m->config.max_file_bytes)) {
@@ -909,7 +904,7 @@ int http_route_upload_begin(HttpRequest *r) {
         r->upload_path = strdup(path);
         if (!r->upload_path)
                 return MHD_NO; /* on_completed() drops the upload */
-        memcpy(r->upload_session, sid, sizeof(r->upload_session));
+        memcpy(r->upload_session, r->target->id, sizeof(r->upload_session));
         return MHD_YES;
 }
 
@@ -951,143 +946,128 @@ int http_route_upload_finish(HttpRequest *r) {
 
 /* --- dispatch ------------------------------------------------------------- */
 
-static size_t split_path(char *url, char *parts[static PATH_PARTS_MAX]) {
-        size_t n = 0;
-        char *save = NULL;
+#define GET(h) { "GET", h }
+#define POST(h) { "POST", h }
+#define PUT(h) { "PUT", h }
+#define DELETE(h) { "DELETE", h }
 
-        for (char *p = strtok_r(url, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
-                if (n >= PATH_PARTS_MAX)
-                        return SIZE_MAX;
-                parts[n++] = p;
-        }
-        return n;
+/* Every route served. The first pattern that matches the path wins; then the method picks
+ * the handler (405 with Allow for another), GET serving HEAD too. Placeholders are looked up
+ * before the method is: a session another tenant owns is 404 whatever the method. */
+const HttpRoute http_routes[] = {
+        { "/healthz", HTTP_ROUTE_PUBLIC, { GET(route_healthz) } },
+        { "/readyz", HTTP_ROUTE_PUBLIC, { GET(route_readyz) } },
+        { "/metrics", 0, { GET(route_metrics) } },
+        { "/v1/health", 0, { GET(route_health) } },
+        { "/v1/pool", 0, { GET(route_pool) } },
+        { "/v1/drain", HTTP_ROUTE_ADMIN, { GET(route_drain_state), POST(route_drain), DELETE(route_undrain) } },
+        { "/v1/sessions", 0, { GET(route_list_sessions), POST(route_create_session) } },
+        { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION, { GET(route_get_session), DELETE(route_delete_session) } },
+        { "/v1/sessions/{sid}/activity", HTTP_ROUTE_SESSION, { POST(route_activity) } },
+        { "/v1/sessions/{sid}/freeze", HTTP_ROUTE_SESSION, { POST(route_freeze) } },
+        { "/v1/sessions/{sid}/thaw", HTTP_ROUTE_SESSION, { POST(route_thaw) } },
+        { "/v1/sessions/{sid}/commands", HTTP_ROUTE_SESSION,
+          { GET(route_list_commands), POST(route_start_command) } },
+        { "/v1/sessions/{sid}/commands/{rid}", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { GET(route_get_command) } },
+        { "/v1/sessions/{sid}/commands/{rid}/events", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { GET(route_events) } },
+        { "/v1/sessions/{sid}/commands/{rid}/signal", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { POST(route_signal) } },
+        { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { POST(route_stdin) } },
+        /* The top of the workspace, then a path in it ("files/" is the top too). A plain PUT
+         * is an upload, which http_route_upload_begin() takes before its body. */
+        { "/v1/sessions/{sid}/files", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES,
+          { GET(route_files), PUT(route_files), POST(route_files), DELETE(route_files) } },
+        { "/v1/sessions/{sid}/files/{path}", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES | HTTP_ROUTE_TAIL,
+          { GET(route_files), PUT(route_files), POST(route_files), DELETE(route_files) } },
+};
+
+const size_t http_routes_n = ELEMENTSOF(http_routes);
+
+const HttpRoute *http_route_find(const RoutePath *path, const char *ret_params[static ROUTE_PARAMS_MAX],
+                                 size_t *ret_n_params) {
+        for (size_t i = 0; i < http_routes_n; i++)
+                if (route_pattern_match(http_routes[i].pattern, FLAGS_SET(http_routes[i].flags, HTTP_ROUTE_TAIL), path,
+                                        ret_params, ret_n_params))
+                        return &http_routes[i];
+        return NULL;
 }
 
-static int route_command(HttpRequest *r, Session *s, char **p, size_t n, bool get, bool post) {
-        Command *c;
+void http_route_allow(const HttpRoute *route, char *buf, size_t n) {
+        size_t l = 0;
 
-        if (!request_id_is_valid(p[4]))
-                return not_found(r, "No such command.");
-        c = session_find_command(s, p[4]);
-        if (!c)
-                return not_found(r, "No such command.");
+        buf[0] = 0;
+        for (size_t i = 0; i < HTTP_METHODS_MAX && route->methods[i].name; i++)
+                l += (size_t) snprintf(buf + MIN(l, n), n - MIN(l, n), "%s%s", i > 0 ? ", " : "", route->methods[i].name);
+}
 
-        if (n == 5) {
-                r->route = "/v1/sessions/{sid}/commands/{rid}";
-                return get ? route_get_command(r, c) : method_not_allowed(r, "GET");
+void http_routes_dump(FILE *f) {
+        for (size_t i = 0; i < http_routes_n; i++)
+                for (size_t j = 0; j < HTTP_METHODS_MAX && http_routes[i].methods[j].name; j++)
+                        fprintf(f, "%s %s\n", http_routes[i].methods[j].name, http_routes[i].pattern);
+}
+
+int http_route_match(HttpRequest *r) {
+        int ret;
+
+        ret = route_path_split(r->url, &r->path);
+        if (ret < 0)
+                return ret;
+        r->route = http_route_find(&r->path, r->params, &r->n_params);
+        return 0;
+}
+
+/* Looks up the session and command the path names: 0, or the status of the refusal. */
+static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_resp) {
+        Session *s = NULL;
+
+        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_SESSION)) {
+                if (session_id_is_valid(r->params[0]))
+                        s = manager_find_session(r->server->manager, r->params[0]);
+                if (!s || !session_visible(r, s))
+                        return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such session.");
+                r->target = s;
         }
-        if (n == 6 && streq(p[5], "events")) {
-                r->route = "/v1/sessions/{sid}/commands/{rid}/events";
-                return get ? route_events(r, c) : method_not_allowed(r, "GET");
+        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_COMMAND)) {
+                Command *c = request_id_is_valid(r->params[1]) ? session_find_command(s, r->params[1]) : NULL;
+
+                if (!c)
+                        return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such command.");
+                r->target_command = c;
         }
-        if (n == 6 && streq(p[5], "signal")) {
-                r->route = "/v1/sessions/{sid}/commands/{rid}/signal";
-                return post ? route_signal(r, c) : method_not_allowed(r, "POST");
-        }
-        if (n == 6 && streq(p[5], "stdin")) {
-                r->route = "/v1/sessions/{sid}/commands/{rid}/stdin";
-                return post ? route_stdin(r, c) : method_not_allowed(r, "POST");
-        }
-        return not_found(r, "No such route.");
+        return 0;
+}
+
+static HttpHandler route_handler(const HttpRoute *route, const char *method) {
+        for (size_t i = 0; i < HTTP_METHODS_MAX && route->methods[i].name; i++)
+                if (streq(route->methods[i].name, method) || (streq(method, "HEAD") && streq(route->methods[i].name, "GET")))
+                        return route->methods[i].handler;
+        return NULL;
 }
 
 int http_route(HttpRequest *r) {
         Manager *m = r->server->manager;
-        _cleanup_free_ char *url = strdup(r->url);
-        char *p[PATH_PARTS_MAX];
-        bool get = streq(r->method, "GET") || streq(r->method, "HEAD"), post = streq(r->method, "POST"),
-             del = streq(r->method, "DELETE");
-        const char *file_path;
-        char sid[17];
-        Session *s;
-        size_t n;
+        struct MHD_Response *resp = NULL;
+        HttpHandler handler;
+        unsigned status;
+        char allow[64];
 
-        if (!url)
-                return MHD_NO;
-        /* Files first: their paths have any number of components. */
-        if (files_url(r->url, sid, &file_path))
-                return route_files(r, sid, file_path);
-        if (r->url_has_nul)
+        /* A file path with %00 is the file API's to refuse, after the session. */
+        if (r->url_has_nul && !(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_FILES)))
                 return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_url", "The URL contains a NUL byte (%00).");
-
-        n = split_path(url, p);
-        if (n == SIZE_MAX)
+        if (!r->route)
                 return not_found(r, "No such route.");
 
-        if (n == 1 && streq(p[0], "healthz")) {
-                r->route = "/healthz";
-                return get ? route_healthz(r) : method_not_allowed(r, "GET");
-        }
-        if (n == 1 && streq(p[0], "readyz")) {
-                r->route = "/readyz";
-                return get ? route_readyz(r) : method_not_allowed(r, "GET");
-        }
-        if (n == 1 && streq(p[0], "metrics")) {
-                r->route = "/metrics";
-                return get ? route_metrics(r) : method_not_allowed(r, "GET");
-        }
+        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_ADMIN) && !r->server->is_unix && !auth_tenant_is_admin(m, r->tenant))
+                return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
+                                        "Only local callers and admin keys may do this.");
 
-        if (n < 2 || !streq(p[0], "v1"))
-                return not_found(r, "No such route.");
+        status = http_route_resolve(r, &resp);
+        if (status > 0)
+                return http_queue(r, status, resp);
 
-        if (n == 2 && streq(p[1], "health")) {
-                r->route = "/v1/health";
-                return get ? route_health(r) : method_not_allowed(r, "GET");
+        handler = route_handler(r->route, r->method);
+        if (!handler) {
+                http_route_allow(r->route, allow, sizeof(allow));
+                return method_not_allowed(r, allow);
         }
-        if (n == 2 && streq(p[1], "pool")) {
-                r->route = "/v1/pool";
-                return get ? route_pool(r) : method_not_allowed(r, "GET");
-        }
-        if (n == 2 && streq(p[1], "drain")) {
-                r->route = "/v1/drain";
-                if (!r->server->is_unix && !auth_tenant_is_admin(m, r->tenant))
-                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
-                                                "Only local callers and admin keys may drain sandboxd.");
-                if (post || del)
-                        return route_drain(r, post);
-                return get ? route_drain_state(r) : method_not_allowed(r, "GET, POST, DELETE");
-        }
-
-        if (!streq(p[1], "sessions"))
-                return not_found(r, "No such route.");
-
-        if (n == 2) {
-                r->route = "/v1/sessions";
-                if (post)
-                        return route_create_session(r);
-                return get ? route_list_sessions(r) : method_not_allowed(r, "GET, POST");
-        }
-
-        r->route = "/v1/sessions/{sid}";
-        if (!session_id_is_valid(p[2]))
-                return not_found(r, "No such session.");
-        s = manager_find_session(m, p[2]);
-        if (!s || !session_visible(r, s))
-                return not_found(r, "No such session.");
-
-        if (n == 3) {
-                if (del)
-                        return route_delete_session(r, s);
-                return get ? queue_session(r, MHD_HTTP_OK, s) : method_not_allowed(r, "GET, DELETE");
-        }
-        if (n == 4 && streq(p[3], "activity")) {
-                r->route = "/v1/sessions/{sid}/activity";
-                return post ? route_activity(r, s) : method_not_allowed(r, "POST");
-        }
-        if (n == 4 && (streq(p[3], "freeze") || streq(p[3], "thaw"))) {
-                r->route = streq(p[3], "freeze") ? "/v1/sessions/{sid}/freeze" : "/v1/sessions/{sid}/thaw";
-                return post ? route_freeze(r, s, streq(p[3], "freeze")) : method_not_allowed(r, "POST");
-        }
-        if (n == 4 && streq(p[3], "commands")) {
-                r->route = "/v1/sessions/{sid}/commands";
-                if (post)
-                        return route_start_command(r, s);
-                return get ? route_list_commands(r, s) : method_not_allowed(r, "GET, POST");
-        }
-        if (n >= 5 && streq(p[3], "commands")) {
-                r->route = "/v1/sessions/{sid}/commands/{rid}";
-                return route_command(r, s, p, n, get, post);
-        }
-
-        return not_found(r, "No such route.");
+        return handler(r);
 }

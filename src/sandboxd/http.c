@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <strings.h>
 #include <sys/socket.h>
 
@@ -42,7 +43,7 @@ int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
                 return MHD_NO; /* out of memory: drop the connection */
         ret = MHD_queue_response(r->connection, status, resp);
         MHD_destroy_response(resp);
-        metrics_count_http(&r->server->manager->metrics, r->route ?: "unmatched", status);
+        metrics_count_http(&r->server->manager->metrics, r->route ? r->route->pattern : "unmatched", status);
         log_debug("%s %s -> %u", r->method, r->url, status);
         return ret;
 }
@@ -172,7 +173,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                                                         "Only root and members of group sandboxd may use this socket.");
                         return false;
                 }
-        } else if (!startswith(r->url, "/healthz") && !startswith(r->url, "/readyz")) {
+        } else if (!(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_PUBLIC))) {
                 const char *h = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
                 const char *token = h ? startswith(h, "Bearer ") : NULL;
 
@@ -232,7 +233,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         unsigned status;
 
         if (!r) {
-                const char *cl;
+                const char *cl, *te;
 
                 r = calloc(1, sizeof(HttpRequest));
                 if (!r)
@@ -247,6 +248,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 }
                 *con_cls = r;
                 r->url_has_nul = take_url_has_nul(connection);
+                if (http_route_match(r) < 0)
+                        return MHD_NO;
+
+                /* MHD decodes chunked bodies only; it would wait for the end of any other
+                 * coding until the connection times out. */
+                te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+                if (te && strcasecmp(te, "chunked") != 0)
+                        return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented",
+                                                "Only the chunked transfer coding is supported.");
 
                 /* A file upload is checked and opened before its body comes, which then goes
                  * straight to the file. */
@@ -322,6 +332,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                 r->upload = files_upload_free(r->upload);
         }
         buf_done(&r->body);
+        route_path_done(&r->path);
         free(r->url);
         free(r->tenant);
         free(r->upload_path);
@@ -342,6 +353,10 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
                         m->n_connections--;
                 free(*socket_context);
                 *socket_context = NULL;
+                /* The last connection of a burst is gone: give back what its buffers took
+                 * (64 KiB for each event stream), which malloc would otherwise keep. */
+                if (m->n_connections == 0)
+                        (void) malloc_trim(0);
         }
         manager_check_idle(m);
 }
@@ -428,6 +443,8 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->config.max_connections,
+                /* Counted per address of a TCP peer (MHD ignores it on the unix socket). */
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : (unsigned) m->config.max_connections_per_ip,
                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) m->config.connection_timeout_sec,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) (64 * 1024),
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,

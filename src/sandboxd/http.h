@@ -8,6 +8,10 @@
 #include "command.h"
 #include "files.h"
 #include "manager.h"
+#include "route.h"
+
+typedef struct HttpRequest HttpRequest;
+typedef struct HttpRoute HttpRoute;
 
 struct HttpServer {
         Manager *manager;
@@ -18,12 +22,20 @@ struct HttpServer {
 };
 
 /* One HTTP request, from its first header to the response being done. */
-typedef struct HttpRequest {
+struct HttpRequest {
         HttpServer *server;
         struct MHD_Connection *connection;
         const char *method;
         char *url;
-        const char *route;         /* the matched route, for metrics */
+
+        /* Matched from the headers on: the route (NULL: none), its placeholders' values. */
+        RoutePath path;
+        const HttpRoute *route;
+        const char *params[ROUTE_PARAMS_MAX];
+        size_t n_params;
+        Session *target;           /* {sid}, once resolved */
+        Command *target_command;   /* {rid}, once resolved */
+
         Buf body;
         bool body_too_large;
         bool suspended;
@@ -43,7 +55,7 @@ typedef struct HttpRequest {
 
         Session *session;          /* waited for */
         Command *command;          /* being started */
-} HttpRequest;
+};
 
 int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret);
 HttpServer *http_server_free(HttpServer *s);
@@ -66,7 +78,45 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, ui
  * "100 Continue" or the body is too large (413), else once the body was read and dropped. */
 int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *resp);
 
-/* The route table, in http-routes.c. */
+/* The route table, in http-routes.c: every path and method served, as data. */
+typedef int (*HttpHandler)(HttpRequest *r);
+
+typedef enum HttpRouteFlags {
+        HTTP_ROUTE_PUBLIC  = 1 << 0, /* no key needed on TCP (the probes) */
+        HTTP_ROUTE_ADMIN   = 1 << 1, /* local callers and AdminTenants= only (403), before anything else */
+        HTTP_ROUTE_SESSION = 1 << 2, /* the first placeholder is a session the caller may see, else 404 */
+        HTTP_ROUTE_COMMAND = 1 << 3, /* the second is a command of that session, else 404 */
+        HTTP_ROUTE_TAIL    = 1 << 4, /* the last placeholder takes the rest of the path */
+        HTTP_ROUTE_FILES   = 1 << 5, /* the file API: a PUT streams its body to a file */
+} HttpRouteFlags;
+
+#define HTTP_METHODS_MAX 4
+
+typedef struct HttpMethod {
+        const char *name;     /* GET also serves HEAD */
+        HttpHandler handler;
+} HttpMethod;
+
+struct HttpRoute {
+        const char *pattern;  /* "/v1/sessions/{sid}/commands": also its label in the metrics */
+        unsigned flags;
+        HttpMethod methods[HTTP_METHODS_MAX];
+};
+
+extern const HttpRoute http_routes[];
+extern const size_t http_routes_n;
+
+/* The first route whose pattern matches the path, and the values of its placeholders. */
+const HttpRoute *http_route_find(const RoutePath *path, const char *ret_params[static ROUTE_PARAMS_MAX],
+                                 size_t *ret_n_params);
+/* "GET, POST": the methods of a route, as the Allow header lists them. */
+void http_route_allow(const HttpRoute *route, char *buf, size_t n);
+/* Prints "METHOD PATTERN" for every method of every route. */
+void http_routes_dump(FILE *f);
+
+/* Matches r->url against the table (when the headers are in), then answers the request
+ * once its body is in. */
+int http_route_match(HttpRequest *r);
 int http_route(HttpRequest *r);
 
 /* Streamed uploads, in http-routes.c: whether the request is one (decided from its headers),

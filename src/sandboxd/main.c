@@ -5,6 +5,7 @@
 #include <linux/capability.h>
 
 #include "auth.h"
+#include "http.h"
 #include "log.h"
 #include "manager.h"
 
@@ -23,7 +24,8 @@ static void help(void) {
                "     --api-keys=PATH     API keys for TCP clients (default: %s)\n"
                "     --listen=PATH       Listen on this unix socket when not socket-activated\n"
                "     --log-level=LEVEL   debug, info, notice, warning or err\n"
-               "     --hash-key          Read an API key on stdin, print its line for the keys file\n",
+               "     --hash-key[=TENANT] Read an API key on stdin, print its line for the keys file\n"
+               "     --list-routes       Print the HTTP routes served, one \"METHOD PATH\" a line\n",
                SANDBOXD_CONFIG_FILE, SANDBOXD_API_KEYS_FILE);
 }
 
@@ -54,7 +56,7 @@ static int parse_log_level(const char *s) {
 }
 
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_KEYS, ARG_LISTEN, ARG_LOG_LEVEL, ARG_HASH_KEY };
+        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_KEYS, ARG_LISTEN, ARG_LOG_LEVEL, ARG_HASH_KEY, ARG_LIST_ROUTES };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -63,6 +65,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "hash-key", optional_argument, NULL, ARG_HASH_KEY },
+                { "list-routes", no_argument, NULL, ARG_LIST_ROUTES },
                 {},
         };
         int c, level;
@@ -92,6 +95,9 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_HASH_KEY:
                         return hash_key(optarg) < 0 ? -EINVAL : 0;
+                case ARG_LIST_ROUTES:
+                        http_routes_dump(stdout);
+                        return 0;
                 case '?':
                         return -EINVAL;
                 default:

@@ -26,6 +26,39 @@ static int open_spool(const char *dir, const char *name, const char *suffix, boo
         return fd;
 }
 
+static void close_spools(Output *o) {
+        o->log_fd = safe_close(o->log_fd);
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
+                o->raw_fd[st] = safe_close(o->raw_fd[st]);
+}
+
+/* The spool files of a finished output are closed while nobody reads them (a session keeps
+ * its finished commands, each would hold three fds) and opened again when needed. */
+static int reopen_spools(Output *o) {
+        uint64_t size;
+        int r;
+
+        if (o->log_fd >= 0)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                r = open_spool(o->dir, o->name, suffixes[i], false, &size);
+                if (r < 0) {
+                        close_spools(o);
+                        return r;
+                }
+                if (i == 0)
+                        o->log_fd = r;
+                else
+                        o->raw_fd[i - 1] = r;
+        }
+        return 0;
+}
+
+static void release_spools(Output *o) {
+        if (o->finished && !o->readers)
+                close_spools(o);
+}
+
 int output_open(const char *dir, const char *name, uint64_t cap, bool create, Output **ret) {
         Output *o;
         int r;
@@ -35,6 +68,12 @@ int output_open(const char *dir, const char *name, uint64_t cap, bool create, Ou
                 return -ENOMEM;
         o->cap = cap;
         o->log_fd = o->raw_fd[0] = o->raw_fd[1] = -EBADF;
+        o->dir = strdup(dir);
+        o->name = strdup(name);
+        if (!o->dir || !o->name) {
+                r = -ENOMEM;
+                goto fail;
+        }
 
         r = open_spool(dir, name, suffixes[0], create, &o->log_size);
         if (r < 0)
@@ -64,12 +103,12 @@ Output *output_free(Output *o) {
                 output_detach(r);
                 r->notify(r); /* tells the reader its output is gone */
         }
-        safe_close(o->log_fd);
-        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
-                safe_close(o->raw_fd[st]);
+        close_spools(o);
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 buf_done(&o->partial[st]);
-        }
         buf_done(&o->live);
+        free(o->dir);
+        free(o->name);
         free(o);
         return NULL;
 }
@@ -171,6 +210,9 @@ static int write_all(int fd, const void *p, size_t n) {
 int output_append_event(Output *o, const char *line, size_t n) {
         int r;
 
+        r = reopen_spools(o);
+        if (r < 0)
+                return r;
         r = write_all(o->log_fd, line, n);
         if (r < 0)
                 return r;
@@ -233,6 +275,9 @@ int output_add_data(Output *o, OutputStream st, const char *data, size_t n, bool
         size_t consumed = 0;
         int r;
 
+        r = reopen_spools(o);
+        if (r < 0)
+                return r;
         o->total[st] += n;
         if (p->len > 0 || !final) {
                 r = buf_append(p, data, n);
@@ -284,6 +329,7 @@ int output_add_data(Output *o, OutputStream st, const char *data, size_t n, bool
 void output_finish(Output *o) {
         o->finished = true;
         notify_readers(o);
+        release_spools(o);
 }
 
 void output_attach(Output *o, OutputReader *r, uint64_t offset) {
@@ -307,6 +353,7 @@ void output_detach(OutputReader *r) {
                 resume_producer(o);
         } else
                 live_trim(o);
+        release_spools(o);
 }
 
 ssize_t output_read(OutputReader *r, char *buf, size_t max) {
@@ -317,7 +364,12 @@ ssize_t output_read(OutputReader *r, char *buf, size_t max) {
 
         if (!r->live) {
                 if (r->log_pos < o->log_size) {
-                        ssize_t n = pread(o->log_fd, buf, MIN(max, o->log_size - r->log_pos), (off_t) r->log_pos);
+                        ssize_t n;
+                        int k = reopen_spools(o);
+
+                        if (k < 0)
+                                return k;
+                        n = pread(o->log_fd, buf, MIN(max, o->log_size - r->log_pos), (off_t) r->log_pos);
                         if (n < 0)
                                 return -errno;
                         if (n == 0)
@@ -352,9 +404,14 @@ int output_read_raw(Output *o, OutputStream st, Buf *ret) {
         r = buf_reserve(ret, n);
         if (r < 0)
                 return r;
+        r = reopen_spools(o);
+        if (r < 0)
+                return r;
         k = pread(o->raw_fd[st], ret->data + ret->len, n, 0);
-        if (k < 0)
-                return -errno;
+        r = k < 0 ? -errno : 0;
+        release_spools(o);
+        if (r < 0)
+                return r;
         ret->len += (size_t) k;
         ret->data[ret->len] = 0;
         return 0;

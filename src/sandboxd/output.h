@@ -35,7 +35,8 @@ struct OutputReader {
 };
 
 struct Output {
-        int log_fd;
+        char *dir, *name;  /* the spool files: <dir>/<name>.{ndjson,stdout,stderr} */
+        int log_fd;        /* the spool files, -EBADF while finished and unread */
         uint64_t log_size;
         int raw_fd[_OUTPUT_STREAM_MAX];
         uint64_t kept[_OUTPUT_STREAM_MAX];

@@ -20,6 +20,7 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define FLAGS_SET(v, flags) ((~(v) & (flags)) == 0)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 #define TAKE_PTR(p)                             \

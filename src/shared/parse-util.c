@@ -80,3 +80,27 @@ int parse_percent(const char *s, uint64_t *ret) {
         *ret = v;
         return 0;
 }
+
+int parse_flag(const char *s) {
+        if (!s)
+                return -EINVAL;
+        if (streq(s, "") || streq(s, "1") || streq(s, "true") || streq(s, "yes"))
+                return 1;
+        if (streq(s, "0") || streq(s, "false") || streq(s, "no"))
+                return 0;
+        return -EINVAL;
+}
+
+int parse_mode(const char *s, unsigned *ret) {
+        unsigned long l;
+        char *end;
+
+        if (!s || !(*s >= '0' && *s <= '7'))
+                return -EINVAL;
+        errno = 0;
+        l = strtoul(s, &end, 8);
+        if (errno != 0 || *end != 0 || l > 0777)
+                return -EINVAL;
+        *ret = (unsigned) l;
+        return 0;
+}

@@ -7,3 +7,9 @@ int parse_uint64(const char *s, uint64_t *ret);
 int parse_size(const char *s, uint64_t *ret);          /* 1024, 512K, 1M, 2G, 1T (base 1024) */
 int parse_percent(const char *s, uint64_t *ret);       /* "150%", 1..100000 */
 int parse_duration(const char *s, uint64_t *ret_usec); /* 30, 30s, 500ms, 5min, 2h, 1d */
+
+/* Values of query parameters. A flag: "" (a bare ?flag), 1, true, yes → 1; 0, false, no → 0;
+ * anything else -EINVAL. */
+int parse_flag(const char *s);
+/* Permission bits in octal, at most 0777, no sign. */
+int parse_mode(const char *s, unsigned *ret);

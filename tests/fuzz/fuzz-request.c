@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* Fuzzes the parsers of request bodies. Built as a libFuzzer/AFL++ target with
- * -Dfuzz=true and clang, and always as a replay program that runs the committed
+ * -Dfuzzers=true and clang, and always as a replay program that runs the committed
  * corpus as an ordinary test. */
 
 #include "request.h"

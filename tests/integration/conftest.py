@@ -28,6 +28,7 @@ TCP_PORT = int(os.environ.get("SANDBOXD_TEST_TCP_PORT", "8421"))
 SANDBOXD_BIN = os.environ.get("SANDBOXD_TEST_BIN", "/usr/libexec/sandboxd")
 API_KEYS_FILE = "/etc/sandboxd/api-keys"
 TENANT = "tenant1"
+TENANT2 = "tenant2"  # another tenant: sees none of tenant1's sessions
 
 # Every socket operation gives up after this long: a stream that stalls fails
 # the test instead of hanging the run.
@@ -55,6 +56,7 @@ WORKSPACE_HOST_ROOT = "/var/lib/private/sandboxd/ws"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "time_limit(seconds): time limit of one test (default %d s)" % TEST_TIME_LIMIT)
+    config.addinivalue_line("markers", "load: the load test (about 70 s; select it alone with -m load)")
     config.addinivalue_line("markers", "restarts_daemon: the test stops or restarts sandboxd.service itself "
                             "(sandboxd must still exit cleanly each time)")
     config.addinivalue_line("markers", "kills_daemon(n=1): the test kills sandboxd with SIGKILL n times on purpose; "
@@ -573,40 +575,52 @@ def workspace_for(nodename):
 # --------------------------------------------------------------------------
 # fixtures
 
+def hash_key(tenant, key):
+    """The keys file's line for KEY, from sandboxd --hash-key."""
+    line = sh(SANDBOXD_BIN, "--hash-key=" + tenant, input=key + "\n").stdout.strip()
+    assert re.fullmatch(tenant + r" sha256:[0-9a-f]{64}", line), line
+    return line
+
+
 @pytest.fixture(scope="session")
-def api_key():
-    """sandboxd.socket enabled and listening, and an API key for tenant1 in
-    /etc/sandboxd/api-keys. Returns the key.
+def api_keys():
+    """sandboxd.socket enabled and listening, and API keys for tenant1 and tenant2
+    in /etc/sandboxd/api-keys. Returns {tenant: key}.
 
     sandboxd reads the keys when it starts: if it is already running it is
     stopped, and the next request starts it again through the socket (so the
     activation test still sees a daemon started by its own request)."""
     sh("systemctl", "enable", "--now", "sandboxd.socket")
-    key = secrets.token_urlsafe(32)
-    line = sh(SANDBOXD_BIN, "--hash-key=" + TENANT, input=key + "\n").stdout.strip()
-    assert re.fullmatch(TENANT + r" sha256:[0-9a-f]{64}", line), line
+    keys = {TENANT: secrets.token_urlsafe(32), TENANT2: secrets.token_urlsafe(32)}
+    lines = [hash_key(t, k) for t, k in keys.items()]
 
     try:
         with open(API_KEYS_FILE) as f:
             old = f.read()
     except FileNotFoundError:
         old = None
-    kept = [l for l in (old or "").splitlines() if not l.startswith(TENANT + " ")]
+    kept = [l for l in (old or "").splitlines() if l.split(" ")[0] not in keys]
     os.makedirs(os.path.dirname(API_KEYS_FILE), exist_ok=True)
     with open(API_KEYS_FILE, "w") as f:
-        f.write("".join(l + "\n" for l in kept) + line + "\n")
+        f.write("".join(l + "\n" for l in kept + lines))
     os.chmod(API_KEYS_FILE, 0o600)
 
     if is_active("sandboxd.service") in ("active", "activating", "reloading"):
         sh("systemctl", "stop", "sandboxd.service")
     sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-    yield key
+    yield keys
 
     if old is None:
         os.unlink(API_KEYS_FILE)
     else:
         with open(API_KEYS_FILE, "w") as f:
             f.write(old)
+
+
+@pytest.fixture(scope="session")
+def api_key(api_keys):
+    """tenant1's key."""
+    return api_keys[TENANT]
 
 
 # what systemd logs when sandboxd dies rather than exits cleanly
@@ -662,6 +676,12 @@ def tcp(api_key, api):
         % (UNIX_SOCKET, TCP_HOST, TCP_PORT, r2))
     assert "sandboxd-%s.slice" % sid in units(), "the TCP daemon's slice is not in this systemd"
     return t
+
+
+@pytest.fixture(scope="session")
+def tcp2(api_keys, tcp):
+    """The API over TCP with tenant2's key."""
+    return Api("tcp", key=api_keys[TENANT2])
 
 
 @pytest.fixture
