@@ -294,6 +294,35 @@ static int append_filesystem(sd_bus_message *m, const CommandUnitSpec *s) {
         return 0;
 }
 
+/* The hardening every unit sandboxd makes to run untrusted code shares (the brief's list). */
+static int append_hardening(sd_bus_message *m) {
+        int r;
+
+        if ((r = append_string(m, "ProtectSystem", "strict")) < 0 ||
+            (r = append_string(m, "ProtectHome", "yes")) < 0 ||
+            (r = append_bool(m, "PrivateTmp", true)) < 0 ||
+            (r = append_bool(m, "PrivateDevices", true)) < 0 ||
+            (r = append_bool(m, "PrivateIPC", true)) < 0 ||
+            (r = append_bool(m, "NoNewPrivileges", true)) < 0 ||
+            (r = append_u64(m, "CapabilityBoundingSet", 0)) < 0 ||
+            (r = append_syscall_filter(m)) < 0 ||
+            (r = append_strv(m, "SystemCallArchitectures", (const char *[]) { "native" }, 1)) < 0 ||
+            (r = append_u64(m, "RestrictNamespaces", 0)) < 0 ||
+            (r = append_bool(m, "RestrictSUIDSGID", true)) < 0 ||
+            (r = append_bool(m, "RestrictRealtime", true)) < 0 ||
+            (r = append_bool(m, "LockPersonality", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelTunables", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelModules", true)) < 0 ||
+            (r = append_bool(m, "ProtectKernelLogs", true)) < 0 ||
+            (r = append_bool(m, "ProtectControlGroups", true)) < 0 ||
+            (r = append_bool(m, "ProtectClock", true)) < 0 ||
+            (r = append_bool(m, "ProtectHostname", true)) < 0 ||
+            (r = append_string(m, "ProtectProc", "invisible")) < 0 ||
+            (r = append_string(m, "ProcSubset", "pid")) < 0)
+                return r;
+        return append_string(m, "DevicePolicy", "closed");
+}
+
 int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const CommandUnitSpec *s,
                                 sd_bus_message_handler_t cb, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -336,29 +365,8 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
                 return r;
 
         /* The default hardening of the architecture brief. */
-        if ((r = append_string(m, "ProtectSystem", "strict")) < 0 ||
-            (r = append_string(m, "ProtectHome", "yes")) < 0 ||
-            (r = append_bool(m, "PrivateTmp", true)) < 0 ||
-            (r = append_bool(m, "PrivateDevices", true)) < 0 ||
-            (r = append_bool(m, "PrivateIPC", true)) < 0 ||
-            (r = append_bool(m, "NoNewPrivileges", true)) < 0 ||
-            (r = append_u64(m, "CapabilityBoundingSet", 0)) < 0 ||
+        if ((r = append_hardening(m)) < 0 ||
             (r = append_u64(m, "AmbientCapabilities", 0)) < 0 ||
-            (r = append_syscall_filter(m)) < 0 ||
-            (r = append_strv(m, "SystemCallArchitectures", (const char *[]) { "native" }, 1)) < 0 ||
-            (r = append_u64(m, "RestrictNamespaces", 0)) < 0 ||
-            (r = append_bool(m, "RestrictSUIDSGID", true)) < 0 ||
-            (r = append_bool(m, "RestrictRealtime", true)) < 0 ||
-            (r = append_bool(m, "LockPersonality", true)) < 0 ||
-            (r = append_bool(m, "ProtectKernelTunables", true)) < 0 ||
-            (r = append_bool(m, "ProtectKernelModules", true)) < 0 ||
-            (r = append_bool(m, "ProtectKernelLogs", true)) < 0 ||
-            (r = append_bool(m, "ProtectControlGroups", true)) < 0 ||
-            (r = append_bool(m, "ProtectClock", true)) < 0 ||
-            (r = append_bool(m, "ProtectHostname", true)) < 0 ||
-            (r = append_string(m, "ProtectProc", "invisible")) < 0 ||
-            (r = append_string(m, "ProcSubset", "pid")) < 0 ||
-            (r = append_string(m, "DevicePolicy", "closed")) < 0 ||
             (r = append_string(m, "KeyringMode", "private")) < 0 ||
             (r = append_bool(m, "RemoveIPC", true)) < 0 ||
             (r = append_address_families(m)) < 0 ||
@@ -412,29 +420,8 @@ static int append_proxyd_service(sd_bus_message *m, const char *service, const c
             (r = append_ip_keyword(m, "IPAddressAllow", "localhost")) < 0 ||
             (r = append_tmpfs(m, "/run", "ro")) < 0 ||
             (r = append_bind(m, "BindPaths", socket_dir, PROXY_SOCKET_MOUNT, false)) < 0 ||
-            (r = append_string(m, "ProtectSystem", "strict")) < 0 ||
-            (r = append_string(m, "ProtectHome", "yes")) < 0 ||
-            (r = append_bool(m, "PrivateTmp", true)) < 0 ||
-            (r = append_bool(m, "PrivateDevices", true)) < 0 ||
-            (r = append_bool(m, "PrivateIPC", true)) < 0 ||
-            (r = append_bool(m, "NoNewPrivileges", true)) < 0 ||
-            (r = append_u64(m, "CapabilityBoundingSet", 0)) < 0 ||
-            (r = append_syscall_filter(m)) < 0 ||
-            (r = append_strv(m, "SystemCallArchitectures", (const char *[]) { "native" }, 1)) < 0 ||
-            (r = append_u64(m, "RestrictNamespaces", 0)) < 0 ||
-            (r = append_bool(m, "RestrictSUIDSGID", true)) < 0 ||
-            (r = append_bool(m, "RestrictRealtime", true)) < 0 ||
-            (r = append_bool(m, "LockPersonality", true)) < 0 ||
+            (r = append_hardening(m)) < 0 ||
             (r = append_bool(m, "MemoryDenyWriteExecute", true)) < 0 ||
-            (r = append_bool(m, "ProtectKernelTunables", true)) < 0 ||
-            (r = append_bool(m, "ProtectKernelModules", true)) < 0 ||
-            (r = append_bool(m, "ProtectKernelLogs", true)) < 0 ||
-            (r = append_bool(m, "ProtectControlGroups", true)) < 0 ||
-            (r = append_bool(m, "ProtectClock", true)) < 0 ||
-            (r = append_bool(m, "ProtectHostname", true)) < 0 ||
-            (r = append_string(m, "ProtectProc", "invisible")) < 0 ||
-            (r = append_string(m, "ProcSubset", "pid")) < 0 ||
-            (r = append_string(m, "DevicePolicy", "closed")) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0)
                 return r;
         r = sd_bus_message_open_container(m, 'r', "sv");
