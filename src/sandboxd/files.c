@@ -83,10 +83,9 @@ static int resolve(int dir_fd, const char *path, int flags, int *ret_fd) {
         return 0;
 }
 
-/* "a/b/c/" -> "a/b" and "c"; "c" -> "." and "c". The last component must name an entry. */
-static int path_split(const char *path, char **ret_parent, char **ret_name) {
-        _cleanup_free_ char *p = NULL, *name = NULL;
-        char *slash;
+/* A copy of a workspace-relative path without its trailing slashes, and its length. */
+static int path_copy_trimmed(const char *path, char **ret, size_t *ret_len) {
+        char *p;
         size_t n;
 
         if (path[0] == '/')
@@ -99,6 +98,21 @@ static int path_split(const char *path, char **ret_parent, char **ret_name) {
                 return -ENOMEM;
         while (n > 0 && p[n - 1] == '/')
                 p[--n] = 0;
+        *ret = p;
+        *ret_len = n;
+        return 0;
+}
+
+/* "a/b/c/" -> "a/b" and "c"; "c" -> "." and "c". The last component must name an entry. */
+static int path_split(const char *path, char **ret_parent, char **ret_name) {
+        _cleanup_free_ char *p = NULL, *name = NULL;
+        char *slash;
+        size_t n;
+        int r;
+
+        r = path_copy_trimmed(path, &p, &n);
+        if (r < 0)
+                return r;
         if (n == 0)
                 return -EINVAL;
 
@@ -409,16 +423,9 @@ int files_mkdir_p(Workspace *ws, const char *path, mode_t mode, bool *ret_create
         size_t n;
         int r;
 
-        if (path[0] == '/')
-                return -EINVAL;
-        n = strlen(path);
-        if (n >= PATH_MAX)
-                return -ENAMETOOLONG;
-        p = strdup(path);
-        if (!p)
-                return -ENOMEM;
-        while (n > 0 && p[n - 1] == '/')
-                p[--n] = 0;
+        r = path_copy_trimmed(path, &p, &n);
+        if (r < 0)
+                return r;
 
         BECOME(ws->uid, ws->gid);
 
