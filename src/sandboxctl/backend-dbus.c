@@ -9,6 +9,7 @@
 
 #include <json-c/json.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <systemd/sd-bus.h>
 
@@ -51,6 +52,53 @@ static void dbus_free(Backend *b) {
         free(d->cur_path);
         free(b->description);
         free(d);
+}
+
+/* sandboxctl's handlers for Ctrl-C, SIGTERM and SIGHUP only write to a pipe that the wait
+ * loops poll. sd-bus's own wait for a reply (ppoll) would fail with EINTR if one of them
+ * came in during a call, so a call holds them back; they arrive as soon as it returns. */
+static void block_interrupts(sigset_t *ret_old) {
+        sigset_t s;
+
+        sigemptyset(&s);
+        sigaddset(&s, SIGINT);
+        sigaddset(&s, SIGTERM);
+        sigaddset(&s, SIGHUP);
+        (void) sigprocmask(SIG_BLOCK, &s, ret_old);
+}
+
+static int call(DbusBackend *d, sd_bus_message *m, uint64_t usec, sd_bus_error *e, sd_bus_message **reply) {
+        sigset_t old;
+        int r;
+
+        block_interrupts(&old);
+        r = sd_bus_call(d->bus, m, usec, e, reply);
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
+static int call_method(DbusBackend *d, const char *path, const char *iface, const char *member, sd_bus_error *e,
+                       sd_bus_message **reply, const char *types, ...) {
+        sigset_t old;
+        va_list ap;
+        int r;
+
+        block_interrupts(&old);
+        va_start(ap, types);
+        r = sd_bus_call_methodv(d->bus, BUS_NAME, path, iface, member, e, reply, types, ap);
+        va_end(ap);
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
+static int get_command_string(DbusBackend *d, const char *path, const char *member, sd_bus_error *e, char **ret) {
+        sigset_t old;
+        int r;
+
+        block_interrupts(&old);
+        r = sd_bus_get_property_string(d->bus, BUS_NAME, path, COMMAND_IFACE, member, e, ret);
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        return r;
 }
 
 static const sandboxd_error *dbus_last_error(Backend *b) {
@@ -266,7 +314,7 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
         const char *close_reason = NULL, *network = NULL, *dynamic_user = NULL;
         int r;
 
-        r = sd_bus_call_method(d->bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
+        r = call_method(d, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
                                SESSION_IFACE);
         if (r < 0)
                 return bus_error(d, r, &e);
@@ -432,7 +480,7 @@ static int get_result_at(DbusBackend *d, const char *path, sandboxd_result **ret
         bool truncated = false;
         int r;
 
-        r = sd_bus_call_method(d->bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
+        r = call_method(d, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
                                COMMAND_IFACE);
         if (r < 0)
                 return bus_error(d, r, &e);
@@ -568,7 +616,7 @@ static int session_path(DbusBackend *d, const char *id, char **ret) {
         const char *path;
         int r;
 
-        r = sd_bus_call_method(d->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "GetSession", &e, &reply, "s", id);
+        r = call_method(d, MANAGER_PATH, MANAGER_IFACE, "GetSession", &e, &reply, "s", id);
         if (r < 0)
                 return bus_error(d, r, &e);
         r = sd_bus_message_read(reply, "o", &path);
@@ -615,7 +663,7 @@ static int list_sessions(DbusBackend *d, Listed **ret, size_t *ret_n) {
         size_t n = 0;
         int r;
 
-        r = sd_bus_call_method(d->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListSessions", &e, &reply, NULL);
+        r = call_method(d, MANAGER_PATH, MANAGER_IFACE, "ListSessions", &e, &reply, NULL);
         if (r < 0)
                 return bus_error(d, r, &e);
         r = sd_bus_message_enter_container(reply, 'a', "(sssso)");
@@ -774,7 +822,7 @@ static int dbus_session_create(Backend *b, const char *user, const char *workspa
                 sd_bus_message_unref(m);
                 return set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
         }
-        r = sd_bus_call(d->bus, m, CALL_TIMEOUT_USEC, &e, &reply);
+        r = call(d, m, CALL_TIMEOUT_USEC, &e, &reply);
         sd_bus_message_unref(m);
         if (r < 0)
                 return bus_error(d, r, &e);
@@ -805,9 +853,9 @@ static int call_on_session(DbusBackend *d, const char *id, const char *method, c
         if (r < 0)
                 return r;
         if (sig)
-                r = sd_bus_call_method(d->bus, BUS_NAME, path, SESSION_IFACE, method, &e, &reply, sig, arg);
+                r = call_method(d, path, SESSION_IFACE, method, &e, &reply, sig, arg);
         else
-                r = sd_bus_call_method(d->bus, BUS_NAME, path, SESSION_IFACE, method, &e, &reply, NULL);
+                r = call_method(d, path, SESSION_IFACE, method, &e, &reply, NULL);
         sd_bus_message_unref(reply);
         if (r < 0)
                 return bus_error(d, r, &e);
@@ -891,7 +939,7 @@ static int exec_call(DbusBackend *d, const char *session, const ExecSpec *spec, 
                 sd_bus_message_unref(m);
                 return set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
         }
-        r = sd_bus_call(d->bus, m, CALL_TIMEOUT_USEC, &e, &reply);
+        r = call(d, m, CALL_TIMEOUT_USEC, &e, &reply);
         sd_bus_message_unref(m);
         if (r < 0)
                 return bus_error(d, r, &e);
@@ -945,7 +993,7 @@ static int command_status(DbusBackend *d, const char *path, bool *ret_terminal) 
         sandboxd_status s;
         int r;
 
-        r = sd_bus_get_property_string(d->bus, BUS_NAME, path, COMMAND_IFACE, "Status", &e, &status);
+        r = get_command_string(d, path, "Status", &e, &status);
         if (r < 0)
                 return bus_error(d, r, &e);
         s = sandboxd_status_from_string(status);
@@ -1096,7 +1144,7 @@ static int find_command(DbusBackend *d, const char *session, const char *rid, ch
                 base = NULL;
                 return -ENOMEM;
         }
-        r = sd_bus_call_method(d->bus, BUS_NAME, base, "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply,
+        r = call_method(d, base, "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply,
                                NULL);
         if (r < 0)
                 return bus_error(d, r, &e);
@@ -1119,7 +1167,7 @@ static int find_command(DbusBackend *d, const char *session, const char *rid, ch
                         cpath = NULL;
                         return -ENOMEM;
                 }
-                r = sd_bus_get_property_string(d->bus, BUS_NAME, cpath, COMMAND_IFACE, "RequestId", &e2, &crid);
+                r = get_command_string(d, cpath, "RequestId", &e2, &crid);
                 if (r < 0)
                         continue;
                 if (streq(crid, rid)) {
@@ -1151,7 +1199,7 @@ static int dbus_command_signal(Backend *b, const char *session, const char *rid,
         r = find_command(d, session, rid, &path);
         if (r < 0)
                 return r;
-        r = sd_bus_call_method(d->bus, BUS_NAME, path, COMMAND_IFACE, "Signal", &e, &reply, "s", name);
+        r = call_method(d, path, COMMAND_IFACE, "Signal", &e, &reply, "s", name);
         sd_bus_message_unref(reply);
         return r < 0 ? bus_error(d, r, &e) : 0;
 }
