@@ -454,8 +454,11 @@ int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *s
                 return r;
 
         snprintf(listen, sizeof(listen), "127.0.0.1:%u", PROXY_PORT);
+        /* Not in the session's slice: systemd freezes a slice only when every unit in it can be
+         * frozen, and a socket cannot. PartOf= stops it with the slice all the same. */
         if ((r = append_string(m, "Description", "sandboxd egress proxy of a session")) < 0 ||
-            (r = append_string(m, "Slice", slice)) < 0 ||
+            (r = append_string(m, "Slice", SANDBOXD_SLICE)) < 0 ||
+            (r = append_strv(m, "PartOf", (const char *[]) { slice }, 1)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "Listen", "a(ss)", 1, "Stream", listen)) < 0 ||
             /* The namespaces its commands join (JoinsNamespaceOf=): the network, where only
              * this socket listens, and /tmp and IPC, which they would otherwise share with
@@ -577,9 +580,22 @@ int systemd_reset_failed_unit_async(sd_bus *bus, const char *unit, sd_bus_messag
                                         userdata, "s", unit);
 }
 
-int systemd_freeze_unit_async(sd_bus *bus, const char *unit, bool freeze, sd_bus_message_handler_t cb, void *userdata) {
-        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+int systemd_freeze_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, bool freeze,
+                              sd_bus_message_handler_t cb, void *userdata) {
+        return sd_bus_call_method_async(bus, ret_slot, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
                                         freeze ? "FreezeUnit" : "ThawUnit", cb, userdata, "s", unit);
+}
+
+int systemd_get_freezer_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, sd_bus_message_handler_t cb,
+                                    void *userdata) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = systemd_unit_path(unit, &path);
+        if (r < 0)
+                return r;
+        return sd_bus_call_method_async(bus, ret_slot, SYSTEMD_DEST, path, "org.freedesktop.DBus.Properties", "Get",
+                                        cb, userdata, "ss", "org.freedesktop.systemd1.Unit", "FreezerState");
 }
 
 int systemd_set_slice_limits_async(sd_bus *bus, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,

@@ -61,6 +61,8 @@ typedef struct CommandUnitSpec {
 } CommandUnitSpec;
 
 /* The port the proxy listens on inside a session's network namespace. */
+/* The parent of every session slice (units/sandboxd.slice), and home of the proxy sockets. */
+#define SANDBOXD_SLICE "sandboxd.slice"
 #define PROXY_PORT 3128
 #define PROXY_SOCKET_NAME "proxy.sock"
 
@@ -94,7 +96,11 @@ int systemd_unit_call_async(sd_bus *bus, const char *unit_path, const char *meth
                             void *userdata);
 int systemd_stop_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata);
 int systemd_reset_failed_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata);
-int systemd_freeze_unit_async(sd_bus *bus, const char *unit, bool freeze, sd_bus_message_handler_t cb, void *userdata);
+int systemd_freeze_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, bool freeze,
+                              sd_bus_message_handler_t cb, void *userdata);
+/* The reply to Get of the unit's FreezerState ("running", "freezing", "frozen", "thawing"). */
+int systemd_get_freezer_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, sd_bus_message_handler_t cb,
+                                    void *userdata);
 int systemd_set_slice_limits_async(sd_bus *bus, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,
                                    void *userdata);
 /* Units whose names match `pattern` (ListUnitsByPatterns), as a NULL-terminated list. */
