@@ -26,6 +26,7 @@
 #define BUS_ERROR_SESSION_STARTING BUS_ERROR_PREFIX "SessionStarting"
 #define BUS_ERROR_COMMAND_NOT_RUNNING BUS_ERROR_PREFIX "CommandNotRunning"
 #define BUS_ERROR_SYSTEMD_FAILED BUS_ERROR_PREFIX "SystemdFailed"
+#define BUS_ERROR_BUSY BUS_ERROR_PREFIX "Busy"
 
 /* The error of a RequestError (the codes the HTTP API sends in "error.code"), or, without
  * a code, of errno r. Returns a negative errno, like sd_bus_error_set(). */

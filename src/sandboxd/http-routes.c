@@ -398,14 +398,15 @@ static int route_activity(HttpRequest *r) {
         return queue_session(r, MHD_HTTP_OK, s);
 }
 
-static int on_frozen(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_frozen(Session *s, int ret, const char *message, void *userdata) {
         HttpRequest *r = userdata;
 
-        if (sd_bus_message_is_method_error(reply, NULL))
-                http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", systemd_error_message(reply)));
+        if (ret == -ESTALE)
+                http_complete(r, MHD_HTTP_CONFLICT, http_error_response("session_not_active", "The session is closing."));
+        else if (ret < 0)
+                http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", message));
         else
-                http_complete(r, MHD_HTTP_OK, session_response(r->session));
-        return 0;
+                http_complete(r, MHD_HTTP_OK, session_response(s));
 }
 
 static int freeze_session(HttpRequest *r, bool freeze) {
@@ -420,6 +421,8 @@ static int freeze_session(HttpRequest *r, bool freeze) {
                 return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "unsupported",
                                         "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or hybrid, "
                                         "where systemd cannot freeze units.");
+        if (ret == -EBUSY)
+                return http_queue_error(r, MHD_HTTP_CONFLICT, "busy", "A freeze or thaw of this session is under way.");
         if (ret < 0)
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         http_suspend(r);

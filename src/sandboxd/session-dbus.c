@@ -354,24 +354,24 @@ static int method_close(sd_bus_message *call, void *userdata, sd_bus_error *erro
         return bus_session_close(call, userdata, purge, error);
 }
 
-static int on_frozen(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_frozen(Session *s, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
-        int r;
 
-        if (sd_bus_message_is_method_error(reply, NULL)) {
+        if (r < 0) {
                 sd_bus_error e = SD_BUS_ERROR_NULL;
 
-                (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s",
-                                         systemd_error_message(reply));
+                if (r == -ESTALE)
+                        (void) sd_bus_error_setf(&e, BUS_ERROR_SESSION_NOT_ACTIVE, "Session %s is closing.", s->id);
+                else
+                        (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s", message);
                 bus_pending_fail(p, 0, &e);
                 sd_bus_error_free(&e);
-                return 0;
+                return;
         }
         r = sd_bus_reply_method_return(p->call, NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer Freeze/Thaw, ignoring: %m");
         bus_pending_free(p);
-        return 0;
 }
 
 static int session_freeze_thaw(sd_bus_message *call, Session *s, bool freeze, sd_bus_error *error) {
@@ -399,6 +399,9 @@ static int session_freeze_thaw(sd_bus_message *call, Session *s, bool freeze, sd
                         return sd_bus_error_set(error, BUS_ERROR_NOT_SUPPORTED,
                                                 "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or "
                                                 "hybrid, where systemd cannot freeze units.");
+                if (r == -EBUSY)
+                        return sd_bus_error_setf(error, BUS_ERROR_BUSY,
+                                                 "A freeze or thaw of session %s is under way.", s->id);
                 return r;
         }
         return 1;

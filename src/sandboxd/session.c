@@ -508,6 +508,7 @@ Session *session_free(Session *s) {
 
         proxy_listener_free(s->proxy);
         sd_bus_slot_unref(s->start_slot);
+        sd_bus_slot_unref(s->freeze_slot);
         sd_event_source_disable_unref(s->expiry_timer);
         strv_free(s->net_deny);
         strv_free(s->net_allow);
@@ -614,8 +615,11 @@ static void session_closing_step(Session *s) {
         manager_check_idle(s->manager);
 }
 
+static void freeze_done(Session *s, int r, const char *message);
+
 int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata) {
         Command *c;
+        bool frozen;
         int r;
 
         if (s->state == SESSION_CLOSED) {
@@ -637,9 +641,16 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         free(s->close_reason);
         s->close_reason = strdup(reason);
         session_send_changed(s, "State");
+        /* its processes must run to their end; a freeze or thaw under way ends here */
+        frozen = s->frozen || (s->freeze_slot && s->freeze_target);
+        if (s->freeze_slot)
+                freeze_done(s, -ESTALE, "the session is closing");
+        if (frozen) {
+                (void) systemd_freeze_unit_async(s->manager->bus, NULL, s->slice, false, NULL, NULL);
+                s->frozen = false;
+                session_send_changed(s, "Frozen");
+        }
         (void) session_save(s);
-        if (s->frozen)
-                (void) systemd_freeze_unit_async(s->manager->bus, s->slice, false, NULL, NULL);
 
         LIST_FOREACH(commands, c, s->commands)
                 if (command_status_is_running(c))
@@ -657,15 +668,82 @@ void session_command_finished(Session *s, Command *c) {
         manager_check_idle(s->manager);
 }
 
-int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *userdata) {
+/* --- freezing -------------------------------------------------------------------- */
+
+static void freeze_done(Session *s, int r, const char *message) {
+        SessionFreezeFn fn = s->freeze_fn;
+        void *userdata = s->freeze_userdata;
+
+        s->freeze_slot = sd_bus_slot_unref(s->freeze_slot);
+        s->freeze_fn = NULL;
+        s->freeze_userdata = NULL;
+        if (r >= 0 && s->frozen != s->freeze_target) {
+                s->frozen = s->freeze_target;
+                log_info("Session %s is %s.", s->id, s->frozen ? "frozen" : "thawed");
+                session_send_changed(s, "Frozen");
+                (void) session_save(s);
+        }
+        if (fn)
+                fn(s, r, message, userdata);
+}
+
+/* FreezeUnit succeeds without freezing anything when a unit in the slice cannot be frozen:
+ * only the FreezerState it leaves tells. */
+static int on_freezer_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Session *s = userdata;
+        const char *want = s->freeze_target ? "frozen" : "running", *state = NULL;
+        _cleanup_free_ char *message = NULL;
+
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                freeze_done(s, -EIO, systemd_error_message(reply));
+                return 0;
+        }
+        if (sd_bus_message_read(reply, "v", "s", &state) < 0)
+                state = NULL;
+        if (state && streq(state, want)) {
+                freeze_done(s, 0, NULL);
+                return 0;
+        }
+        if (asprintf(&message, "systemd left %s %s instead of %s.", s->slice, state ?: "in an unknown state", want) < 0)
+                message = NULL;
+        log_warning("Failed to %s session %s: %s", s->freeze_target ? "freeze" : "thaw", s->id, message ?: want);
+        freeze_done(s, -EIO, message ?: "systemd did not do it");
+        return 0;
+}
+
+static int on_freeze_unit(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Session *s = userdata;
+        int r;
+
+        s->freeze_slot = sd_bus_slot_unref(s->freeze_slot);
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                log_warning("Failed to %s session %s: %s", s->freeze_target ? "freeze" : "thaw", s->id,
+                            systemd_error_message(reply));
+                freeze_done(s, -EIO, systemd_error_message(reply));
+                return 0;
+        }
+        r = systemd_get_freezer_state_async(s->manager->bus, &s->freeze_slot, s->slice, on_freezer_state, s);
+        if (r < 0)
+                freeze_done(s, r, "cannot ask systemd for the freezer state");
+        return 0;
+}
+
+int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata) {
+        int r;
+
         if (cgroup_layout() != CGROUP_UNIFIED)
                 return -EOPNOTSUPP;
         if (s->state != SESSION_ACTIVE)
                 return -ESTALE;
-        s->frozen = freeze;
-        session_send_changed(s, "Frozen");
-        (void) session_save(s);
-        return systemd_freeze_unit_async(s->manager->bus, s->slice, freeze, cb, userdata);
+        if (s->freeze_slot)
+                return -EBUSY;
+        r = systemd_freeze_unit_async(s->manager->bus, &s->freeze_slot, s->slice, freeze, on_freeze_unit, s);
+        if (r < 0)
+                return r;
+        s->freeze_target = freeze;
+        s->freeze_fn = fn;
+        s->freeze_userdata = userdata;
+        return 0;
 }
 
 int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,

@@ -25,6 +25,9 @@ SessionState session_state_from_string(const char *s);
  * for session_close(), once it is closed. */
 typedef void (*SessionReadyFn)(Session *s, int r, void *userdata);
 
+/* Called when a freeze or thaw is over: r < 0 and why in message when it failed. */
+typedef void (*SessionFreezeFn)(Session *s, int r, const char *message, void *userdata);
+
 typedef struct SessionWaiter SessionWaiter;
 struct SessionWaiter {
         SessionReadyFn fn;
@@ -69,6 +72,10 @@ struct Session {
         uint64_t disk_checked_usec; /* CLOCK_MONOTONIC of that; 0: count again */
 
         sd_bus_slot *start_slot;
+        sd_bus_slot *freeze_slot;     /* FreezeUnit/ThawUnit, then the look at FreezerState */
+        bool freeze_target;
+        SessionFreezeFn freeze_fn;
+        void *freeze_userdata;
         sd_event_source *expiry_timer;
         SessionWaiter *waiters;       /* for the slice */
         SessionWaiter *close_waiters; /* for the end of closing */
@@ -105,7 +112,9 @@ int session_check_active(Session *s, RequestError *e);
 int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
                  RequestError *e);
 /* Freezing needs cgroup v2 (-EOPNOTSUPP otherwise). */
-int session_freeze(Session *s, bool freeze, sd_bus_message_handler_t cb, void *userdata);
+/* Freezes or thaws the session's slice; fn is called when systemd is done. -EOPNOTSUPP: not
+ * on this host (cgroup v1 or hybrid); -EBUSY: a freeze or thaw is under way. */
+int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata);
 
 /* The command engine tells us when one of ours ends. */
 void session_command_finished(Session *s, Command *c);
