@@ -315,10 +315,12 @@ bool manager_is_idle(Manager *m) {
 
 void manager_check_idle(Manager *m) {
         bool idle = manager_is_idle(m);
-        int r;
+        int r, code;
 
         if (!m->idle_timer || m->bus_name_releasing)
                 return;
+        if (sd_event_get_exit_code(m->event, &code) >= 0)
+                return; /* exiting already: the loop takes no new timers */
         if (!idle) {
                 (void) sd_event_source_set_enabled(m->idle_timer, SD_EVENT_OFF);
                 return;
