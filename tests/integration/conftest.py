@@ -654,10 +654,21 @@ def _daemon_survives(request, api_key):
     assert not bad, "sandboxd.service crashed or failed during the test:\n" + "\n".join(bad)
 
 
+def settle_pool(api, timeout=60.0):
+    """Waits until the warm pool has no slice being started: a daemon that has just
+    started fills it, which tests comparing the units before and after must not see."""
+    def settled():
+        r = api.get("/v1/health")
+        return r.status == 200 and r.json.get("pool", {}).get("starting", 0) == 0
+    wait_for(settled, timeout=timeout, interval=0.1, what="the warm pool to be filled")
+
+
 @pytest.fixture(scope="session")
 def api(api_key):
-    """The API over the unix socket (as root)."""
-    return Api("unix")
+    """The API over the unix socket (as root), with sandboxd started and its pool filled."""
+    a = Api("unix")
+    settle_pool(a)
+    return a
 
 
 @pytest.fixture(scope="session")
