@@ -205,7 +205,11 @@ def test_malformed_request_line_is_400(api):
 
 def test_tls_to_the_plain_port_is_dropped(api, tcp):
     hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(64) + b"\r\n\r\n"
-    assert exchange(hello, "tcp") in (b"", b"<reset>")
+    data = exchange(hello, "tcp")
+    # a client random with a space in it reads as a malformed request line to
+    # libmicrohttpd, which then answers 400 and closes; otherwise it just closes
+    if data not in (b"", b"<reset>"):
+        assert_mhd_answer(data, 400, "Bad Request", MHD_400)
     healthy(api)
 
 
