@@ -163,8 +163,8 @@ def command_properties(user, workspace, home, tmp, statedirs, runtime_max_sec, t
         ("RemoveIPC", "yes"),
         ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
         ("IPAddressDeny", "any"),
-        ("InaccessiblePaths",
-         "-/run/dbus/system_bus_socket -/run/sandboxd -/var/lib/sandboxd/sessions -/etc/sandboxd"),
+        # config_builtin_inaccessible in src/sandboxd/config.c
+        ("InaccessiblePaths", "-/etc/ssh -/etc/sandboxd -/run/dbus -/run/sandboxd -/var/lib/sandboxd/sessions"),
     ]
     return props, env
 

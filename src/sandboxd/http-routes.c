@@ -132,9 +132,11 @@ static int append_pool_json(Manager *m, Buf *b) {
         PoolStats st;
 
         pool_stats(m, &st);
-        return buf_printf(b, "{\"profile\":\"%s\",\"size\":%u,\"min_ready\":%u,\"ready\":%u,\"starting\":%u,\"in_use\":%u}",
+        return buf_printf(b,
+                          "{\"profile\":\"%s\",\"size\":%u,\"min_ready\":%u,\"ready\":%u,\"starting\":%u,"
+                          "\"in_use\":%u,\"refill_due\":%s}",
                           pool_profile_to_string(m->config.pool_profile), st.size, st.min_ready, st.ready, st.starting,
-                          st.in_use);
+                          st.in_use, st.refill_due ? "true" : "false");
 }
 
 static int route_health(HttpRequest *r) {

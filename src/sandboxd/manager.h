@@ -55,6 +55,7 @@ struct Manager {
         bool bus_name_releasing;     /* exiting when idle: the name goes first */
 
         sd_event_source *idle_timer;
+        sd_event_source *pool_timer; /* a deferred pool_fill() */
         uint64_t start_realtime_usec, start_monotonic_usec;
         bool foreground;
 };

@@ -2,6 +2,7 @@
 
 #include "log.h"
 #include "pool.h"
+#include "proxy.h"
 #include "session.h"
 #include "systemd.h"
 #include "validate.h"
@@ -12,6 +13,7 @@ static PoolSlot *slot_free(PoolSlot *p) {
         if (p->manager)
                 LIST_REMOVE(slots, p->manager->pool, p);
         sd_bus_slot_unref(p->slot);
+        sd_bus_slot_unref(p->proxy_slot);
         free(p->slice);
         free(p);
         return NULL;
@@ -36,6 +38,10 @@ static unsigned pool_in_use(Manager *m) {
         return n;
 }
 
+static void slot_update_ready(PoolSlot *p) {
+        p->ready = p->slice_started && !p->proxy_slot;
+}
+
 static int on_slot_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         PoolSlot *p = userdata;
 
@@ -45,8 +51,43 @@ static int on_slot_started(sd_bus_message *reply, void *userdata, sd_bus_error *
                 slot_free(p);
                 return 0;
         }
-        p->ready = true;
+        p->slice_started = true;
+        slot_update_ready(p);
         return 0;
+}
+
+static int on_slot_proxy_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        PoolSlot *p = userdata;
+
+        p->proxy_slot = sd_bus_slot_unref(p->proxy_slot);
+        /* UnitExists: a slice adopted after a restart kept its proxy units */
+        if (sd_bus_message_is_method_error(reply, NULL) &&
+            !sd_bus_message_is_method_error(reply, "org.freedesktop.systemd1.UnitExists")) {
+                log_warning("Failed to prepare the proxy units of %s, ignoring: %s", p->slice,
+                            systemd_error_message(reply));
+                p->proxy = false; /* the session that takes it starts them */
+        }
+        slot_update_ready(p);
+        return 0;
+}
+
+/* The proxy units a session in the default network mode will need, when that is proxy. */
+static void slot_start_proxy(PoolSlot *p) {
+        Manager *m = p->manager;
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        if (m->config.default_network_mode != NETWORK_PROXY || !m->proxy)
+                return;
+        r = proxy_session_dir(m, p->id, &dir);
+        if (r >= 0)
+                r = systemd_start_proxy_async(m->bus, &p->proxy_slot, p->id, p->slice, dir,
+                                              m->config.proxy_max_connections, on_slot_proxy_started, p);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to prepare the proxy units of %s, ignoring: %m", p->slice);
+                return;
+        }
+        p->proxy = true;
 }
 
 static PoolSlot *slot_new(Manager *m, const char *id) {
@@ -88,15 +129,42 @@ void pool_fill(Manager *m) {
                         slot_free(p);
                         return;
                 }
+                /* queued after the slice on the same connection: PID 1 starts them in this order */
+                slot_start_proxy(p);
         }
 }
 
-int pool_take(Manager *m, char ret_id[static 17]) {
+static int on_pool_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        pool_fill(userdata);
+        return 0;
+}
+
+void pool_fill_soon(Manager *m) {
+        int r;
+
+        if (m->pool_timer && sd_event_source_get_enabled(m->pool_timer, NULL) > 0)
+                return; /* already due */
+        if (!m->pool_timer)
+                r = sd_event_add_time_relative(m->event, &m->pool_timer, CLOCK_MONOTONIC, POOL_FILL_DELAY_USEC,
+                                               10 * USEC_PER_MSEC, on_pool_timer, m);
+        else {
+                r = sd_event_source_set_time_relative(m->pool_timer, POOL_FILL_DELAY_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->pool_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                log_debug_errno(r, "Failed to defer filling the pool, filling it now: %m");
+                pool_fill(m);
+        }
+}
+
+int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
         PoolSlot *p;
 
         LIST_FOREACH(slots, p, m->pool)
                 if (p->ready) {
                         memcpy(ret_id, p->id, 17);
+                        *ret_proxy = p->proxy;
                         slot_free(p);
                         return 0;
                 }
@@ -119,7 +187,9 @@ void pool_adopt(Manager *m, const char *slice) {
             (p = slot_new(m, buf))) {
                 /* Its limits may be a former session's: reset them to the defaults. */
                 (void) systemd_set_slice_limits_async(m->bus, slice, &m->config.session_limits, NULL, NULL);
-                p->ready = true;
+                p->slice_started = true;
+                slot_start_proxy(p);
+                slot_update_ready(p);
                 log_debug("Adopted %s into the pool.", slice);
                 return;
         }
@@ -128,6 +198,7 @@ void pool_adopt(Manager *m, const char *slice) {
 }
 
 void pool_free(Manager *m) {
+        m->pool_timer = sd_event_source_disable_unref(m->pool_timer);
         /* The prepared slices stay in PID 1: the next start adopts them. */
         while (m->pool)
                 slot_free(m->pool);
@@ -145,5 +216,6 @@ void pool_stats(Manager *m, PoolStats *ret) {
                         st.starting++;
         }
         st.in_use = pool_in_use(m);
+        st.refill_due = m->pool_timer && sd_event_source_get_enabled(m->pool_timer, NULL) > 0;
         *ret = st;
 }

@@ -290,6 +290,16 @@ int session_start_proxy_units(Session *s) {
         return 0;
 }
 
+static int session_stop_proxy_units(Session *s) {
+        _cleanup_free_ char *socket = NULL;
+        int r;
+
+        r = systemd_proxy_unit_names(s->id, &socket, NULL);
+        if (r < 0)
+                return r;
+        return systemd_stop_unit_async(s->manager->bus, socket, NULL, NULL);
+}
+
 /* Mode proxy: our listener for the session, and the socket its commands join. */
 static int session_setup_proxy(Session *s) {
         int r;
@@ -383,7 +393,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         Limits l;
         NetworkMode mode;
         uint64_t ttl = c->idle_timeout_usec;
-        bool pooled;
+        bool pooled, pooled_proxy = false;
         int r;
 
         /* One active session per scope: asking again returns it, as it is. */
@@ -442,7 +452,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         }
 
         /* A slice prepared ahead, when there is one: no round trip to PID 1 now. */
-        pooled = s->from_pool = pool_take(m, s->id) >= 0;
+        pooled = s->from_pool = pool_take(m, s->id, &pooled_proxy) >= 0;
         if (!pooled) {
                 r = random_session_id(s->id);
                 if (r < 0)
@@ -459,7 +469,12 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         if (r < 0)
                                 goto fail;
                 }
-                r = session_setup_proxy(s);
+                if (!pooled_proxy)
+                        r = session_setup_proxy(s);
+                else if (mode == NETWORK_PROXY)
+                        r = session_listen_proxy(s);
+                else
+                        r = session_stop_proxy_units(s); /* prepared for the default mode: not needed */
                 if (r < 0)
                         goto fail;
                 LIST_PREPEND(sessions, m->sessions, s);
@@ -480,7 +495,10 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 session_send_signal(s, true);
         }
 
-        pool_fill(m); /* queued now, ready well before the next session */
+        if (pooled)
+                pool_fill_soon(m); /* after this session's first command, ready well before the next session */
+        else
+                pool_fill(m);
         manager_check_idle(m);
         *ret = s;
         return 1;

@@ -222,6 +222,8 @@ def test_pool_keeps_slices_ready(api, scope):
     assert s["id"] in prepared, "the session's slice %s was not one of the prepared %r" % (s["id"], prepared)
     p2 = pool(api)
     assert p2["in_use"] == 1, p2
+    # the refill waits 250 ms, for PID 1 to start this session's first command first
+    assert p2["refill_due"] is True, p2
     assert p2["ready"] + p2["starting"] >= p["min_ready"] - 1, p2
     assert p2["ready"] + p2["starting"] + p2["in_use"] <= p2["size"], p2
     assert took < 1.0, "creating a session from the pool took %.2f s" % took
@@ -229,6 +231,7 @@ def test_pool_keeps_slices_ready(api, scope):
     p3 = wait_for(lambda: (lambda q: q if q["ready"] >= q["min_ready"] else None)(pool(api)), timeout=10,
                   what="the pool to refill")
     assert p3["in_use"] == 1 and p3["ready"] + p3["starting"] + p3["in_use"] <= p3["size"], p3
+    assert p3["refill_due"] is False, p3
     # it is a working session
     assert run(api, s["id"], ["echo", "ok"])["stdout"] == "ok\n"
 
@@ -236,3 +239,31 @@ def test_pool_keeps_slices_ready(api, scope):
     assert api.delete("/v1/sessions/" + s["id"]).status == 200
     p4 = pool(api)
     assert p4["in_use"] == 0, p4
+
+
+@pytest.mark.time_limit(60)
+def test_prepared_slices_come_with_their_proxy_socket(api, scope):
+    """With the default network mode proxy, the pool prepares each slice's proxy socket too
+    (it would otherwise hold up the first command); a session of another mode stops it."""
+    close_leftover_sessions(api)
+    wait_for(lambda: pool(api)["ready"] >= 2, timeout=10, what="the pool to fill")
+    prepared = pool_slice_ids(api)
+    have = units()
+    assert prepared and all("sandboxd-%s-proxy.socket" % i in have for i in prepared), (prepared, have)
+
+    user, ws = scope
+    proxied = api.create_session(user, ws)
+    assert proxied["id"] in prepared and proxied["network"]["mode"] == "proxy", proxied
+    assert "sandboxd-%s-proxy.socket" % proxied["id"] in units()
+    res = run(api, proxied["id"], ["sh", "-c", "echo $http_proxy"])
+    assert res["stdout"].startswith("http://"), res
+
+    settle = wait_for(lambda: pool_slice_ids(api), timeout=10, what="prepared slices")
+    none = api.create_session(user, ws + "-none", network={"mode": "none"})
+    assert none["id"] in settle and none["network"]["mode"] == "none", none
+    sock = "sandboxd-%s-proxy.socket" % none["id"]
+    wait_for(lambda: sock not in units() or is_active(sock) != "active", timeout=10,
+             what="the unneeded proxy socket to stop")
+    assert run(api, none["id"], ["echo", "ok"])["stdout"] == "ok\n"
+    for s in (proxied, none):
+        assert api.delete("/v1/sessions/" + s["id"]).status == 200
