@@ -246,8 +246,12 @@ def test_prepared_slices_come_with_their_proxy_socket(api, scope):
     """With the default network mode proxy, the pool prepares each slice's proxy socket too
     (it would otherwise hold up the first command); a session of another mode stops it."""
     close_leftover_sessions(api)
-    wait_for(lambda: pool(api)["ready"] >= 2, timeout=10, what="the pool to fill")
-    prepared = pool_slice_ids(api)
+
+    def settled_pool():
+        # the closed sessions' slices stop a moment later: only the pool's remain unowned
+        ids, p = pool_slice_ids(api), pool(api)
+        return ids if p["ready"] >= 2 and len(ids) == p["ready"] else None
+    prepared = wait_for(settled_pool, timeout=20, what="the pool to fill and the closed slices to stop")
     have = units()
     assert prepared and all("sandboxd-%s-proxy.socket" % i in have for i in prepared), (prepared, have)
 
@@ -258,9 +262,9 @@ def test_prepared_slices_come_with_their_proxy_socket(api, scope):
     res = run(api, proxied["id"], ["sh", "-c", "echo $http_proxy"])
     assert res["stdout"].startswith("http://"), res
 
-    settle = wait_for(lambda: pool_slice_ids(api), timeout=10, what="prepared slices")
+    prepared = wait_for(settled_pool, timeout=20, what="the pool to refill")
     none = api.create_session(user, ws + "-none", network={"mode": "none"})
-    assert none["id"] in settle and none["network"]["mode"] == "none", none
+    assert none["id"] in prepared and none["network"]["mode"] == "none", none
     sock = "sandboxd-%s-proxy.socket" % none["id"]
     wait_for(lambda: sock not in units() or is_active(sock) != "active", timeout=10,
              what="the unneeded proxy socket to stop")
