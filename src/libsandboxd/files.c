@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include "internal.h"
+#include "io-util.h"
 
 #define FILE_READ_MAX_DEFAULT ((size_t) 64 * 1024 * 1024)
 
@@ -25,16 +26,7 @@ static int download_sink(HttpCall *call, const char *p, size_t n) {
                         return -EFBIG;
                 return buf_append(d->mem, p, n);
         }
-        while (n > 0) {
-                ssize_t l = write(d->fd, p, n);
-                if (l < 0 && errno == EINTR)
-                        continue;
-                if (l < 0)
-                        return -errno;
-                p += l;
-                n -= (size_t) l;
-        }
-        return 0;
+        return loop_write(d->fd, p, n);
 }
 
 static int file_error(sandboxd_client *c, int r, const char *path) {

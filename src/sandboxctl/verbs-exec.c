@@ -6,6 +6,7 @@
 #include <sys/random.h>
 
 #include "buf.h"
+#include "io-util.h"
 #include "log.h"
 #include "sandboxctl.h"
 
@@ -35,19 +36,6 @@ typedef struct Follow {
         int pipe[2];
 } Follow;
 
-static int write_all(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t l = write(fd, p, n);
-                if (l < 0 && errno == EINTR)
-                        continue;
-                if (l < 0)
-                        return -errno;
-                p += l;
-                n -= (size_t) l;
-        }
-        return 0;
-}
-
 static int on_event(Backend *b, const sandboxd_event *ev, void *userdata) {
         Follow *f = userdata;
         int r = 0;
@@ -70,13 +58,13 @@ static int on_event(Backend *b, const sandboxd_event *ev, void *userdata) {
         }
         switch (ev->type) {
         case SANDBOXD_EVENT_STDOUT:
-                r = write_all(STDOUT_FILENO, ev->data, ev->size);
+                r = loop_write(STDOUT_FILENO, ev->data, ev->size);
                 /* a closed stdout (| head) is no reason to stop the command */
                 if (r == -EPIPE)
                         r = 0;
                 break;
         case SANDBOXD_EVENT_STDERR:
-                (void) write_all(STDERR_FILENO, ev->data, ev->size);
+                (void) loop_write(STDERR_FILENO, ev->data, ev->size);
                 break;
         case SANDBOXD_EVENT_TRUNCATED:
                 if (!arg_quiet && !f->truncated_noted)

@@ -10,6 +10,7 @@
 #include "encoding.h"
 #include "command.h"
 #include "command-dbus.h"
+#include "io-util.h"
 #include "log.h"
 #include "ndjson.h"
 #include "session.h"
@@ -617,20 +618,14 @@ static int make_pipe(int *ret_read, int *ret_write, bool reader_nonblock) {
 
 static int make_stdin_memfd(const char *data, size_t n) {
         _cleanup_close_ int fd = -EBADF;
-        size_t done = 0;
+        int r;
 
         fd = memfd_create("sandboxd-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return -errno;
-        while (done < n) {
-                ssize_t k = write(fd, data + done, n - done);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                done += (size_t) k;
-        }
+        r = loop_write(fd, data, n);
+        if (r < 0)
+                return r;
         if (lseek(fd, 0, SEEK_SET) < 0)
                 return -errno;
         (void) fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);

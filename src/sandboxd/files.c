@@ -12,6 +12,7 @@
 
 #include "encoding.h"
 #include "files.h"
+#include "io-util.h"
 #include "ndjson.h"
 
 /* How deep a recursive removal or the disk usage walk goes (one fd per level). */
@@ -665,24 +666,16 @@ fail:
 }
 
 int files_upload_write(FileUpload *u, const void *p, size_t n) {
-        const char *q = p;
+        int r;
 
         if (u->fd < 0 || u->committed)
                 return -EBADF;
         if (n > u->max_size - u->written)
                 return -EFBIG;
-        while (n > 0) {
-                ssize_t k = write(u->fd, q, n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                q += k;
-                n -= (size_t) k;
-                u->written += (uint64_t) k;
-        }
+        r = loop_write(u->fd, p, n);
+        if (r < 0)
+                return r;
+        u->written += n;
         return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "io-util.h"
 #include "ndjson.h"
 #include "output.h"
 
@@ -191,29 +192,13 @@ static int live_append(Output *o, const char *line, size_t n) {
         return buf_append(&o->live, line, n);
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-        const char *q = p;
-
-        while (n > 0) {
-                ssize_t k = write(fd, q, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                q += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 int output_append_event(Output *o, const char *line, size_t n) {
         int r;
 
         r = reopen_spools(o);
         if (r < 0)
                 return r;
-        r = write_all(o->log_fd, line, n);
+        r = loop_write(o->log_fd, line, n);
         if (r < 0)
                 return r;
         o->log_size += n;
@@ -261,7 +246,7 @@ static int emit_kept(Output *o, OutputStream st, const char *data, size_t n, boo
 
         r = ndjson_append_output(&line, stream_names[st], data, n, final, ret_consumed);
         if (r >= 0 && *ret_consumed > 0)
-                r = write_all(o->raw_fd[st], data, *ret_consumed);
+                r = loop_write(o->raw_fd[st], data, *ret_consumed);
         if (r >= 0 && line.len > 0)
                 r = output_append_event(o, line.data, line.len);
         if (r >= 0)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "io-util.h"
 #include "store.h"
 
 int store_mkdir_p(const char *path, mode_t mode) {
@@ -42,19 +43,9 @@ int store_write(const char *path, json_object *o) {
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        while (n > 0) {
-                ssize_t k = write(fd, s, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = -errno;
-                        break;
-                }
-                s += k;
-                n -= (size_t) k;
-        }
-        if (r >= 0 && write(fd, "\n", 1) != 1)
-                r = -EIO;
+        r = loop_write(fd, s, n);
+        if (r >= 0)
+                r = loop_write(fd, "\n", 1);
         safe_close(fd);
         if (r >= 0 && rename(tmp, path) < 0)
                 r = -errno;
