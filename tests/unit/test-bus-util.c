@@ -7,9 +7,8 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include "bus-request.h"
 #include "bus-util.h"
-#include "command-dbus.h"
-#include "session-dbus.h"
 #include "tests.h"
 
 static sd_bus *bus;
@@ -65,7 +64,7 @@ static int read_command(sd_bus_message *m, CommandRequest *req, RequestError *e)
         seal(m);
         *req = (CommandRequest) {};
         *e = (RequestError) {};
-        return bus_read_command_options(m, req, e);
+        return bus_request_read_command_options(m, req, e);
 }
 
 static void test_command_options(void) {
@@ -130,7 +129,7 @@ static int read_session(sd_bus_message *m, SessionRequest *req, RequestError *e)
         seal(m);
         *req = (SessionRequest) {};
         *e = (RequestError) {};
-        return bus_read_session_options(m, req, e);
+        return bus_request_read_session_options(m, req, e);
 }
 
 static void test_session_options(void) {
