@@ -105,16 +105,30 @@ typedef struct LoadState {
         Config *config;
         const char *file;
         void (*warn)(const char *msg);
-        char *error;
+        const char *text, *end; /* what inih has not read yet */
+        unsigned line;          /* the line inih read last */
+        bool line_too_long;
+        bool oom;
+        char *error;            /* the first invalid value, on error_line */
+        unsigned error_line;
 } LoadState;
 
 static int set_error(LoadState *st, const char *section, const char *key, const char *value, const char *why) {
         Buf b = {};
 
-        free(st->error);
-        (void) buf_printf(&b, "%s: [%s] %s=%s: %s", st->file, section, key, value, why);
+        /* inih reports the first line in error: keep what was wrong there */
+        if (st->error)
+                return 0;
+        if (buf_printf(&b, "%s: [%s] %s=%s: %s", st->file, section, key, value, why) < 0)
+                st->oom = true;
         st->error = buf_steal(&b);
+        st->error_line = st->line;
         return 0; /* tells inih to report this line */
+}
+
+static int set_oom(LoadState *st) {
+        st->oom = true;
+        return 0;
 }
 
 static int parse_limit_key(LoadState *st, Limits *l, const char *section, const char *key, const char *value,
@@ -235,7 +249,7 @@ static int set_words(LoadState *st, char ***list, const char *section, const cha
 
         r = add_words(list, value, check, &bad);
         if (r == -ENOMEM)
-                return 0;
+                return set_oom(st);
         if (r < 0) {
                 char why[256];
 
@@ -299,7 +313,7 @@ static int handler(void *userdata, const char *section, const char *key, const c
                 if (streq(key, "AdminTenants")) {
                         free(c->admin_tenants);
                         c->admin_tenants = strdup(value);
-                        return c->admin_tenants ? 1 : 0;
+                        return c->admin_tenants ? 1 : set_oom(st);
                 }
                 if (streq(key, "ConnectionTimeoutSec")) {
                         if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC || v > 86400 * USEC_PER_SEC)
@@ -369,7 +383,7 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 return set_error(st, section, key, value, "expected a colon-separated list of absolute directories");
                         free(c->path);
                         c->path = strdup(value);
-                        return c->path ? 1 : 0;
+                        return c->path ? 1 : set_oom(st);
                 }
         } else if (streq(section, "Network")) {
                 if (streq(key, "DefaultMode")) {
@@ -438,7 +452,7 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                                  "expected an absolute path without '.', '..', ':' or spaces");
                         free(c->tools_directory);
                         c->tools_directory = strdup(buf);
-                        return c->tools_directory ? 1 : 0;
+                        return c->tools_directory ? 1 : set_oom(st);
                 }
                 if (streq(key, "LimitFSIZE")) {
                         if (streq(value, "infinity"))
@@ -465,30 +479,98 @@ static int handler(void *userdata, const char *section, const char *key, const c
         return 1;
 }
 
-static int load_one(LoadState *st, const char *path) {
-        _cleanup_fclose_ FILE *f = NULL;
+/* inih's reader: one line at a time, counted. A line longer than inih's buffer would come
+ * back as two lines, the second parsed as a setting of its own: refused instead. */
+static char *read_line(char *str, int size, void *userdata) {
+        LoadState *st = userdata;
+        const char *eol;
+        size_t n;
+
+        if (st->text >= st->end || st->line_too_long)
+                return NULL;
+        eol = memchr(st->text, '\n', (size_t) (st->end - st->text));
+        n = eol ? (size_t) (eol - st->text) + 1 : (size_t) (st->end - st->text);
+        st->line++;
+        if (n >= (size_t) size) {
+                st->line_too_long = true;
+                return NULL;
+        }
+        memcpy(str, st->text, n);
+        str[n] = 0;
+        st->text += n;
+        return str;
+}
+
+int config_parse(Config *c, const char *name, const char *text, size_t size, void (*warn)(const char *msg),
+                 char **ret_error) {
+        LoadState st = { .config = c, .file = name, .warn = warn, .text = text, .end = text + size };
+        _cleanup_free_ char *error = NULL;
         int line;
 
-        f = fopen(path, "re");
-        if (!f)
-                return errno == ENOENT ? 0 : -errno;
-
-        st->file = path;
-        line = ini_parse_file(f, handler, st);
-        if (line != 0) {
-                if (!st->error) {
-                        Buf b = {};
-                        (void) buf_printf(&b, "%s:%d: syntax error", path, line);
-                        st->error = buf_steal(&b);
-                } else {
-                        Buf b = {};
-                        (void) buf_printf(&b, "%s (line %d)", st->error, line);
-                        free(st->error);
-                        st->error = buf_steal(&b);
-                }
+        if (memchr(text, 0, size)) {
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s: contains a NUL byte", name);
                 return -EINVAL;
         }
-        return 0;
+
+        line = ini_parse_stream(read_line, &st, handler, &st);
+        error = TAKE_PTR(st.error);
+        if (st.oom)
+                return -ENOMEM;
+        if (line == 0 && !st.line_too_long)
+                return 0;
+
+        if (ret_error) {
+                if (line == 0)
+                        (void) asprintf(ret_error, "%s:%u: the line is longer than %d bytes (a list can be split over "
+                                        "several assignments)", name, st.line, INI_MAX_LINE - 3);
+                else if (error && st.error_line == (unsigned) line)
+                        (void) asprintf(ret_error, "%s (line %d)", error, line);
+                else
+                        (void) asprintf(ret_error, "%s:%d: syntax error", name, line);
+        }
+        return -EINVAL;
+}
+
+/* Parses the file at path on top of *c; a missing file is fine. */
+static int load_file(Config *c, const char *path, void (*warn)(const char *msg), char **ret_error) {
+        _cleanup_fclose_ FILE *f = NULL;
+        Buf b = {};
+        char chunk[4096];
+        size_t n;
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT)
+                        return 0;
+                r = -errno;
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s: %s", path, strerror(-r));
+                return r;
+        }
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+                if (b.len + n > CONFIG_FILE_MAX) {
+                        buf_done(&b);
+                        if (ret_error)
+                                (void) asprintf(ret_error, "%s: larger than %d bytes", path, CONFIG_FILE_MAX);
+                        return -EFBIG;
+                }
+                r = buf_append(&b, chunk, n);
+                if (r < 0) {
+                        buf_done(&b);
+                        return r;
+                }
+        }
+        if (ferror(f)) {
+                buf_done(&b);
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s: %s", path, strerror(EIO));
+                return -EIO;
+        }
+        r = config_parse(c, path, b.data ?: "", b.len, warn, ret_error);
+        buf_done(&b);
+        return r;
 }
 
 static int conf_filter(const struct dirent *de) {
@@ -496,8 +578,7 @@ static int conf_filter(const struct dirent *de) {
         return de->d_name[0] != '.' && l > 5 && streq(de->d_name + l - 5, ".conf");
 }
 
-static int check_consistency(LoadState *st) {
-        const Config *c = st->config;
+int config_check(const Config *c, char **ret_error) {
         const char *what = NULL;
 
         if (c->session_limits.memory_max > c->session_limits_max.memory_max)
@@ -515,17 +596,17 @@ static int check_consistency(LoadState *st) {
         if (!what)
                 return 0;
 
-        st->error = strdup(what);
+        if (ret_error)
+                *ret_error = strdup(what);
         return -EINVAL;
 }
 
 int config_load(Config *c, const char *path, void (*warn)(const char *msg), char **ret_error) {
-        LoadState st = { .config = c, .warn = warn };
-        _cleanup_free_ char *dropin = NULL;
+        _cleanup_free_ char *dropin = NULL, *error = NULL;
         struct dirent **list = NULL;
         int r, n;
 
-        r = load_one(&st, path);
+        r = load_file(c, path, warn, &error);
         if (r < 0)
                 goto fail;
 
@@ -535,6 +616,7 @@ int config_load(Config *c, const char *path, void (*warn)(const char *msg), char
         n = scandir(dropin, &list, conf_filter, alphasort);
         if (n < 0 && errno != ENOENT) {
                 r = -errno;
+                (void) asprintf(&error, "%s: %s", dropin, strerror(-r));
                 goto fail;
         }
         for (int i = 0; i < n; i++) {
@@ -544,7 +626,7 @@ int config_load(Config *c, const char *path, void (*warn)(const char *msg), char
                         if (asprintf(&p, "%s/%s", dropin, list[i]->d_name) < 0)
                                 r = -ENOMEM;
                         else
-                                r = load_one(&st, p);
+                                r = load_file(c, p, warn, &error);
                 }
                 free(list[i]);
         }
@@ -552,18 +634,16 @@ int config_load(Config *c, const char *path, void (*warn)(const char *msg), char
         if (r < 0)
                 goto fail;
 
-        r = check_consistency(&st);
+        r = config_check(c, &error);
         if (r < 0)
                 goto fail;
 
         return 0;
 
 fail:
-        if (ret_error && !st.error)
-                (void) asprintf(&st.error, "%s: %s", path, strerror(-r));
+        if (!error)
+                (void) asprintf(&error, "%s: %s", path, strerror(-r));
         if (ret_error)
-                *ret_error = st.error;
-        else
-                free(st.error);
+                *ret_error = TAKE_PTR(error);
         return r;
 }
