@@ -217,28 +217,25 @@ static int check_domain(const char *w, char *out, size_t n) {
         return 0;
 }
 
-/* An absolute path without ".", ".." or empty components (no trailing slash). */
+/* An absolute path without ".", ".." or empty components, a trailing slash dropped: as
+ * systemd wants the paths of ReadOnlyPaths= and the like (it refuses "//srv"). */
 static int check_path(const char *w, char *out, size_t n) {
-        const char *p = w;
+        size_t l = strlen(w);
 
-        if (w[0] != '/' || strlen(w) >= n)
+        if (w[0] != '/' || l >= n || strstr(w, "//"))
                 return -EINVAL;
-        while (*p) {
-                size_t l;
+        for (const char *p = w + 1; *p;) {
+                size_t k = strcspn(p, "/");
 
-                p += strspn(p, "/");
-                l = strcspn(p, "/");
-                if (l == 0)
-                        break;
-                if ((l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+                if ((k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
                         return -EINVAL;
-                p += l;
-                if (*p == '/' && p[1] == '/')
-                        return -EINVAL;
+                p += k;
+                if (*p == '/')
+                        p++;
         }
         strcpy(out, w);
-        if (strlen(out) > 1 && out[strlen(out) - 1] == '/')
-                out[strlen(out) - 1] = 0;
+        if (l > 1 && out[l - 1] == '/')
+                out[l - 1] = 0;
         return streq(out, "/") ? -EINVAL : 0;
 }
 
