@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "encoding.h"
 
 void config_init(Config *c) {
         *c = (Config) {
@@ -504,9 +505,23 @@ int config_parse(Config *c, const char *name, const char *text, size_t size, voi
         _cleanup_free_ char *error = NULL;
         int line;
 
+        bool utf8;
+        size_t valid;
+
         if (memchr(text, 0, size)) {
                 if (ret_error)
                         (void) asprintf(ret_error, "%s: contains a NUL byte", name);
+                return -EINVAL;
+        }
+        /* Paths and Path= go to systemd as D-Bus strings, which are UTF-8. */
+        valid = utf8_valid_prefix(text, size, &utf8);
+        if (valid < size) {
+                unsigned n = 1;
+
+                for (size_t i = 0; i < valid; i++)
+                        n += text[i] == '\n';
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s:%u: not valid UTF-8", name, n);
                 return -EINVAL;
         }
 

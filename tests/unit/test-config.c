@@ -166,6 +166,13 @@ static void test_text(void) {
         ASSERT(config_parse(&c, "a.conf", text, strlen(text) - 1, NULL, &error) == 0);
         config_done(&c);
 
+        config_init(&c);
+        ASSERT(config_parse(&c, "a.conf", "[Sandbox]\n# \xe9t\xe9\n", 16, NULL, &error) == -EINVAL);
+        ASSERT_STREQ(error, "a.conf:2: not valid UTF-8");
+        free(error), error = NULL;
+        ASSERT(config_parse(&c, "a.conf", "[Sandbox]\n# \xc3\xa9t\xc3\xa9\n", 18, NULL, &error) == 0);
+        config_done(&c);
+
         /* a NUL byte would end the text early */
         config_init(&c);
         ASSERT(config_parse(&c, "a.conf", "[Session]\nTasksMax=7\0\nTasksMax=9\n", 33, NULL, &error) == -EINVAL);
