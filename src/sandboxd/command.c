@@ -16,6 +16,7 @@
 #include "session.h"
 #include "store.h"
 #include "time-util.h"
+#include "validate.h"
 
 #define READ_CHUNK (64 * 1024)
 #define READ_BURST 4
@@ -849,12 +850,16 @@ fail:
 static int result_from_record(json_object *o, CommandResult *res) {
         json_object *usage;
         const char *reason = store_get_string(o, "reason");
+        int64_t exit_code = store_get_i64(o, "exit_code", -1), sig = store_get_i64(o, "signal", 0);
 
         res->status = command_status_from_string(store_get_string(o, "status"));
-        if (res->status < 0)
+        if (res->status < 0 || exit_code < INT_MIN || exit_code > INT_MAX || sig < 0 || sig > INT_MAX)
                 return -EBADMSG;
-        res->exit_code = (int) store_get_i64(o, "exit_code", -1);
-        res->signal = (int) store_get_i64(o, "signal", 0);
+        /* cut short, it could end in half a character, which D-Bus refuses */
+        if (reason && strlen(reason) >= sizeof(res->reason))
+                return -EBADMSG;
+        res->exit_code = (int) exit_code;
+        res->signal = (int) sig;
         snprintf(res->reason, sizeof(res->reason), "%s", reason ?: "");
         res->duration_ms = store_get_u64(o, "duration_ms", 0);
         if (json_object_object_get_ex(o, "usage", &usage)) {
@@ -865,19 +870,22 @@ static int result_from_record(json_object *o, CommandResult *res) {
         return 0;
 }
 
-int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
-        Manager *m = s->manager;
+int command_record_decode(Session *s, json_object *o, Command **ret) {
         json_object *argv;
         const char *request_id = store_get_string(o, "request_id");
-        unsigned n = (unsigned) store_get_u64(o, "n", 0);
-        bool running;
+        uint64_t n = store_get_u64(o, "n", 0);
         Command *c;
         int r;
 
-        if (n == 0 || !request_id)
+        if (n == 0 || n > UINT_MAX || !request_id_is_valid(request_id))
                 return -EBADMSG;
+        /* Two records of one unit: the fd store would mix them up. (Two of one request id
+         * can be: the generated id of command 5 is "5", which a client may have chosen.) */
+        LIST_FOREACH(commands, c, s->commands)
+                if (c->n == n)
+                        return -EEXIST;
 
-        c = command_alloc(s, n);
+        c = command_alloc(s, (unsigned) n);
         if (!c)
                 return -ENOMEM;
         c->created_realtime_usec = store_get_u64(o, "created_usec", 0);
@@ -888,8 +896,15 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
                 size_t k = json_object_array_length(argv);
 
                 c->argv = calloc(k + 1, sizeof(char *));
-                for (size_t i = 0; c->argv && i < k; i++)
-                        c->argv[i] = strdup(json_object_get_string(json_object_array_get_idx(argv, i)) ?: "");
+                if (!c->argv) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                for (size_t i = 0; i < k; i++)
+                        if (!(c->argv[i] = strdup(json_object_get_string(json_object_array_get_idx(argv, i)) ?: ""))) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
         }
         r = command_set_names(c, request_id);
         if (r < 0)
@@ -897,14 +912,40 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         r = result_from_record(o, &c->result);
         if (r < 0)
                 goto fail;
-
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
                 char key[32];
 
                 snprintf(key, sizeof(key), "%s_fd", stream_names[st]);
                 c->caller_fd[st] = store_get_bool(o, key, false);
         }
+
+        *ret = c;
+        return 0;
+
+fail:
+        command_free(c);
+        return r;
+}
+
+int command_recover(Session *s, json_object *o, Command **ret) {
+        Manager *m = s->manager;
+        int fds[3] = { -EBADF, -EBADF, -EBADF };
+        bool running;
+        Command *c;
+        int r;
+
+        r = command_record_decode(s, o, &c);
+        if (r < 0)
+                return r;
+        manager_take_stored_fds(m, s->id, c->n, fds);
+
         running = !command_status_is_terminal(c->result.status);
+        if (running) {
+                /* PENDING: sandboxd went away between asking for the unit and hearing back.
+                 * Counted now, since command_free() counts it down on failure. */
+                c->result.status = COMMAND_RUNNING;
+                m->n_running++;
+        }
         r = command_open_output(c, false);
         if (r == -ENOENT) {
                 /* The spool lives in /run: after a reboot only the record is left. */
@@ -913,6 +954,7 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         }
         if (r < 0)
                 goto fail;
+        /* what the record says of the output, as far as the spool has not more */
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
                 char key[32];
 
@@ -924,15 +966,9 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
 
         if (!running) {
                 output_finish(c->output);
-                *ret = c;
-                return 0;
+                goto done;
         }
 
-        if (c->result.status == COMMAND_PENDING) {
-                /* sandboxd went away between asking for the unit and hearing back. */
-                c->result.status = COMMAND_RUNNING;
-        }
-        m->n_running++;
         if ((fds[0] < 0 && !c->caller_fd[0]) || (fds[1] < 0 && !c->caller_fd[1])) {
                 /* systemd dropped our pipe ends (sandboxd was stopped, not restarted). */
                 static const char lost[] = "{\"type\":\"notice\",\"message\":\"output written while sandboxd "
@@ -957,10 +993,15 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         if (r < 0)
                 goto fail;
         log_info("Re-attached to %s (%s).", c->unit, c->request_id);
+done:
+        for (unsigned k = 0; k < 3; k++)
+                safe_close(fds[k]);
         *ret = c;
         return 0;
 
 fail:
+        for (unsigned k = 0; k < 3; k++)
+                safe_close(fds[k]);
         command_free(c);
         return r;
 }
@@ -1086,7 +1127,7 @@ Command *command_free(Command *c) {
         if (!c)
                 return NULL;
 
-        if (command_status_is_running(c) && c->session->manager->n_running > 0)
+        if (command_status_is_running(c) && c->session->manager && c->session->manager->n_running > 0)
                 c->session->manager->n_running--;
 
         output_free(c->output);

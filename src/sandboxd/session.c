@@ -977,7 +977,6 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         for (int i = 0; i < n; i++) {
                 _cleanup_(json_object_putp) json_object *co = NULL;
                 char cpath[PATH_MAX + 256];
-                int fds[3];
                 Command *c;
 
                 snprintf(cpath, sizeof(cpath), "%s/%s", dir, list[i]->d_name);
@@ -986,10 +985,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
                         log_warning("Unreadable command record %s, ignoring.", cpath);
                         continue;
                 }
-                manager_take_stored_fds(m, s->id, (unsigned) store_get_u64(co, "n", 0), fds);
-                r = command_recover(s, co, fds, &c);
-                for (unsigned k = 0; k < 3; k++)
-                        safe_close(fds[k]);
+                r = command_recover(s, co, &c);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to recover command record %s, ignoring: %m", cpath);
                         continue;
