@@ -25,7 +25,6 @@
 #define SAMPLE_INTERVAL_USEC (200 * USEC_PER_MSEC)
 
 static const char *const stream_names[_OUTPUT_STREAM_MAX] = { "stdout", "stderr" };
-static const char *const fdstore_prefix[3] = { "out", "err", "in" };
 
 bool command_status_is_running(const Command *c) {
         return c->result.status == COMMAND_RUNNING;
@@ -33,21 +32,35 @@ bool command_status_is_running(const Command *c) {
 
 /* --- the fd store: our pipe ends survive a restart of sandboxd inside PID 1 ------ */
 
+/* which: stdout, stderr (the OutputStream), or 2 for stdin */
+static int fdstore_name(Command *c, unsigned which, char ret[static FDSTORE_NAME_MAX]) {
+        static const FdStoreKind kinds[3] = { FDSTORE_STDOUT, FDSTORE_STDERR, FDSTORE_STDIN };
+        FdStoreName n = { .kind = kinds[which], .n = c->n };
+
+        memcpy(n.session_id, c->session->id, sizeof(n.session_id));
+        return fdstore_name_format(&n, ret);
+}
+
 static void fdstore_put(Command *c, unsigned which, int fd) {
-        char msg[128];
+        char name[FDSTORE_NAME_MAX], msg[128 + FDSTORE_NAME_MAX];
         int r;
 
-        snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s-%s-%u", fdstore_prefix[which], c->session->id, c->n);
-        r = sd_pid_notify_with_fds(0, false, msg, &fd, 1);
+        r = fdstore_name(c, which, name);
+        if (r >= 0) {
+                snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
+                r = sd_pid_notify_with_fds(0, false, msg, &fd, 1);
+        }
         if (r < 0)
                 log_warning_errno(r, "Failed to put %s of %s in the fd store, ignoring: %m",
-                                  fdstore_prefix[which], c->unit);
+                                  which < _OUTPUT_STREAM_MAX ? stream_names[which] : "stdin", c->unit);
 }
 
 static void fdstore_remove(Command *c, unsigned which) {
-        char msg[128];
+        char name[FDSTORE_NAME_MAX], msg[128 + FDSTORE_NAME_MAX];
 
-        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s-%s-%u", fdstore_prefix[which], c->session->id, c->n);
+        if (fdstore_name(c, which, name) < 0)
+                return;
+        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
         (void) sd_notify(false, msg);
 }
 

@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "fdstore.h"
 #include "list.h"
 #include "metrics.h"
 
@@ -21,7 +22,8 @@ typedef struct ProxyListener ProxyListener;
 
 /* A pipe end systemd kept for us in the fd store while sandboxd was away. */
 typedef struct StoredFd {
-        char *name; /* out-<sid>-<n>, err-<sid>-<n>, in-<sid>-<n> */
+        char *name;     /* as systemd has it: out-<sid>-<n>, err-<sid>-<n>, in-<sid>-<n> */
+        FdStoreName id; /* what it says */
         int fd;
 } StoredFd;
 
