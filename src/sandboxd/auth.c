@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "encoding.h"
 #include "log.h"
+#include "scope.h"
 #include "validate.h"
 
 static int unhex(char c) {
@@ -39,6 +40,12 @@ int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_er
                 if (f != 2 || !user_name_is_valid(tenant) || !startswith(hash, "sha256:") || strlen(hash) != 7 + 64) {
                         if (ret_error)
                                 (void) asprintf(ret_error, "line %zu: expected 'TENANT sha256:<64 hex digits>'", lineno);
+                        return -EINVAL;
+                }
+                if (streq(tenant, SCOPE_TENANT_LOCAL)) {
+                        if (ret_error)
+                                (void) asprintf(ret_error, "line %zu: tenant '%s' is reserved (the local callers' scopes)",
+                                                lineno, SCOPE_TENANT_LOCAL);
                         return -EINVAL;
                 }
 

@@ -9,10 +9,12 @@
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
+#include "exec-env.h"
 #include "command-dbus.h"
 #include "io-util.h"
 #include "log.h"
 #include "ndjson.h"
+#include "scope.h"
 #include "session.h"
 #include "store.h"
 #include "time-util.h"
@@ -51,6 +53,49 @@ static void fdstore_remove(Command *c, unsigned which) {
 }
 
 /* --- records ----------------------------------------------------------------- */
+
+/* <runtime>/exec/<sid>-<n>.env: the command line and environment PID 1 hands sandboxd-exec.
+ * Root's alone, and commands cannot see <runtime> at all; it goes with the command's end. */
+static int exec_env_path(Command *c, char *buf, size_t n) {
+        return snprintf(buf, n, "%s/exec/%s-%u.env", c->session->manager->runtime_dir, c->session->id, c->n) < (int) n
+                       ? 0
+                       : -ENAMETOOLONG;
+}
+
+static int exec_env_write(Command *c, const char *exe, char * const *argv, char * const *env, char *path, size_t n) {
+        _cleanup_close_ int fd = -EBADF;
+        char dir[PATH_MAX];
+        Buf b = {};
+        int r;
+
+        snprintf(dir, sizeof(dir), "%s/exec", c->session->manager->runtime_dir);
+        r = store_mkdir_p(dir, 0700);
+        if (r < 0)
+                return r;
+        r = exec_env_path(c, path, n);
+        if (r < 0)
+                return r;
+        r = exec_env_format(&b, exe, argv, env);
+        if (r < 0)
+                goto finish;
+        (void) unlink(path); /* a leftover of a command with this number that never started */
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                r = -errno;
+                goto finish;
+        }
+        r = loop_write(fd, b.data ?: "", b.len);
+finish:
+        buf_done(&b);
+        return r;
+}
+
+static void exec_env_remove(Command *c) {
+        char path[PATH_MAX];
+
+        if (exec_env_path(c, path, sizeof(path)) >= 0)
+                (void) unlink(path);
+}
 
 static int command_record_path(Command *c, char *buf, size_t n) {
         return snprintf(buf, n, "%s/sessions/%s/%u.json", c->session->manager->state_dir, c->session->id, c->n) <
@@ -359,6 +404,7 @@ static void command_set_result(Command *c, const CommandResult *res) {
                 fdstore_remove(c, st);
         }
         stdin_close(c, -EPIPE);
+        exec_env_remove(c);
 
         (void) command_save(c);
         if (m->n_running > 0)
@@ -417,6 +463,14 @@ static void command_lose(Command *c, const char *reason) {
 
 static void refresh_state(Command *c);
 
+/* Its sandboxd-exec waits until the user record of the uid PID 1 gave the unit is there:
+ * the uid exists once the unit's process set it up, so look at every change until then. */
+static void note_user(Command *c) {
+        if (c->user_recorded || !(streq(c->state.active_state, "activating") || streq(c->state.active_state, "active")))
+                return;
+        c->user_recorded = session_userdb_update(c->session) >= 0;
+}
+
 static void note_running(Command *c) {
         if (c->unit_running || !(streq(c->state.active_state, "activating") || streq(c->state.active_state, "active") ||
                                  streq(c->state.active_state, "deactivating")))
@@ -440,6 +494,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
                         log_warning_errno(r, "Failed to parse state of %s, ignoring: %m", c->unit);
                 observe_usage(c);
         }
+        note_user(c);
 
         if (command_status_is_running(c) && unit_state_is_done(&c->state)) {
                 command_finish(c);
@@ -528,6 +583,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 return 0;
         }
         note_running(c);
+        note_user(c);
         if (unit_state_is_done(&c->state))
                 finish_after_final_read(c);
         else if (c->state.job_id != 0 &&
@@ -679,10 +735,12 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                   RequestError *e) {
         Manager *m = s->manager;
         _cleanup_free_ char *cwd = NULL, *exe = NULL, *description = NULL;
-        _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL;
+        _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL,
+                                 **cg_tmpfs = NULL, **cg_binds = NULL;
+        _cleanup_free_ char *cg_parent = NULL;
         _cleanup_free_ char *proxy_socket = NULL;
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, in_fd = -EBADF;
-        char statedir_ws[256], statedir_home[256], statedir_tmp[256];
+        char statedir_ws[256], statedir_home[256], statedir_tmp[256], env_file[PATH_MAX];
         Command *c;
         int r;
 
@@ -713,6 +771,11 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         r = command_build_paths(&m->config, &inaccessible, &read_only, &read_write);
         if (r < 0)
                 return r;
+        if (asprintf(&cg_parent, "%s/" SANDBOXD_SLICE, m->cgroup_root ?: "") < 0)
+                return -ENOMEM;
+        r = cgroup_session_view(cg_parent, s->slice, &cg_tmpfs, &cg_binds);
+        if (r < 0)
+                return log_error_errno(r, "Failed to look at the cgroup file systems: %m");
         if (s->network == NETWORK_PROXY) {
                 r = systemd_proxy_unit_names(s->id, &proxy_socket, NULL);
                 if (r < 0)
@@ -744,6 +807,11 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         r = command_open_output(c, true);
         if (r < 0)
                 goto fail;
+        r = exec_env_write(c, exe, req->argv, env, env_file, sizeof(env_file));
+        if (r < 0) {
+                log_error_errno(r, "Failed to write the environment file of %s: %m", c->unit);
+                goto fail;
+        }
 
         /* A stream the caller brought its own fd for goes there directly; we keep none of it. */
         c->caller_fd[OUTPUT_STDOUT] = req->has_stdout_fd;
@@ -787,9 +855,12 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         if (c->stdin_fd >= 0)
                 fdstore_put(c, 2, c->stdin_fd);
 
-        snprintf(statedir_ws, sizeof(statedir_ws), "sandboxd/ws/%s/%s", s->user, s->workspace);
-        snprintf(statedir_home, sizeof(statedir_home), "sandboxd/home/%s/%s", s->user, s->workspace);
-        snprintf(statedir_tmp, sizeof(statedir_tmp), "sandboxd/tmp/%s/%s", s->user, s->workspace);
+        /* StateDirectory= takes paths below /var/lib: the scope's, as scope.h lays them out */
+        snprintf(statedir_ws, sizeof(statedir_ws), "sandboxd/ws/%s/%s/%s", scope_tenant(s->tenant), s->user, s->workspace);
+        snprintf(statedir_home, sizeof(statedir_home), "sandboxd/home/%s/%s/%s", scope_tenant(s->tenant), s->user,
+                 s->workspace);
+        snprintf(statedir_tmp, sizeof(statedir_tmp), "sandboxd/tmp/%s/%s/%s", scope_tenant(s->tenant), s->user,
+                 s->workspace);
         if (asprintf(&description, "sandboxd command %s of session %s", c->request_id, s->id) < 0) {
                 r = -ENOMEM;
                 goto fail;
@@ -800,9 +871,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .slice = s->slice,
                 .description = description,
                 .user = s->dynamic_user,
-                .executable = exe,
-                .argv = req->argv,
-                .env = env,
+                .environment_file = env_file,
                 .working_directory = cwd,
                 .state_directories = { statedir_ws, statedir_home, statedir_tmp },
                 .runtime_max_usec = req->has_timeout ? req->timeout_ms * USEC_PER_MSEC : m->config.default_timeout_usec,
@@ -817,6 +886,9 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .ip_deny = m->config.ip_deny,
                 .n_ip_deny = m->config.n_ip_deny,
                 .inaccessible_paths = inaccessible,
+                .cgroup_tmpfs = cg_tmpfs,
+                .userdb_dir = s->userdb_dir,
+                .cgroup_binds = cg_binds,
                 .read_only_paths = read_only,
                 .read_write_paths = read_write,
                 .tools_directory = m->config.tools_directory,
@@ -924,6 +996,7 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
 
         if (!running) {
                 output_finish(c->output);
+                exec_env_remove(c);
                 *ret = c;
                 return 0;
         }
@@ -1079,6 +1152,7 @@ void command_remove(Command *c) {
         (void) output_remove(dir, name);
         if (command_record_path(c, path, sizeof(path)) >= 0)
                 (void) unlink(path);
+        exec_env_remove(c);
         command_free(c);
 }
 

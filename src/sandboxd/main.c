@@ -7,6 +7,8 @@
 #include "auth.h"
 #include "http.h"
 #include "log.h"
+#include "scope.h"
+#include "validate.h"
 #include "manager.h"
 
 static const char *arg_config = SANDBOXD_CONFIG_FILE;
@@ -34,6 +36,9 @@ static int hash_key(const char *tenant) {
         char key[4096];
         size_t n;
 
+        if (tenant && (!user_name_is_valid(tenant) || streq(tenant, SCOPE_TENANT_LOCAL)))
+                return log_error_errno(-EINVAL, "Invalid tenant name '%s': ^[a-z_][a-z0-9_-]{0,31}$, and not '%s'.",
+                                       tenant, SCOPE_TENANT_LOCAL);
         if (!fgets(key, sizeof(key), stdin))
                 return log_error_errno(-EINVAL, "No key on standard input.");
         n = strcspn(key, "\r\n");

@@ -16,6 +16,7 @@
 #include "manager-dbus.h"
 #include "polkit.h"
 #include "validate.h"
+#include "scope.h"
 #include "session.h"
 #include "pool.h"
 #include "proxy.h"
@@ -66,6 +67,7 @@ Manager *manager_free(Manager *m) {
         free(m->stored_fds);
         free(m->state_dir);
         free(m->runtime_dir);
+        free(m->cgroup_root);
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         sd_event_source_disable_unref(m->idle_timer);
@@ -116,6 +118,11 @@ static int manager_recover(Manager *m) {
         struct dirent *de;
         DIR *d;
         int r;
+
+        /* Before any record is read: the scopes' directories in today's layout. */
+        r = scope_migrate(m->state_dir, SCOPE_PUBLIC_ROOT, SCOPE_PRIVATE_ROOT);
+        if (r < 0)
+                return r;
 
         snprintf(dir, sizeof(dir), "%s/sessions", m->state_dir);
         r = store_mkdir_p(dir, 0700);
@@ -213,11 +220,12 @@ Session *manager_find_session(Manager *m, const char *id) {
 
 #define IN_SET_STATE(st) ((st) == SESSION_STARTING || (st) == SESSION_ACTIVE)
 
-Session *manager_find_session_by_scope(Manager *m, const char *user, const char *workspace) {
+Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
         Session *s;
 
         LIST_FOREACH(sessions, s, m->sessions)
-                if (IN_SET_STATE(s->state) && streq(s->user, user) && streq(s->workspace, workspace))
+                if (IN_SET_STATE(s->state) && streq(s->user, user) && streq(s->workspace, workspace) &&
+                    streq(scope_tenant(s->tenant), tenant))
                         return s;
         return NULL;
 }
@@ -356,6 +364,9 @@ static int setup_bus(Manager *m) {
         r = systemd_subscribe(m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
+        r = systemd_get_manager_cgroup(m->bus, &m->cgroup_root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read systemd's control group: %m");
 
         /* The objects first: calls that activated us are dispatched as soon as the name is ours. */
         r = manager_bus_register(m);

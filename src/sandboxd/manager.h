@@ -43,6 +43,7 @@ struct Manager {
         size_t n_stored_fds;
         char *state_dir;   /* $STATE_DIRECTORY, /var/lib/sandboxd */
         char *runtime_dir; /* $RUNTIME_DIRECTORY, /run/sandboxd */
+        char *cgroup_root; /* PID 1's cgroup: "" on a host (systemd_get_manager_cgroup()) */
         Metrics metrics;
         bool draining;     /* POST /v1/drain: no new work; exit once the running commands end */
         unsigned n_connections;
@@ -79,4 +80,5 @@ bool manager_is_idle(Manager *m);
 void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]);
 
 Session *manager_find_session(Manager *m, const char *id);
-Session *manager_find_session_by_scope(Manager *m, const char *user, const char *workspace);
+/* The active session of scope (tenant as scope_tenant() gives it, user, workspace). */
+Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
