@@ -126,8 +126,10 @@ static char **strv_from_json(json_object *a) {
         l = calloc(n + 1, sizeof(char *));
         for (size_t i = 0, k = 0; l && i < n; i++) {
                 const char *v = json_object_get_string(json_object_array_get_idx(a, i));
+                char pattern[HOST_NAME_MAX_LEN + 3];
 
-                if (v && domain_pattern_is_valid(v) && !(l[k++] = strdup(v))) {
+                /* in today's canonical form: a record may be older than it */
+                if (v && domain_pattern_normalize(v, pattern) >= 0 && !(l[k++] = strdup(pattern))) {
                         strv_free(l);
                         return NULL;
                 }

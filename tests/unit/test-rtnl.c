@@ -5,6 +5,7 @@
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
+#include "host-addresses.h"
 #include "rtnl.h"
 #include "tests.h"
 
@@ -194,9 +195,35 @@ static void test_request(void) {
         ASSERT(rtm.rtm_family == AF_INET6 && rtm.rtm_table == RT_TABLE_LOCAL);
 }
 
+/* The kernel's own answer, through the daemon's reader: 127.0.0.1 is this host's. */
+static void test_live(void) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        HostAddresses *h = NULL;
+        const AddressRange *l;
+        size_t n;
+        int r;
+
+        ASSERT(sd_event_new(&e) >= 0);
+        r = host_addresses_new(e, &h);
+        if (r < 0) {
+                printf("# no rtnetlink here (%s): the live read is skipped\n", strerror(-r));
+                return;
+        }
+        r = host_addresses_get(h, &l, &n);
+        if (r < 0)
+                printf("# the local table could not be read: the live read is skipped\n");
+        else {
+                printf("# %zu local routes\n", n);
+                ASSERT(address_in_ranges(l, n, AF_INET, "\x7f\0\0\x01"));
+                ASSERT(!address_in_ranges(l, n, AF_INET, "\xc0\x00\x02\xfe")); /* 192.0.2.254, TEST-NET-1 */
+        }
+        host_addresses_free(h);
+}
+
 int main(void) {
         test_parse();
         test_malformed();
         test_request();
+        test_live();
         return TESTS_DONE();
 }
