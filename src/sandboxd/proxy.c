@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 
 #include "command.h"
 #include "log.h"
@@ -54,7 +55,7 @@ struct ProxyListener {
         Proxy *proxy;
         Session *session;
         int fd;
-        char *dir, *path;
+        char *dir, *path, *fdname;
         sd_event_source *io;
         ProxyConn *conns;
         LIST_FIELDS(ProxyListener, listeners);
@@ -583,11 +584,63 @@ int proxy_session_dir(Manager *m, const char *session_id, char **ret) {
         return asprintf(ret, "%s/proxy/%s", m->runtime_dir, session_id) < 0 ? -ENOMEM : 0;
 }
 
-int proxy_listen(Proxy *p, Session *s, ProxyListener **ret) {
+/* The listening socket waits in systemd's fd store while sandboxd restarts: the relay of the
+ * session keeps connecting to it, and the next sandboxd takes the connections from its
+ * backlog. */
+static void fdstore_put(ProxyListener *l) {
+        _cleanup_free_ char *msg = NULL;
+        int r;
+
+        if (asprintf(&msg, "FDSTORE=1\nFDNAME=%s", l->fdname) < 0) {
+                log_oom();
+                return;
+        }
+        r = sd_pid_notify_with_fds(0, false, msg, &l->fd, 1);
+        if (r < 0)
+                log_warning_errno(r, "Failed to put the proxy socket of session %s in the fd store, ignoring: %m",
+                                  l->session->id);
+}
+
+static void fdstore_remove(ProxyListener *l) {
+        _cleanup_free_ char *msg = NULL;
+
+        if (asprintf(&msg, "FDSTOREREMOVE=1\nFDNAME=%s", l->fdname) >= 0)
+                (void) sd_notify(false, msg);
+}
+
+/* Binds and listens on l->path, in l->dir, made when missing. */
+static int listener_bind(ProxyListener *l) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_free_ char *top = NULL;
-        ProxyListener *l;
         int r;
+
+        if (strlen(l->path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        /* <runtime>/proxy is root's alone; the session's directory only lets the relay (a
+         * dynamic user, which gets it bound) reach the socket in it. */
+        if (asprintf(&top, "%s/proxy", l->proxy->manager->runtime_dir) < 0)
+                return -ENOMEM;
+        r = store_mkdir_p(top, 0700);
+        if (r < 0)
+                return r;
+        if (mkdir(l->dir, 0711) < 0 && errno != EEXIST)
+                return -errno;
+        if (chmod(l->dir, 0711) < 0)
+                return -errno;
+
+        strcpy(sa.sun_path, l->path);
+        (void) unlink(l->path);
+        l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (l->fd < 0 || bind(l->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(l->path, 0666) < 0 ||
+            listen(l->fd, SOMAXCONN) < 0)
+                return -errno;
+        return 0;
+}
+
+int proxy_listen(Proxy *p, Session *s, ProxyListener **ret) {
+        Manager *m = p->manager;
+        ProxyListener *l;
+        int r, fd;
 
         l = calloc(1, sizeof(ProxyListener));
         if (!l)
@@ -595,35 +648,31 @@ int proxy_listen(Proxy *p, Session *s, ProxyListener **ret) {
         l->proxy = p;
         l->session = s;
         l->fd = -EBADF;
-
-        /* <runtime>/proxy is root's alone; the session's directory only lets the
-         * relay (a dynamic user, which gets it bound) reach the socket in it. */
-        if (asprintf(&top, "%s/proxy", p->manager->runtime_dir) < 0 || proxy_session_dir(p->manager, s->id, &l->dir) < 0 ||
-            asprintf(&l->path, "%s/%s", l->dir, PROXY_SOCKET_NAME) < 0) {
+        if (proxy_session_dir(m, s->id, &l->dir) < 0 || asprintf(&l->path, "%s/%s", l->dir, PROXY_SOCKET_NAME) < 0 ||
+            asprintf(&l->fdname, "proxy-%s", s->id) < 0) {
                 r = -ENOMEM;
                 goto fail;
         }
-        if (strlen(l->path) >= sizeof(sa.sun_path)) {
-                r = -ENAMETOOLONG;
-                goto fail;
-        }
-        r = store_mkdir_p(top, 0700);
-        if (r >= 0 && mkdir(l->dir, 0711) < 0 && errno != EEXIST)
-                r = -errno;
-        if (r >= 0 && chmod(l->dir, 0711) < 0)
-                r = -errno;
-        if (r < 0)
-                goto fail;
 
-        strcpy(sa.sun_path, l->path);
-        (void) unlink(l->path);
-        l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (l->fd < 0 || bind(l->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(l->path, 0666) < 0 ||
-            listen(l->fd, SOMAXCONN) < 0) {
-                r = -errno;
-                goto fail;
+        /* After a restart: the socket the relay still connects to, from the fd store. The
+         * directory stayed: the relay has it bound, a new one would not be seen there. */
+        fd = manager_take_stored_fd(m, l->fdname);
+        if (fd >= 0 && sd_is_socket_unix(fd, SOCK_STREAM, 1, l->path, 0) > 0) {
+                l->fd = fd;
+                (void) fcntl(l->fd, F_SETFL, O_NONBLOCK);
+                log_debug("Egress proxy of session %s: listening on %s again.", s->id, l->path);
+        } else {
+                if (fd >= 0) {
+                        log_warning("Stored fd %s is not the listening socket %s, ignoring it.", l->fdname, l->path);
+                        safe_close(fd);
+                        fdstore_remove(l);
+                }
+                r = listener_bind(l);
+                if (r < 0)
+                        goto fail;
+                fdstore_put(l);
         }
-        r = sd_event_add_io(p->manager->event, &l->io, l->fd, EPOLLIN, on_accept, l);
+        r = sd_event_add_io(m->event, &l->io, l->fd, EPOLLIN, on_accept, l);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_description(l->io, "proxy-listener");
@@ -638,6 +687,7 @@ fail:
         safe_close(l->fd);
         free(l->dir);
         free(l->path);
+        free(l->fdname);
         free(l);
         return r;
 }
@@ -650,14 +700,20 @@ ProxyListener *proxy_listener_free(ProxyListener *l) {
         LIST_REMOVE(listeners, l->proxy->listeners, l);
         sd_event_source_disable_unref(l->io);
         safe_close(l->fd);
-        if (l->path)
-                (void) unlink(l->path);
-        if (l->dir)
-                (void) rmdir(l->dir);
         free(l->dir);
         free(l->path);
+        free(l->fdname);
         free(l);
         return NULL;
+}
+
+ProxyListener *proxy_listener_close(ProxyListener *l) {
+        if (!l)
+                return NULL;
+        fdstore_remove(l);
+        (void) unlink(l->path);
+        (void) rmdir(l->dir);
+        return proxy_listener_free(l);
 }
 
 /* --- the proxy ------------------------------------------------------------------------------ */

@@ -28,7 +28,12 @@ unsigned proxy_count_connections(Proxy *p);
 
 /* <runtime>/proxy/<sid>: the directory systemd-socket-proxyd gets bound. */
 int proxy_session_dir(Manager *m, const char *session_id, char **ret);
-/* Listens on <runtime>/proxy/<sid>/proxy.sock for the session's connections. */
+/* Listens on <runtime>/proxy/<sid>/proxy.sock for the session's connections: on the socket
+ * an earlier sandboxd left in the fd store (FDNAME=proxy-<sid>), else on a new one, which
+ * goes there. */
 int proxy_listen(Proxy *p, Session *s, ProxyListener **ret);
-/* Stops listening, ends the session's connections, removes the socket. */
+/* Stops listening and ends the session's connections; the socket, its directory and the
+ * fd store's copy stay for the next sandboxd (the relay has that directory bound). */
 ProxyListener *proxy_listener_free(ProxyListener *l);
+/* The same, and the socket is gone: the session closed (or never became active). */
+ProxyListener *proxy_listener_close(ProxyListener *l);

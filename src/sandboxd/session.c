@@ -526,7 +526,11 @@ Session *session_free(Session *s) {
                 manager_check_idle(s->manager);
         }
 
-        proxy_listener_free(s->proxy);
+        /* Only sandboxd's exit frees a live session: the next sandboxd takes its proxy socket over. */
+        if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING)
+                proxy_listener_free(s->proxy);
+        else
+                proxy_listener_close(s->proxy);
         sd_bus_slot_unref(s->start_slot);
         sd_bus_slot_unref(s->freeze_slot);
         sd_event_source_disable_unref(s->expiry_timer);
@@ -621,7 +625,7 @@ static void session_closing_step(Session *s) {
         r = systemd_stop_unit_async(s->manager->bus, s->slice, on_slice_stopped, s);
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
-        s->proxy = proxy_listener_free(s->proxy);
+        s->proxy = proxy_listener_close(s->proxy);
 
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
@@ -969,9 +973,10 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
 
         log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
                  session_state_to_string(s->state), session_count_running(s));
-        if (s->state == SESSION_ACTIVE) {
+        if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING) {
                 /* Only the listener: manager_recover() starts the units that are missing,
-                 * once it has asked PID 1 which exist. */
+                 * once it has asked PID 1 which exist. (A closing session's too: closing
+                 * removes its socket.) */
                 r = session_listen_proxy(s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to set up the egress proxy of session %s, ignoring: %m", s->id);
