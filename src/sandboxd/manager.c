@@ -109,6 +109,13 @@ void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fd
         }
 }
 
+int manager_take_stored_fd(Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_stored_fds; i++)
+                if (m->stored_fds[i].fd >= 0 && streq_ptr(m->stored_fds[i].name, name))
+                        return TAKE_FD(m->stored_fds[i].fd);
+        return -EBADF;
+}
+
 /* After a restart: sessions and commands from their records, the units and pipes that
  * still exist, slices nobody owns. */
 static int manager_recover(Manager *m) {
@@ -144,12 +151,12 @@ static int manager_recover(Manager *m) {
         }
         closedir(d);
 
-        /* Pipes of commands we have no record of: let systemd drop them. */
+        /* Pipes of commands and proxy sockets of sessions we have no record of: let systemd drop them. */
         for (size_t i = 0; i < m->n_stored_fds; i++)
                 if (m->stored_fds[i].fd >= 0) {
                         char msg[128];
 
-                        log_info("Dropping stored fd %s: no command owns it.", m->stored_fds[i].name);
+                        log_info("Dropping stored fd %s: no command or session owns it.", m->stored_fds[i].name);
                         m->stored_fds[i].fd = safe_close(m->stored_fds[i].fd);
                         snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", m->stored_fds[i].name);
                         (void) sd_notify(false, msg);
@@ -393,8 +400,9 @@ static int setup_sockets(Manager *m, const char *listen_path) {
                 bool is_unix;
 
                 if (names && names[i] && (startswith(names[i], "out-") || startswith(names[i], "err-") ||
-                                           startswith(names[i], "in-"))) {
-                        /* A pipe end of a running command, kept by systemd across our restart. */
+                                           startswith(names[i], "in-") || startswith(names[i], "proxy-"))) {
+                        /* A pipe end of a running command or a session's proxy socket, kept by
+                         * systemd across our restart. */
                         StoredFd *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(StoredFd));
                         if (!a) {
                                 r = log_oom();

@@ -78,6 +78,8 @@ bool manager_is_idle(Manager *m);
 
 /* Hands over (and forgets) the stored fds of command <sid>-<n>: stdout, stderr, stdin. */
 void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]);
+/* The stored fd of that name, or -EBADF */
+int manager_take_stored_fd(Manager *m, const char *name);
 
 Session *manager_find_session(Manager *m, const char *id);
 /* The active session of scope (tenant as scope_tenant() gives it, user, workspace). */

@@ -125,8 +125,10 @@ static char **strv_from_json(json_object *a) {
         l = calloc(n + 1, sizeof(char *));
         for (size_t i = 0, k = 0; l && i < n; i++) {
                 const char *v = json_object_get_string(json_object_array_get_idx(a, i));
+                char pattern[HOST_NAME_MAX_LEN + 3];
 
-                if (v && domain_pattern_is_valid(v) && !(l[k++] = strdup(v))) {
+                /* in today's canonical form: a record may be older than it */
+                if (v && domain_pattern_normalize(v, pattern) >= 0 && !(l[k++] = strdup(pattern))) {
                         strv_free(l);
                         return NULL;
                 }
@@ -548,7 +550,11 @@ Session *session_free(Session *s) {
                 manager_check_idle(s->manager);
         }
 
-        proxy_listener_free(s->proxy);
+        /* Only sandboxd's exit frees a live session: the next sandboxd takes its proxy socket over. */
+        if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING)
+                proxy_listener_free(s->proxy);
+        else
+                proxy_listener_close(s->proxy);
         sd_bus_slot_unref(s->start_slot);
         sd_bus_slot_unref(s->freeze_slot);
         sd_event_source_disable_unref(s->expiry_timer);
@@ -670,7 +676,7 @@ static void session_closing_step(Session *s) {
         r = systemd_stop_unit_async(s->manager->bus, s->slice, on_slice_stopped, s);
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
-        s->proxy = proxy_listener_free(s->proxy);
+        s->proxy = proxy_listener_close(s->proxy);
         (void) store_rm_rf(s->userdb_dir);
 
         s->state = SESSION_CLOSED;
@@ -1048,9 +1054,10 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
 
         log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
                  session_state_to_string(s->state), session_count_running(s));
-        if (s->state == SESSION_ACTIVE) {
+        if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING) {
                 /* Only the listener: manager_recover() starts the units that are missing,
-                 * once it has asked PID 1 which exist. */
+                 * once it has asked PID 1 which exist. (A closing session's too: closing
+                 * removes its socket.) */
                 r = session_listen_proxy(s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to set up the egress proxy of session %s, ignoring: %m", s->id);
