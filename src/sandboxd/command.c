@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -10,6 +12,7 @@
 #include "encoding.h"
 #include "command.h"
 #include "exec-env.h"
+#include "proxy.h"
 #include "command-dbus.h"
 #include "io-util.h"
 #include "log.h"
@@ -53,6 +56,52 @@ static void fdstore_remove(Command *c, unsigned which) {
 }
 
 /* --- records ----------------------------------------------------------------- */
+
+/* Mode host: IPAddressDeny= of the config and every address of this host, so that its
+ * services on any of them are no nearer than on loopback (which the config denies). From
+ * the kernel's local routing table (host-addresses.c); in the moment before its first read
+ * after a start, from the interfaces. */
+static int host_mode_deny(Manager *m, AddressRange **ret, size_t *ret_n) {
+        _cleanup_free_ AddressRange *l = NULL;
+        const AddressRange *host;
+        size_t n = m->config.n_ip_deny, n_host;
+        struct ifaddrs *ifa = NULL;
+
+        if (host_addresses_get(proxy_host_addresses(m->proxy), &host, &n_host) < 0) {
+                host = NULL;
+                n_host = 0;
+                if (getifaddrs(&ifa) < 0)
+                        return -errno;
+                for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+                        n_host++;
+        }
+        l = calloc(n + n_host + 1, sizeof(AddressRange));
+        if (!l) {
+                freeifaddrs(ifa);
+                return -ENOMEM;
+        }
+        if (n > 0)
+                memcpy(l, m->config.ip_deny, n * sizeof(AddressRange));
+        if (host) {
+                memcpy(l + n, host, n_host * sizeof(AddressRange));
+                n += n_host;
+        }
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                l[n] = (AddressRange) { .family = i->ifa_addr->sa_family,
+                                        .prefixlen = i->ifa_addr->sa_family == AF_INET ? 32 : 128 };
+                if (i->ifa_addr->sa_family == AF_INET)
+                        memcpy(l[n].addr, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, 4);
+                else
+                        memcpy(l[n].addr, &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, 16);
+                n++;
+        }
+        freeifaddrs(ifa);
+        *ret = TAKE_PTR(l);
+        *ret_n = n;
+        return 0;
+}
 
 /* <runtime>/exec/<sid>-<n>.env: the command line and environment PID 1 hands sandboxd-exec.
  * Root's alone, and commands cannot see <runtime> at all; it goes with the command's end. */
@@ -738,6 +787,8 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL,
                                  **cg_tmpfs = NULL, **cg_binds = NULL;
         _cleanup_free_ char *cg_parent = NULL;
+        _cleanup_free_ AddressRange *ip_deny = NULL;
+        size_t n_ip_deny = 0;
         _cleanup_free_ char *proxy_socket = NULL;
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, in_fd = -EBADF;
         char statedir_ws[256], statedir_home[256], statedir_tmp[256], env_file[PATH_MAX];
@@ -776,6 +827,11 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         r = cgroup_session_view(cg_parent, s->slice, &cg_tmpfs, &cg_binds);
         if (r < 0)
                 return log_error_errno(r, "Failed to look at the cgroup file systems: %m");
+        if (s->network == NETWORK_HOST) {
+                r = host_mode_deny(m, &ip_deny, &n_ip_deny);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to list this host's addresses: %m");
+        }
         if (s->network == NETWORK_PROXY) {
                 r = systemd_proxy_unit_names(s->id, &proxy_socket, NULL);
                 if (r < 0)
@@ -883,8 +939,8 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .proxy_socket_unit = proxy_socket,
                 .ip_allow = m->config.ip_allow,
                 .n_ip_allow = m->config.n_ip_allow,
-                .ip_deny = m->config.ip_deny,
-                .n_ip_deny = m->config.n_ip_deny,
+                .ip_deny = ip_deny,
+                .n_ip_deny = n_ip_deny,
                 .inaccessible_paths = inaccessible,
                 .cgroup_tmpfs = cg_tmpfs,
                 .userdb_dir = s->userdb_dir,

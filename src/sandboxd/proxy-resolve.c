@@ -191,6 +191,10 @@ fail:
         return k;
 }
 
+HostAddresses *proxy_resolver_host_addresses(ProxyResolver *r) {
+        return r ? r->host : NULL;
+}
+
 ProxyResolver *proxy_resolver_free(ProxyResolver *r) {
         if (!r)
                 return NULL;

@@ -3,6 +3,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "host-addresses.h"
 #include "net-policy.h"
 
 /* Name resolution and the address policy of the egress proxy: names are looked up in
@@ -24,6 +25,8 @@ typedef void (*ProxyLookupFn)(int error, const NetAddress *addrs, size_t n, void
 
 int proxy_resolver_new(sd_event *e, ProxyResolver **ret);
 ProxyResolver *proxy_resolver_free(ProxyResolver *r);
+/* This host's own addresses, as the resolver keeps them (NULL: none yet). */
+HostAddresses *proxy_resolver_host_addresses(ProxyResolver *r);
 
 /* Looks up a name (NetHost.text of a name, never an address literal), without the search
  * domains of resolv.conf: "intranet" is not tried as "intranet.example.com", nor

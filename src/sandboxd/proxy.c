@@ -735,6 +735,10 @@ int proxy_new(Manager *m, Proxy **ret) {
         return 0;
 }
 
+HostAddresses *proxy_host_addresses(Proxy *p) {
+        return p ? proxy_resolver_host_addresses(p->resolver) : NULL;
+}
+
 Proxy *proxy_free(Proxy *p) {
         if (!p)
                 return NULL;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "host-addresses.h"
 #include "manager.h"
 
 /* The egress proxy of sessions in network mode "proxy".
@@ -25,6 +26,8 @@ typedef struct ProxyListener ProxyListener;
 int proxy_new(Manager *m, Proxy **ret);
 Proxy *proxy_free(Proxy *p);
 unsigned proxy_count_connections(Proxy *p);
+/* This host's own addresses (host-addresses.h), which mode host denies too. */
+HostAddresses *proxy_host_addresses(Proxy *p);
 
 /* <runtime>/proxy/<sid>: the directory systemd-socket-proxyd gets bound. */
 int proxy_session_dir(Manager *m, const char *session_id, char **ret);

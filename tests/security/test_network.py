@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from conftest import (HOST_ADDR, PROXY_PORT, SERVER_ADDR, SERVER_BODY, SERVER_PORT, LOOPBACK_BODY, TENANT, Api,
+from conftest import (HOST_ADDR, PROXY_PORT, SELF_ADDR, SERVER_ADDR, SERVER_BODY, SERVER_PORT, LOOPBACK_BODY, TENANT, Api,
                       _serve, assert_error, daemon_pid, denials, journal_cursor, journal_text_since, metric, py, run,
                       sh, sh_in, snapshot, start_command, wait_daemon_running, wait_for, wait_terminal)
 
@@ -207,6 +207,32 @@ def test_mode_host_only_for_the_config_s_tenants(api, tcp, scope, secnet):
     assert code == "200"
     code, _ = curl(tcp, sid, "--noproxy", "*", "-m", "3", "http://127.0.0.1:%d/" % secnet["loop_port"])
     assert code == "000"
+
+
+def test_mode_host_cannot_reach_the_host_s_own_addresses(api, tcp, scope, secnet):
+    """A server of the host listening on every address is as far from mode host as on
+    loopback: the host's own addresses (the kernel's local table) are denied too."""
+    user, ws = scope
+    srv = _serve("0.0.0.0", 0, "a host service\n")
+    port = srv.server_address[1]
+    try:
+        r = tcp.post("/v1/sessions", {"user": user, "workspace": ws, "network": {"mode": "host"}})
+        assert r.status == 201, r
+        sid = r.json["id"]
+        for addr in (HOST_ADDR, SELF_ADDR, "127.0.0.1"):
+            code, res = curl(tcp, sid, "--noproxy", "*", "-m", "3", "http://%s:%d/" % (addr, port))
+            assert code == "000", (addr, res)
+        # while a host that is not this one answers
+        code, _ = curl(tcp, sid, "--noproxy", "*", "http://%s:%d/" % (SERVER_ADDR, SERVER_PORT))
+        assert code == "200"
+        # the addresses are in the unit's IPAddressDeny=
+        c = start_command(tcp, sid, {"argv": ["sleep", "30"], "request_id": "deny"})
+        deny = wait_for(lambda: sh("systemctl", "show", "-p", "IPAddressDeny", c["unit"]).stdout.split("=", 1)[1].strip(),
+                        what="the unit's IPAddressDeny=")
+        assert HOST_ADDR in deny and SELF_ADDR in deny, deny
+        tcp.post("/v1/sessions/%s/commands/deny/signal" % sid, {"signal": "SIGKILL"})
+    finally:
+        srv.shutdown()
 
 
 # --- one canonical address policy (issue 10's bypasses) ---------------------------
