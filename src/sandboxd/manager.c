@@ -162,6 +162,27 @@ static int manager_recover(Manager *m) {
                         (void) sd_notify(false, msg);
                 }
 
+        /* Environment files of commands that no record says are running: nobody reads them again. */
+        snprintf(dir, sizeof(dir), "%s/exec", m->runtime_dir);
+        d = opendir(dir);
+        while (d && (de = readdir(d))) {
+                char sid[17];
+                unsigned n;
+                Session *s;
+                Command *c = NULL;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (sscanf(de->d_name, "%16[0-9a-f]-%u.env", sid, &n) == 2 && (s = manager_find_session(m, sid)))
+                        LIST_FOREACH(commands, c, s->commands)
+                                if (c->n == n)
+                                        break;
+                if (!c || !command_status_is_running(c))
+                        (void) unlinkat(dirfd(d), de->d_name, 0);
+        }
+        if (d)
+                closedir(d);
+
         /* Slices: a session's whose slice is gone is closed; a slice without session is pooled or stopped. */
         r = systemd_list_units(m->bus, "sandboxd-*.slice", &slices, NULL);
         if (r < 0)
