@@ -59,6 +59,17 @@ static void check_host(const char *s, size_t n) {
         assert(streq(proxy_policy_check_name(&p, &h), "denied_domain"));
         if (h.family != AF_UNSPEC)
                 assert(streq_ptr(proxy_policy_check_address(&p, h.family, h.addr), "denied_domain"));
+
+        /* on both allow lists: only a single label is still refused, and only a name is one */
+        {
+                ProxyPolicy a = { .allowed = denied, .session_allowed = denied };
+                const char *why = proxy_policy_check_name(&a, &h);
+
+                assert(!why || (streq(why, "single_label") && net_host_is_single_label(&h)));
+                assert(!net_host_is_single_label(&h) || h.family == AF_UNSPEC);
+                a.session_allowed = (char *[]) { NULL };
+                assert(streq_ptr(proxy_policy_check_name(&a, &h), "not_allowed"));
+        }
 }
 
 static void check_numeric(const char *s, size_t n) {

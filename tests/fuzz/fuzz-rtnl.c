@@ -38,5 +38,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 }
         }
         assert(r == 0 || r == -EBADMSG);
+
+        /* our own request reads back as one message, not a route */
+        if (size >= 5) {
+                uint8_t req[RTNL_DUMP_REQUEST_MAX];
+                uint32_t seq;
+                size_t n;
+
+                memcpy(&seq, data + 1, sizeof(seq));
+                n = rtnl_route_dump_request(data[0], seq, req, data[0] % 2 ? sizeof(req) : data[0] % 32);
+                if (n > 0) {
+                        p = req;
+                        left = n;
+                        assert(rtnl_message_next(&p, &left, &m) == 1 && left == 0);
+                        assert(m.type == RTM_GETROUTE && m.seq == seq && !m.has_route);
+                }
+        }
         return 0;
 }
