@@ -80,6 +80,7 @@ STREAM_ARGV = ["/usr/bin/python3", "-c",
 BASE_PARENT_SLICE = "sbxbench.slice"
 BASE_SLICE = "sbxbench-run.slice"
 BASE_USER = "sbx-bench"
+BASE_USERDB = "/run/sbxbench-userdb"
 
 ERRORS = []
 LOCK = threading.Lock()
@@ -143,7 +144,7 @@ def command_properties(user, workspace, home, tmp, statedirs, runtime_max_sec, t
         ("CapabilityBoundingSet", ""),
         ("AmbientCapabilities", ""),
         ("SystemCallFilter", "@system-service"),
-        ("SystemCallFilter", "~@privileged"),
+        ("SystemCallFilter", "~@privileged io_uring_setup io_uring_enter io_uring_register"),
         ("SystemCallErrorNumber", "EPERM"),
         ("SystemCallArchitectures", "native"),
         ("RestrictNamespaces", "yes"),
@@ -164,9 +165,34 @@ def command_properties(user, workspace, home, tmp, statedirs, runtime_max_sec, t
         ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
         ("IPAddressDeny", "any"),
         # config_builtin_inaccessible in src/sandboxd/config.c
-        ("InaccessiblePaths", "-/etc/ssh -/etc/sandboxd -/run/dbus -/run/sandboxd -/var/lib/sandboxd/sessions"),
+        ("InaccessiblePaths", "-/etc/ssh -/etc/sandboxd -/run/dbus -/run/sandboxd -/var/lib/sandboxd/sessions "
+                              "-/run/systemd/transient -/run/systemd/units -/run/systemd/dynamic-uid "
+                              "-/run/systemd/journal -/run/systemd/io.system.ManagedOOM"),
+        ("TemporaryFileSystem", "/dev/shm:mode=1777,nosuid,nodev"),
+        ("TemporaryFileSystem", "/run/lock:ro"),
+        # the session's user records instead of PID 1's userdb socket
+        ("TemporaryFileSystem", "/run/systemd/userdb:ro,mode=0755"),
+        ("BindReadOnlyPaths", BASE_USERDB + ":/run/userdb"),
     ]
+    # what a command sees of the cgroup file systems: its own slice (cgroup_session_view())
+    for tmpfs, bind in cgroup_view(BASE_PARENT_SLICE, BASE_SLICE):
+        props.append(("TemporaryFileSystem", tmpfs + ":ro,mode=0755"))
+        props.append(("BindReadOnlyPaths", "-%s:%s" % (bind, bind)))
     return props, env
+
+
+def cgroup_view(parent_slice, slice_name):
+    """[(tmpfs, bind)] per cgroup hierarchy, as src/sandboxd/cgroup.c computes them."""
+    root = subprocess.run(["busctl", "get-property", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                           "org.freedesktop.systemd1.Manager", "ControlGroup"], capture_output=True,
+                          text=True).stdout.split('"')[1].rstrip("/")
+    parent = "%s/%s" % (root, parent_slice)
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        hierarchies = ["/sys/fs/cgroup"]
+    else:
+        hierarchies = ["/sys/fs/cgroup/" + d for d in sorted(os.listdir("/sys/fs/cgroup"))
+                       if os.path.isdir("/sys/fs/cgroup/" + d) and not os.path.islink("/sys/fs/cgroup/" + d)]
+    return [(h + parent, "%s%s/%s" % (h, parent, slice_name)) for h in hierarchies if os.path.isdir(h + parent)]
 
 
 def slice_properties(limits):
@@ -296,6 +322,7 @@ class Baseline:
         return t1 - t0, t1 - (t_first or t0)
 
     def start_slices(self):
+        os.makedirs(BASE_USERDB, mode=0o755, exist_ok=True)
         busctl_start(BASE_PARENT_SLICE, [("Description", "s", "sandboxd bench baseline"),
                                          ("MemoryAccounting", "b", "true"), ("CPUAccounting", "b", "true"),
                                          ("TasksAccounting", "b", "true"), ("IOAccounting", "b", "true")])

@@ -13,7 +13,10 @@
 #include <signal.h>
 #include <systemd/sd-bus.h>
 
+#include <fcntl.h>
+
 #include "backend.h"
+#include "io-util.h"
 #include "log.h"
 
 #define BUS_NAME "io.sandboxd.sandbox1"
@@ -173,6 +176,8 @@ static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
                 { ERROR_PREFIX "SessionNotActive", SANDBOXD_ERROR_CONFLICT, -EBUSY, "session_not_active" },
                 { ERROR_PREFIX "SessionStarting", SANDBOXD_ERROR_CONFLICT, -EBUSY, "session_starting" },
                 { ERROR_PREFIX "CommandNotRunning", SANDBOXD_ERROR_CONFLICT, -EBUSY, "not_running" },
+                { ERROR_PREFIX "NotPurged", SANDBOXD_ERROR_CONFLICT, -EBUSY, "not_purged" },
+                { ERROR_PREFIX "PurgeFailed", SANDBOXD_ERROR_SERVER, -EPROTO, "purge_failed" },
                 { ERROR_PREFIX "Draining", SANDBOXD_ERROR_UNAVAILABLE, -EAGAIN, "draining" },
                 { ERROR_PREFIX "SystemdFailed", SANDBOXD_ERROR_SYSTEMD, -EREMOTEIO, "systemd_failed" },
                 { SD_BUS_ERROR_ACCESS_DENIED, SANDBOXD_ERROR_FORBIDDEN, -EPERM, "forbidden" },
@@ -874,7 +879,8 @@ static int dbus_session_freeze(Backend *b, const char *id, bool freeze, sandboxd
 
 /* --- commands ---------------------------------------------------------------------------- */
 
-static int append_exec_options(sd_bus_message *m, const ExecSpec *spec, bool own_output) {
+/* out_fd/err_fd: where the command writes (-1: sandboxd keeps the output) */
+static int append_exec_options(sd_bus_message *m, const ExecSpec *spec, int out_fd, int err_fd) {
         int r;
 
         r = sd_bus_message_open_container(m, 'a', "{sv}");
@@ -910,19 +916,17 @@ static int append_exec_options(sd_bus_message *m, const ExecSpec *spec, bool own
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
         }
-        if (r >= 0 && own_output) {
-                /* the command writes straight into our stdout and stderr */
-                r = sd_bus_message_append(m, "{sv}", "stdout", "h", STDOUT_FILENO);
-                if (r >= 0)
-                        r = sd_bus_message_append(m, "{sv}", "stderr", "h", STDERR_FILENO);
-        }
+        if (r >= 0 && out_fd >= 0)
+                r = sd_bus_message_append(m, "{sv}", "stdout", "h", out_fd);
+        if (r >= 0 && err_fd >= 0)
+                r = sd_bus_message_append(m, "{sv}", "stderr", "h", err_fd);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;
 }
 
-static int exec_call(DbusBackend *d, const char *session, const ExecSpec *spec, bool own_output, char **ret_rid,
-                     char **ret_path) {
+static int exec_call(DbusBackend *d, const char *session, const ExecSpec *spec, int out_fd, int err_fd,
+                     char **ret_rid, char **ret_path) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *m = NULL, *reply = NULL;
         const char *rid, *path;
@@ -934,7 +938,7 @@ static int exec_call(DbusBackend *d, const char *session, const ExecSpec *spec, 
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, spec->argv);
         if (r >= 0)
-                r = append_exec_options(m, spec, own_output);
+                r = append_exec_options(m, spec, out_fd, err_fd);
         if (r < 0) {
                 sd_bus_message_unref(m);
                 return set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
@@ -965,7 +969,7 @@ static int dbus_exec_start(Backend *b, const char *session, const ExecSpec *spec
         int r;
 
         set_ok(d);
-        r = exec_call(d, session, spec, false, &rid, &path);
+        r = exec_call(d, session, spec, -1, -1, &rid, &path);
         if (r < 0)
                 return r;
         free(path);
@@ -1011,12 +1015,61 @@ static int set_current(DbusBackend *d, const char *session, const char *rid, con
         return d->cur_session && d->cur_request_id && d->cur_path ? 0 : -ENOMEM;
 }
 
+/* The command writes into our stdout and stderr, but never into a terminal: on one it
+ * could change our terminal's settings, push input and read what is typed after we return
+ * (sandboxd refuses a terminal anyway). A terminal gets a pipe, and we copy. */
+typedef struct Relay {
+        int target;  /* STDOUT_FILENO, STDERR_FILENO */
+        int read_fd; /* our end of the pipe; -1: none (the command has target itself), or EOF */
+        int pass_fd; /* what the command gets */
+} Relay;
+
+static int relay_open(Relay *rl, int target) {
+        int p[2];
+
+        *rl = (Relay) { .target = target, .read_fd = -1, .pass_fd = target };
+        if (!isatty(target))
+                return 0;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        (void) fcntl(p[0], F_SETFL, O_NONBLOCK);
+        rl->read_fd = p[0];
+        rl->pass_fd = p[1];
+        return 0;
+}
+
+/* Copies what is there; closes our end at EOF. */
+static void relay_copy(Relay *rl) {
+        char buf[65536];
+
+        while (rl->read_fd >= 0) {
+                ssize_t n = read(rl->read_fd, buf, sizeof(buf));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0 || loop_write(rl->target, buf, (size_t) n) < 0) {
+                        rl->read_fd = safe_close(rl->read_fd);
+                        return;
+                }
+        }
+}
+
+static void relay_close(Relay *rl) {
+        relay_copy(rl);
+        rl->read_fd = safe_close(rl->read_fd);
+        if (rl->pass_fd != rl->target)
+                rl->pass_fd = safe_close(rl->pass_fd);
+}
+
 static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, backend_event_fn fn, void *userdata,
                          sandboxd_result **ret) {
         DbusBackend *d = dbus(b);
         sd_bus_slot *slot = NULL;
         char *rid = NULL, *path = NULL;
         Waiter w = {};
+        Relay relay[2] = { { .read_fd = -1, .pass_fd = -1 }, { .read_fd = -1, .pass_fd = -1 } };
         bool terminal = false;
         int r;
 
@@ -1034,7 +1087,17 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
         if (r < 0)
                 return set_error(d, SANDBOXD_ERROR_TRANSPORT, r, "", "cannot subscribe to CommandFinished: %s",
                                  strerror(-r));
-        r = exec_call(d, session, spec, true, &rid, &path);
+        r = relay_open(&relay[0], STDOUT_FILENO);
+        if (r >= 0)
+                r = relay_open(&relay[1], STDERR_FILENO);
+        if (r < 0) {
+                r = set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot create a pipe: %s", strerror(-r));
+                goto finish;
+        }
+        r = exec_call(d, session, spec, relay[0].pass_fd, relay[1].pass_fd, &rid, &path);
+        for (size_t i = 0; i < ELEMENTSOF(relay); i++)
+                if (relay[i].pass_fd != relay[i].target)
+                        relay[i].pass_fd = safe_close(relay[i].pass_fd); /* the command has it now */
         if (r < 0)
                 goto finish;
         w.path = path;
@@ -1070,9 +1133,9 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
         if (r < 0)
                 goto finish;
         while (!terminal && !w.finished) {
-                struct pollfd p[2];
+                struct pollfd p[4];
                 uint64_t until;
-                int timeout = 2000, n = 1;
+                int timeout = 2000, n = 1, wake = -1;
 
                 r = sd_bus_process(d->bus, NULL);
                 if (r < 0) {
@@ -1082,8 +1145,13 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
                 if (r > 0)
                         continue;
                 p[0] = (struct pollfd) { .fd = sd_bus_get_fd(d->bus), .events = sd_bus_get_events(d->bus) };
-                if (d->wakeup && d->wakeup_fd >= 0)
+                if (d->wakeup && d->wakeup_fd >= 0) {
+                        wake = n;
                         p[n++] = (struct pollfd) { .fd = d->wakeup_fd, .events = POLLIN };
+                }
+                for (size_t i = 0; i < ELEMENTSOF(relay); i++)
+                        if (relay[i].read_fd >= 0)
+                                p[n++] = (struct pollfd) { .fd = relay[i].read_fd, .events = POLLIN };
                 if (sd_bus_get_timeout(d->bus, &until) > 0 && until != UINT64_MAX) {
                         struct timespec ts;
                         uint64_t now;
@@ -1102,7 +1170,9 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
                         r = set_error(d, SANDBOXD_ERROR_LOCAL, -errno, "", "poll: %m");
                         goto finish;
                 }
-                if (n > 1 && (p[1].revents & POLLIN)) {
+                for (size_t i = 0; i < ELEMENTSOF(relay); i++)
+                        relay_copy(&relay[i]);
+                if (wake >= 0 && (p[wake].revents & POLLIN)) {
                         r = d->wakeup(b, d->wakeup_fd, d->wakeup_userdata);
                         if (r < 0) {
                                 set_error(d, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
@@ -1117,8 +1187,14 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
                         set_ok(d);
                 }
         }
+        /* what the command wrote before it ended is in the pipes by now */
+        for (size_t i = 0; i < ELEMENTSOF(relay); i++)
+                relay_close(&relay[i]);
         r = get_result_at(d, path, ret);
 finish:
+        for (size_t i = 0; i < ELEMENTSOF(relay); i++)
+                if (relay[i].target > 0)
+                        relay_close(&relay[i]);
         sd_bus_slot_unref(slot);
         free(rid);
         free(path);

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "encoding.h"
 #include "log.h"
+#include "scope.h"
 #include "validate.h"
 
 static int unhex(char c) {
@@ -64,6 +65,12 @@ int auth_parse_keys(const char *text, size_t size, ApiKey **ret, size_t *ret_n, 
                     !startswith(field[1], "sha256:")) {
                         if (ret_error)
                                 (void) asprintf(ret_error, "line %zu: expected 'TENANT sha256:<64 hex digits>'", lineno);
+                        return -EINVAL;
+                }
+                if (streq(tenant, SCOPE_TENANT_LOCAL)) {
+                        if (ret_error)
+                                (void) asprintf(ret_error, "line %zu: tenant '%s' is reserved (the local callers' scopes)",
+                                                lineno, SCOPE_TENANT_LOCAL);
                         return -EINVAL;
                 }
 

@@ -149,12 +149,19 @@ int bus_request_read_session(sd_bus_message *m, SessionRequest *ret, RequestErro
 
 /* --- Exec and Run ------------------------------------------------------------------------- */
 
-static int read_fd(sd_bus_message *m, int *ret) {
+static int read_fd(sd_bus_message *m, const char *key, int *ret, RequestError *e) {
         int fd, r;
 
         r = sd_bus_message_read(m, "h", &fd);
         if (r < 0)
                 return r;
+        /* Untrusted code never gets a caller's terminal: on one it could turn echo off, push
+         * input (TIOCSTI) and read what is typed after the call returns (bubblewrap's
+         * CVE-2017-5226). Either end of a pseudo-terminal answers isatty(). */
+        if (isatty(fd))
+                return request_error(e, "invalid_value",
+                                     "Option '%s' is a terminal: commands never get a caller's terminal, pass a pipe.",
+                                     key);
         /* The message owns its fd: a copy of our own, which the request then owns. */
         fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
@@ -247,7 +254,7 @@ int bus_request_read_command_options(sd_bus_message *m, CommandRequest *req, Req
                         seen_stdin = true;
                         r = enter_option(m, key, fd ? "h" : "ay", e);
                         if (r >= 0 && fd) {
-                                r = read_fd(m, &req->stdin_fd);
+                                r = read_fd(m, key, &req->stdin_fd, e);
                                 if (r >= 0)
                                         req->stdin_mode = STDIN_FD;
                         } else if (r >= 0) {
@@ -267,7 +274,7 @@ int bus_request_read_command_options(sd_bus_message *m, CommandRequest *req, Req
                                 return request_error(e, "invalid_value", "Option '%s' is given twice.", key);
                         r = enter_option(m, key, "h", e);
                         if (r >= 0)
-                                r = read_fd(m, out ? &req->stdout_fd : &req->stderr_fd);
+                                r = read_fd(m, key, out ? &req->stdout_fd : &req->stderr_fd, e);
                         if (r >= 0) {
                                 if (out)
                                         req->has_stdout_fd = true;

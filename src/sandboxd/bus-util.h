@@ -27,6 +27,8 @@
 #define BUS_ERROR_COMMAND_NOT_RUNNING BUS_ERROR_PREFIX "CommandNotRunning"
 #define BUS_ERROR_SYSTEMD_FAILED BUS_ERROR_PREFIX "SystemdFailed"
 #define BUS_ERROR_BUSY BUS_ERROR_PREFIX "Busy"
+#define BUS_ERROR_PURGE_FAILED BUS_ERROR_PREFIX "PurgeFailed"
+#define BUS_ERROR_NOT_PURGED BUS_ERROR_PREFIX "NotPurged"
 
 /* The error of a RequestError (the codes the HTTP API sends in "error.code"), or, without
  * a code, of errno r. Returns a negative errno, like sd_bus_error_set(). */

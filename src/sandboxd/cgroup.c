@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "cgroup.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 
@@ -98,4 +101,79 @@ int cgroup_read_oom_counter(const char *cgroup, uint64_t *ret) {
         if (cgroup_layout() == CGROUP_UNIFIED)
                 return read_keyed_file(CGROUP_ROOT, cgroup, "memory.events", "oom_kill", ret);
         return read_u64_file(CGROUP_ROOT "/memory", cgroup, "memory.failcnt", ret);
+}
+
+static int strv_push(char ***l, size_t *n, char *s) {
+        char **nl;
+
+        if (!s)
+                return -ENOMEM;
+        nl = realloc(*l, (*n + 2) * sizeof(char *));
+        if (!nl) {
+                free(s);
+                return -ENOMEM;
+        }
+        nl[(*n)++] = s;
+        nl[*n] = NULL;
+        *l = nl;
+        return 0;
+}
+
+static int view_add(const char *hierarchy, const char *parent, const char *child, char ***tmpfs, size_t *n_tmpfs,
+                    char ***binds, size_t *n_binds) {
+        char *p = NULL, *c = NULL;
+        struct stat st;
+        int r;
+
+        if (asprintf(&p, "%s%s", hierarchy, parent) < 0)
+                return -ENOMEM;
+        if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                free(p);
+                return 0; /* not realised in this hierarchy: nothing of any session there */
+        }
+        if (asprintf(&c, "%s/%s", p, child) < 0) {
+                free(p);
+                return -ENOMEM;
+        }
+        r = strv_push(tmpfs, n_tmpfs, p);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        return strv_push(binds, n_binds, c);
+}
+
+int cgroup_session_view(const char *parent, const char *child, char ***ret_tmpfs, char ***ret_binds) {
+        _cleanup_strv_free_ char **tmpfs = NULL, **binds = NULL;
+        _cleanup_(closedirp) DIR *d = NULL;
+        size_t n_tmpfs = 0, n_binds = 0;
+        struct dirent *de;
+        int r = 0;
+
+        if (!parent || parent[0] != '/' || !child || strchr(child, '/'))
+                return -EINVAL;
+
+        if (cgroup_layout() == CGROUP_UNIFIED)
+                r = view_add(CGROUP_ROOT, parent, child, &tmpfs, &n_tmpfs, &binds, &n_binds);
+        else {
+                d = opendir(CGROUP_ROOT);
+                if (!d)
+                        return -errno;
+                /* Each mounted hierarchy is a directory; "cpu" -> "cpu,cpuacct" links are not. */
+                while (r >= 0 && (de = readdir(d))) {
+                        char h[sizeof(CGROUP_ROOT) + 256];
+
+                        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                                continue;
+                        snprintf(h, sizeof(h), CGROUP_ROOT "/%s", de->d_name);
+                        r = view_add(h, parent, child, &tmpfs, &n_tmpfs, &binds, &n_binds);
+                }
+        }
+        if (r < 0)
+                return r;
+        if ((!tmpfs && !(tmpfs = calloc(1, sizeof(char *)))) || (!binds && !(binds = calloc(1, sizeof(char *)))))
+                return -ENOMEM;
+        *ret_tmpfs = TAKE_PTR(tmpfs);
+        *ret_binds = TAKE_PTR(binds);
+        return 0;
 }

@@ -29,3 +29,10 @@ int cgroup_read_usage(const char *cgroup, CgroupUsage *ret);
 /* How often the memory limit of this cgroup was hit (v1 memory.failcnt), or how many OOM
  * kills happened below it (v2 memory.events oom_kill). */
 int cgroup_read_oom_counter(const char *cgroup, uint64_t *ret);
+
+/* What a command sees of the cgroup file systems: its session's cgroups and no other
+ * session's. For every hierarchy under /sys/fs/cgroup (each v1 controller and the v2
+ * one; /sys/fs/cgroup itself on a pure v2 host) in which `parent` exists: an empty
+ * tmpfs over <hierarchy><parent> (*ret_tmpfs), and <hierarchy><parent>/<child> bound back
+ * read-only at its place (*ret_binds). `parent` is a ControlGroup= value, child one name. */
+int cgroup_session_view(const char *parent, const char *child, char ***ret_tmpfs, char ***ret_binds);

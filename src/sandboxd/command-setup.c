@@ -3,12 +3,10 @@
 /* What a command request needs checked against its session before a unit is built:
  * the executable, the working directory, the environment. */
 
-#include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "command.h"
+#include "files.h"
 #include "session.h"
 #include "validate.h"
 
@@ -38,24 +36,6 @@ int find_executable(const char *name, const char *path, char **ret) {
         return -ENOENT;
 }
 
-/* The cwd must name a directory that resolves beneath the workspace on the host, symlinks
- * included: openat2(RESOLVE_BENEATH) decides, not string checks alone. */
-static int check_cwd_beneath(const char *workspace_host, const char *rel) {
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-        };
-        _cleanup_close_ int top = -EBADF, fd = -EBADF;
-
-        top = open(workspace_host, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (top < 0)
-                return -errno;
-        fd = (int) syscall(SYS_openat2, top, rel, &how, sizeof(how));
-        if (fd < 0)
-                return -errno;
-        return 0;
-}
-
 int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e) {
         _cleanup_free_ char *rel = NULL;
         int r;
@@ -76,7 +56,8 @@ int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e
 
         if (rel[0] != 0) {
                 /* On the host the workspace of a dynamic user lives below /var/lib/private. */
-                r = check_cwd_beneath(s->workspace_host_dir, rel);
+                /* symlinks included: openat2(RESOLVE_BENEATH) decides, not string checks alone */
+                r = workspace_check_dir_beneath(s->workspace_host_dir, rel);
                 if (r == -EXDEV || r == -ELOOP) {
                         e->code = "invalid_path";
                         snprintf(e->message, sizeof(e->message), "cwd resolves outside the workspace.");

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -9,10 +11,13 @@
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
+#include "exec-env.h"
+#include "proxy.h"
 #include "command-dbus.h"
 #include "io-util.h"
 #include "log.h"
 #include "ndjson.h"
+#include "scope.h"
 #include "session.h"
 #include "store.h"
 #include "time-util.h"
@@ -65,6 +70,95 @@ static void fdstore_remove(Command *c, unsigned which) {
 }
 
 /* --- records ----------------------------------------------------------------- */
+
+/* Mode host: IPAddressDeny= of the config and every address of this host, so that its
+ * services on any of them are no nearer than on loopback (which the config denies). From
+ * the kernel's local routing table (host-addresses.c); in the moment before its first read
+ * after a start, from the interfaces. */
+static int host_mode_deny(Manager *m, AddressRange **ret, size_t *ret_n) {
+        _cleanup_free_ AddressRange *l = NULL;
+        const AddressRange *host;
+        size_t n = m->config.n_ip_deny, n_host;
+        struct ifaddrs *ifa = NULL;
+
+        if (host_addresses_get(proxy_host_addresses(m->proxy), &host, &n_host) < 0) {
+                host = NULL;
+                n_host = 0;
+                if (getifaddrs(&ifa) < 0)
+                        return -errno;
+                for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+                        n_host++;
+        }
+        l = calloc(n + n_host + 1, sizeof(AddressRange));
+        if (!l) {
+                freeifaddrs(ifa);
+                return -ENOMEM;
+        }
+        if (n > 0)
+                memcpy(l, m->config.ip_deny, n * sizeof(AddressRange));
+        if (host) {
+                memcpy(l + n, host, n_host * sizeof(AddressRange));
+                n += n_host;
+        }
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                l[n] = (AddressRange) { .family = i->ifa_addr->sa_family,
+                                        .prefixlen = i->ifa_addr->sa_family == AF_INET ? 32 : 128 };
+                if (i->ifa_addr->sa_family == AF_INET)
+                        memcpy(l[n].addr, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, 4);
+                else
+                        memcpy(l[n].addr, &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, 16);
+                n++;
+        }
+        freeifaddrs(ifa);
+        *ret = TAKE_PTR(l);
+        *ret_n = n;
+        return 0;
+}
+
+/* <runtime>/exec/<sid>-<n>.env: the command line and environment PID 1 hands sandboxd-exec.
+ * Root's alone, and commands cannot see <runtime> at all; it goes with the command's end. */
+static int exec_env_path(Command *c, char *buf, size_t n) {
+        return snprintf(buf, n, "%s/exec/%s-%u.env", c->session->manager->runtime_dir, c->session->id, c->n) < (int) n
+                       ? 0
+                       : -ENAMETOOLONG;
+}
+
+static int exec_env_write(Command *c, const char *exe, char * const *argv, char * const *env, char *path, size_t n) {
+        _cleanup_close_ int fd = -EBADF;
+        char dir[PATH_MAX];
+        Buf b = {};
+        int r;
+
+        snprintf(dir, sizeof(dir), "%s/exec", c->session->manager->runtime_dir);
+        r = store_mkdir_p(dir, 0700);
+        if (r < 0)
+                return r;
+        r = exec_env_path(c, path, n);
+        if (r < 0)
+                return r;
+        r = exec_env_format(&b, exe, argv, env);
+        if (r < 0)
+                goto finish;
+        (void) unlink(path); /* a leftover of a command with this number that never started */
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                r = -errno;
+                goto finish;
+        }
+        r = loop_write(fd, b.data ?: "", b.len);
+finish:
+        buf_done(&b);
+        return r;
+}
+
+static void exec_env_remove(Command *c) {
+        char path[PATH_MAX];
+
+        if (exec_env_path(c, path, sizeof(path)) >= 0)
+                (void) unlink(path);
+}
 
 static int command_record_path(Command *c, char *buf, size_t n) {
         return snprintf(buf, n, "%s/sessions/%s/%u.json", c->session->manager->state_dir, c->session->id, c->n) <
@@ -373,6 +467,7 @@ static void command_set_result(Command *c, const CommandResult *res) {
                 fdstore_remove(c, st);
         }
         stdin_close(c, -EPIPE);
+        exec_env_remove(c);
 
         (void) command_save(c);
         if (m->n_running > 0)
@@ -431,6 +526,14 @@ static void command_lose(Command *c, const char *reason) {
 
 static void refresh_state(Command *c);
 
+/* Its sandboxd-exec waits until the user record of the uid PID 1 gave the unit is there:
+ * the uid exists once the unit's process set it up, so look at every change until then. */
+static void note_user(Command *c) {
+        if (c->user_recorded || !(streq(c->state.active_state, "activating") || streq(c->state.active_state, "active")))
+                return;
+        c->user_recorded = session_userdb_update(c->session) >= 0;
+}
+
 static void note_running(Command *c) {
         if (c->unit_running || !(streq(c->state.active_state, "activating") || streq(c->state.active_state, "active") ||
                                  streq(c->state.active_state, "deactivating")))
@@ -454,6 +557,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
                         log_warning_errno(r, "Failed to parse state of %s, ignoring: %m", c->unit);
                 observe_usage(c);
         }
+        note_user(c);
 
         if (command_status_is_running(c) && unit_state_is_done(&c->state)) {
                 command_finish(c);
@@ -542,6 +646,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 return 0;
         }
         note_running(c);
+        note_user(c);
         if (unit_state_is_done(&c->state))
                 finish_after_final_read(c);
         else if (c->state.job_id != 0 &&
@@ -693,10 +798,14 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                   RequestError *e) {
         Manager *m = s->manager;
         _cleanup_free_ char *cwd = NULL, *exe = NULL, *description = NULL;
-        _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL;
+        _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL,
+                                 **cg_tmpfs = NULL, **cg_binds = NULL;
+        _cleanup_free_ char *cg_parent = NULL;
+        _cleanup_free_ AddressRange *ip_deny = NULL;
+        size_t n_ip_deny = 0;
         _cleanup_free_ char *proxy_socket = NULL;
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, in_fd = -EBADF;
-        char statedir_ws[256], statedir_home[256], statedir_tmp[256];
+        char statedir_ws[256], statedir_home[256], statedir_tmp[256], env_file[PATH_MAX];
         Command *c;
         int r;
 
@@ -727,6 +836,16 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         r = command_build_paths(&m->config, &inaccessible, &read_only, &read_write);
         if (r < 0)
                 return r;
+        if (asprintf(&cg_parent, "%s/" SANDBOXD_SLICE, m->cgroup_root ?: "") < 0)
+                return -ENOMEM;
+        r = cgroup_session_view(cg_parent, s->slice, &cg_tmpfs, &cg_binds);
+        if (r < 0)
+                return log_error_errno(r, "Failed to look at the cgroup file systems: %m");
+        if (s->network == NETWORK_HOST) {
+                r = host_mode_deny(m, &ip_deny, &n_ip_deny);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to list this host's addresses: %m");
+        }
         if (s->network == NETWORK_PROXY) {
                 r = systemd_proxy_unit_names(s->id, &proxy_socket, NULL);
                 if (r < 0)
@@ -758,6 +877,11 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         r = command_open_output(c, true);
         if (r < 0)
                 goto fail;
+        r = exec_env_write(c, exe, req->argv, env, env_file, sizeof(env_file));
+        if (r < 0) {
+                log_error_errno(r, "Failed to write the environment file of %s: %m", c->unit);
+                goto fail;
+        }
 
         /* A stream the caller brought its own fd for goes there directly; we keep none of it. */
         c->caller_fd[OUTPUT_STDOUT] = req->has_stdout_fd;
@@ -801,9 +925,12 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         if (c->stdin_fd >= 0)
                 fdstore_put(c, 2, c->stdin_fd);
 
-        snprintf(statedir_ws, sizeof(statedir_ws), "sandboxd/ws/%s/%s", s->user, s->workspace);
-        snprintf(statedir_home, sizeof(statedir_home), "sandboxd/home/%s/%s", s->user, s->workspace);
-        snprintf(statedir_tmp, sizeof(statedir_tmp), "sandboxd/tmp/%s/%s", s->user, s->workspace);
+        /* StateDirectory= takes paths below /var/lib: the scope's, as scope.h lays them out */
+        snprintf(statedir_ws, sizeof(statedir_ws), "sandboxd/ws/%s/%s/%s", scope_tenant(s->tenant), s->user, s->workspace);
+        snprintf(statedir_home, sizeof(statedir_home), "sandboxd/home/%s/%s/%s", scope_tenant(s->tenant), s->user,
+                 s->workspace);
+        snprintf(statedir_tmp, sizeof(statedir_tmp), "sandboxd/tmp/%s/%s/%s", scope_tenant(s->tenant), s->user,
+                 s->workspace);
         if (asprintf(&description, "sandboxd command %s of session %s", c->request_id, s->id) < 0) {
                 r = -ENOMEM;
                 goto fail;
@@ -814,9 +941,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .slice = s->slice,
                 .description = description,
                 .user = s->dynamic_user,
-                .executable = exe,
-                .argv = req->argv,
-                .env = env,
+                .environment_file = env_file,
                 .working_directory = cwd,
                 .state_directories = { statedir_ws, statedir_home, statedir_tmp },
                 .runtime_max_usec = req->has_timeout ? req->timeout_ms * USEC_PER_MSEC : m->config.default_timeout_usec,
@@ -828,9 +953,12 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 .proxy_socket_unit = proxy_socket,
                 .ip_allow = m->config.ip_allow,
                 .n_ip_allow = m->config.n_ip_allow,
-                .ip_deny = m->config.ip_deny,
-                .n_ip_deny = m->config.n_ip_deny,
+                .ip_deny = ip_deny,
+                .n_ip_deny = n_ip_deny,
                 .inaccessible_paths = inaccessible,
+                .cgroup_tmpfs = cg_tmpfs,
+                .userdb_dir = s->userdb_dir,
+                .cgroup_binds = cg_binds,
                 .read_only_paths = read_only,
                 .read_write_paths = read_write,
                 .tools_directory = m->config.tools_directory,
@@ -979,6 +1107,7 @@ int command_recover(Session *s, json_object *o, Command **ret) {
 
         if (!running) {
                 output_finish(c->output);
+                exec_env_remove(c);
                 goto done;
         }
 
@@ -1133,6 +1262,7 @@ void command_remove(Command *c) {
         (void) output_remove(dir, name);
         if (command_record_path(c, path, sizeof(path)) >= 0)
                 (void) unlink(path);
+        exec_env_remove(c);
         command_free(c);
 }
 

@@ -58,6 +58,7 @@ struct Command {
         char *cgroup;                  /* ControlGroup=, kept once seen: it empties at the end */
 
         bool unit_running;    /* PID 1 forked the process: signals reach it now */
+        bool user_recorded;   /* the session's user records are those of the unit's uid */
         int pending_signal;   /* asked for before that; sent once it is so */
 
         CommandStartedFn started_fn;

@@ -54,6 +54,15 @@ const char *const config_builtin_inaccessible[] = {
         "/run/dbus",
         "/run/sandboxd",
         "/var/lib/sandboxd/sessions",
+        /* What PID 1 keeps of every unit (their files name every session, their users, their
+         * working directories), the users of other scopes (the userdb socket gets an
+         * empty directory instead: systemd.c), the journal's sockets (nothing a
+         * command logs can pass for another program's lines), and PID 1's oomd socket. */
+        "/run/systemd/transient",
+        "/run/systemd/units",
+        "/run/systemd/dynamic-uid",
+        "/run/systemd/journal",
+        "/run/systemd/io.system.ManagedOOM",
         NULL,
 };
 

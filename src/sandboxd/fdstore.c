@@ -3,10 +3,14 @@
 #include "fdstore.h"
 #include "validate.h"
 
-static const char *const kind_prefix[_FDSTORE_KIND_MAX] = {
-        [FDSTORE_STDOUT] = "out-",
-        [FDSTORE_STDERR] = "err-",
-        [FDSTORE_STDIN] = "in-",
+static const struct {
+        const char *prefix;
+        bool command; /* a command's: its number follows the session id */
+} kinds[_FDSTORE_KIND_MAX] = {
+        [FDSTORE_STDOUT] = { "out-", true },
+        [FDSTORE_STDERR] = { "err-", true },
+        [FDSTORE_STDIN] = { "in-", true },
+        [FDSTORE_PROXY] = { "proxy-", false },
 };
 
 /* A command's number as we write it: decimal, no sign, no leading zero, 1 to UINT_MAX. */
@@ -31,17 +35,20 @@ int fdstore_name_parse(const char *name, FdStoreName *ret) {
         const char *p = NULL;
 
         for (FdStoreKind k = 0; k < _FDSTORE_KIND_MAX && !p; k++)
-                if ((p = startswith(name, kind_prefix[k])))
+                if ((p = startswith(name, kinds[k].prefix)))
                         n.kind = k;
         if (!p)
                 return 0;
 
-        /* <sid>-<n>: the id is exactly 16 characters */
-        if (strnlen(p, 17) < 17 || p[16] != '-')
+        /* <sid>[-<n>]: the id is exactly 16 characters */
+        if (strnlen(p, 16) < 16)
                 return -EINVAL;
         memcpy(n.session_id, p, 16);
         n.session_id[16] = 0;
-        if (!session_id_is_valid(n.session_id) || parse_number(p + 17, &n.n) < 0)
+        if (!session_id_is_valid(n.session_id))
+                return -EINVAL;
+        p += 16;
+        if (kinds[n.kind].command ? p[0] != '-' || parse_number(p + 1, &n.n) < 0 : p[0] != 0)
                 return -EINVAL;
 
         *ret = n;
@@ -49,8 +56,12 @@ int fdstore_name_parse(const char *name, FdStoreName *ret) {
 }
 
 int fdstore_name_format(const FdStoreName *n, char ret[static FDSTORE_NAME_MAX]) {
-        if (n->kind < 0 || n->kind >= _FDSTORE_KIND_MAX || !session_id_is_valid(n->session_id) || n->n == 0)
+        if (n->kind < 0 || n->kind >= _FDSTORE_KIND_MAX || !session_id_is_valid(n->session_id) ||
+            kinds[n->kind].command != (n->n > 0))
                 return -EINVAL;
-        snprintf(ret, FDSTORE_NAME_MAX, "%s%s-%u", kind_prefix[n->kind], n->session_id, n->n);
+        if (kinds[n->kind].command)
+                snprintf(ret, FDSTORE_NAME_MAX, "%s%s-%u", kinds[n->kind].prefix, n->session_id, n->n);
+        else
+                snprintf(ret, FDSTORE_NAME_MAX, "%s%s", kinds[n->kind].prefix, n->session_id);
         return 0;
 }

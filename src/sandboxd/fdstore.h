@@ -10,6 +10,7 @@ typedef enum FdStoreKind {
         FDSTORE_STDOUT, /* out-<sid>-<n>: our end of command n's stdout pipe */
         FDSTORE_STDERR, /* err-<sid>-<n> */
         FDSTORE_STDIN,  /* in-<sid>-<n>: our end of its stdin pipe ("stdin":"stream") */
+        FDSTORE_PROXY,  /* proxy-<sid>: the listening socket of session sid's egress proxy */
         _FDSTORE_KIND_MAX,
         _FDSTORE_KIND_INVALID = -EINVAL,
 } FdStoreKind;
@@ -17,7 +18,7 @@ typedef enum FdStoreKind {
 typedef struct FdStoreName {
         FdStoreKind kind;
         char session_id[17];
-        unsigned n; /* the command's number: 1 and up */
+        unsigned n; /* the command's number, 1 and up; 0 for a session's fd */
 } FdStoreName;
 
 /* Longer than any name formatted here, NUL included. */

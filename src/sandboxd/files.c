@@ -84,6 +84,19 @@ static int resolve(int dir_fd, const char *path, int flags, int *ret_fd) {
         return 0;
 }
 
+int workspace_check_dir_beneath(const char *dir, const char *rel) {
+        _cleanup_close_ int top = -EBADF, fd = -EBADF;
+        struct stat st;
+
+        top = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (top < 0)
+                return -errno;
+        if (fstat(top, &st) < 0)
+                return -errno;
+        BECOME(st.st_uid, st.st_gid);
+        return resolve(top, rel, O_PATH | O_DIRECTORY, &fd);
+}
+
 /* A copy of a workspace-relative path without its trailing slashes, and its length. */
 static int path_copy_trimmed(const char *path, char **ret, size_t *ret_len) {
         char *p;
@@ -777,21 +790,25 @@ static void disk_usage_dir(int fd, unsigned depth, uint64_t *total) {
 }
 
 int files_disk_usage(const char *dir, uint64_t *ret) {
+        _cleanup_close_ int top = -EBADF;
         struct stat st;
         uint64_t total;
         int fd;
 
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
+        top = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (top < 0) {
                 if (errno != ENOENT)
                         return -errno;
                 *ret = 0;
                 return 0;
         }
-        if (fstat(fd, &st) < 0) {
-                safe_close(fd);
+        if (fstat(top, &st) < 0)
                 return -errno;
-        }
+        /* As the owner: what a command made unreadable to itself is not counted. */
+        BECOME(st.st_uid, st.st_gid);
+        fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
         total = (uint64_t) st.st_blocks * 512;
         disk_usage_dir(fd, 0, &total);
         *ret = total;

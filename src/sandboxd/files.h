@@ -38,6 +38,9 @@ typedef struct Workspace {
 /* Opens the workspace directory `dir` (a host path), creating it (0700, parents 0755) when
  * missing and `create` is set. */
 int workspace_open(const char *dir, bool create, Workspace *ret);
+/* 0 if rel (relative) names a directory beneath dir, resolved by the kernel as dir's owner
+ * (openat2 RESOLVE_BENEATH): -EXDEV or -ELOOP when it leads out, else -errno. */
+int workspace_check_dir_beneath(const char *dir, const char *rel);
 void workspace_close(Workspace *ws);
 
 /* The entry `path` resolves to (symlinks followed, beneath the workspace). */
@@ -84,4 +87,5 @@ int files_upload_commit(FileUpload *u, bool *ret_created, struct stat *ret_st);
 FileUpload *files_upload_free(FileUpload *u);
 
 /* Bytes allocated below dir (st_blocks * 512, symlinks not followed); 0 if it is missing. */
+/* Counted as the workspace's owner (its file-system uid). */
 int files_disk_usage(const char *dir, uint64_t *ret);

@@ -303,9 +303,6 @@ static int route_create_session(HttpRequest *r) {
                         return queue_request_error(r, ret, &e);
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         }
-        if (ret == 0 && !session_visible(r, s))
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "scope_taken",
-                                        "Another tenant has an active session for this user and workspace.");
         r->status = ret > 0 ? MHD_HTTP_CREATED : MHD_HTTP_OK;
 
         if (s->state != SESSION_STARTING)
@@ -352,8 +349,18 @@ static int route_list_sessions(HttpRequest *r) {
 
 static void on_session_closed(Session *s, int ret, void *userdata) {
         HttpRequest *r = userdata;
+        _cleanup_free_ char *msg = NULL;
 
-        if (ret < 0)
+        if (ret == -EIO) {
+                (void) asprintf(&msg, "The session is closed, but emptying its workspace failed: %s",
+                                s->purge_error ?: "?");
+                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("purge_failed", msg ?: "?"));
+        } else if (ret == -ESTALE)
+                http_complete(r, MHD_HTTP_CONFLICT,
+                              http_error_response("not_purged", "The session was closed without ?purge=true: its "
+                                                                "workspace stays. Create a session of the scope and "
+                                                                "close that one with ?purge=true."));
+        else if (ret < 0)
                 http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("internal", "The session went away."));
         else
                 http_complete(r, MHD_HTTP_OK, session_response(s));

@@ -7,6 +7,8 @@
 #include "auth.h"
 #include "http.h"
 #include "log.h"
+#include "scope.h"
+#include "validate.h"
 #include "manager.h"
 
 static const char *arg_config = SANDBOXD_CONFIG_FILE;
@@ -34,6 +36,9 @@ static int hash_key(const char *tenant) {
         char key[4096];
         size_t n;
 
+        if (tenant && (!user_name_is_valid(tenant) || streq(tenant, SCOPE_TENANT_LOCAL)))
+                return log_error_errno(-EINVAL, "Invalid tenant name '%s': ^[a-z_][a-z0-9_-]{0,31}$, and not '%s'.",
+                                       tenant, SCOPE_TENANT_LOCAL);
         if (!fgets(key, sizeof(key), stdin))
                 return log_error_errno(-EINVAL, "No key on standard input.");
         n = strcspn(key, "\r\n");
@@ -110,10 +115,9 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 /* What sandboxd keeps, and why:
- *   CAP_DAC_READ_SEARCH resolving a command's cwd inside a workspace that belongs to a
- *                       dynamic user (mode 0700), and counting a workspace's disk usage.
- *   CAP_SETUID,         the file API: each operation in a workspace runs with the file-system
- *   CAP_SETGID          uid/gid of the workspace's owner (setfsuid/setfsgid, files.c). Files
+ *   CAP_SETUID,         everything it does inside a workspace (the file API, a command's
+ *   CAP_SETGID          cwd, the disk usage) runs with the file-system uid/gid of the
+ *                       workspace's owner (setfsuid/setfsgid, files.c). Files
  *                       it writes then belong to the scope's dynamic user, and it can do there
  *                       what that user can and nothing more: no CAP_DAC_OVERRIDE or CAP_CHOWN,
  *                       no root-owned files in a sandbox, no window between creating and
@@ -126,7 +130,7 @@ static int parse_argv(int argc, char *argv[]) {
  * Unref for callers with uid 0 (it does not trust capabilities read from /proc), so root
  * without CAP_SYS_ADMIN is enough. */
 static int drop_capabilities(void) {
-        static const int keep[] = { CAP_DAC_READ_SEARCH, CAP_SETUID, CAP_SETGID };
+        static const int keep[] = { CAP_SETUID, CAP_SETGID };
         bool bounding;
         int r;
 

@@ -16,6 +16,7 @@
 #include "manager-dbus.h"
 #include "polkit.h"
 #include "validate.h"
+#include "scope.h"
 #include "session.h"
 #include "pool.h"
 #include "proxy.h"
@@ -66,6 +67,7 @@ Manager *manager_free(Manager *m) {
         free(m->stored_fds);
         free(m->state_dir);
         free(m->runtime_dir);
+        free(m->cgroup_root);
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         sd_event_source_disable_unref(m->idle_timer);
@@ -107,6 +109,13 @@ void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fd
         }
 }
 
+int manager_take_stored_fd(Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_stored_fds; i++)
+                if (m->stored_fds[i].fd >= 0 && streq_ptr(m->stored_fds[i].name, name))
+                        return TAKE_FD(m->stored_fds[i].fd);
+        return -EBADF;
+}
+
 /* After a restart: sessions and commands from their records, the units and pipes that
  * still exist, slices nobody owns. */
 static int manager_recover(Manager *m) {
@@ -116,6 +125,11 @@ static int manager_recover(Manager *m) {
         struct dirent *de;
         DIR *d;
         int r;
+
+        /* Before any record is read: the scopes' directories in today's layout. */
+        r = scope_migrate(m->state_dir, SCOPE_PUBLIC_ROOT, SCOPE_PRIVATE_ROOT);
+        if (r < 0)
+                return r;
 
         snprintf(dir, sizeof(dir), "%s/sessions", m->state_dir);
         r = store_mkdir_p(dir, 0700);
@@ -137,16 +151,37 @@ static int manager_recover(Manager *m) {
         }
         closedir(d);
 
-        /* Pipes of commands we have no record of: let systemd drop them. */
+        /* Pipes of commands and proxy sockets of sessions we have no record of: let systemd drop them. */
         for (size_t i = 0; i < m->n_stored_fds; i++)
                 if (m->stored_fds[i].fd >= 0) {
                         char msg[128];
 
-                        log_info("Dropping stored fd %s: no command owns it.", m->stored_fds[i].name);
+                        log_info("Dropping stored fd %s: no command or session owns it.", m->stored_fds[i].name);
                         m->stored_fds[i].fd = safe_close(m->stored_fds[i].fd);
                         snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", m->stored_fds[i].name);
                         (void) sd_notify(false, msg);
                 }
+
+        /* Environment files of commands that no record says are running: nobody reads them again. */
+        snprintf(dir, sizeof(dir), "%s/exec", m->runtime_dir);
+        d = opendir(dir);
+        while (d && (de = readdir(d))) {
+                char sid[17];
+                unsigned n;
+                Session *s;
+                Command *c = NULL;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (sscanf(de->d_name, "%16[0-9a-f]-%u.env", sid, &n) == 2 && (s = manager_find_session(m, sid)))
+                        LIST_FOREACH(commands, c, s->commands)
+                                if (c->n == n)
+                                        break;
+                if (!c || !command_status_is_running(c))
+                        (void) unlinkat(dirfd(d), de->d_name, 0);
+        }
+        if (d)
+                closedir(d);
 
         /* Slices: a session's whose slice is gone is closed; a slice without session is pooled or stopped. */
         r = systemd_list_units(m->bus, "sandboxd-*.slice", &slices, NULL);
@@ -213,11 +248,12 @@ Session *manager_find_session(Manager *m, const char *id) {
 
 #define IN_SET_STATE(st) ((st) == SESSION_STARTING || (st) == SESSION_ACTIVE)
 
-Session *manager_find_session_by_scope(Manager *m, const char *user, const char *workspace) {
+Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
         Session *s;
 
         LIST_FOREACH(sessions, s, m->sessions)
-                if (IN_SET_STATE(s->state) && streq(s->user, user) && streq(s->workspace, workspace))
+                if (IN_SET_STATE(s->state) && streq(s->user, user) && streq(s->workspace, workspace) &&
+                    streq(scope_tenant(s->tenant), tenant))
                         return s;
         return NULL;
 }
@@ -356,6 +392,9 @@ static int setup_bus(Manager *m) {
         r = systemd_subscribe(m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
+        r = systemd_get_manager_cgroup(m->bus, &m->cgroup_root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read systemd's control group: %m");
 
         /* The objects first: calls that activated us are dispatched as soon as the name is ours. */
         r = manager_bus_register(m);
@@ -394,7 +433,8 @@ static int setup_sockets(Manager *m, const char *listen_path) {
                         continue;
                 }
                 if (r > 0) {
-                        /* A pipe end of a running command, kept by systemd across our restart. */
+                        /* A pipe end of a running command or a session's proxy socket, kept by
+                         * systemd across our restart. */
                         StoredFd *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(StoredFd));
                         if (!a) {
                                 r = log_oom();

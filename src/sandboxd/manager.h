@@ -20,9 +20,9 @@ typedef struct BusPending BusPending;
 typedef struct Proxy Proxy;
 typedef struct ProxyListener ProxyListener;
 
-/* A pipe end systemd kept for us in the fd store while sandboxd was away. */
+/* A pipe end or proxy socket systemd kept for us in the fd store while sandboxd was away. */
 typedef struct StoredFd {
-        char *name;     /* as systemd has it: out-<sid>-<n>, err-<sid>-<n>, in-<sid>-<n> */
+        char *name;     /* as systemd has it: out-<sid>-<n>, err-<sid>-<n>, in-<sid>-<n>, proxy-<sid> */
         FdStoreName id; /* what it says */
         int fd;
 } StoredFd;
@@ -45,6 +45,7 @@ struct Manager {
         size_t n_stored_fds;
         char *state_dir;   /* $STATE_DIRECTORY, /var/lib/sandboxd */
         char *runtime_dir; /* $RUNTIME_DIRECTORY, /run/sandboxd */
+        char *cgroup_root; /* PID 1's cgroup: "" on a host (systemd_get_manager_cgroup()) */
         Metrics metrics;
         bool draining;     /* POST /v1/drain: no new work; exit once the running commands end */
         unsigned n_connections;
@@ -79,6 +80,9 @@ bool manager_is_idle(Manager *m);
 
 /* Hands over (and forgets) the stored fds of command <sid>-<n>: stdout, stderr, stdin. */
 void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]);
+/* The stored fd of that name, or -EBADF */
+int manager_take_stored_fd(Manager *m, const char *name);
 
 Session *manager_find_session(Manager *m, const char *id);
-Session *manager_find_session_by_scope(Manager *m, const char *user, const char *workspace);
+/* The active session of scope (tenant as scope_tenant() gives it, user, workspace). */
+Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "host-addresses.h"
 #include "manager.h"
-#include "net-policy.h"
 
 /* The egress proxy of sessions in network mode "proxy".
  *
@@ -15,7 +15,10 @@
  * name and every address against the policy, connects to an allowed address and relays
  * bytes both ways. Refusals are logged, counted, and reported in the event log of the
  * command (named by the proxy user name "c<N>" that its proxy URLs carry) or, when the
- * client sent none, of every running command of the session. */
+ * client sent none, of every running command of the session.
+ *
+ * Three parts: proxy-proto.c reads the protocols (no I/O), proxy-resolve.c (with
+ * host-addresses.c) resolves names and checks addresses, and this file relays. */
 
 typedef struct Proxy Proxy;
 typedef struct ProxyListener ProxyListener;
@@ -23,32 +26,17 @@ typedef struct ProxyListener ProxyListener;
 int proxy_new(Manager *m, Proxy **ret);
 Proxy *proxy_free(Proxy *p);
 unsigned proxy_count_connections(Proxy *p);
+/* This host's own addresses (host-addresses.h), which mode host denies too. */
+HostAddresses *proxy_host_addresses(Proxy *p);
 
 /* <runtime>/proxy/<sid>: the directory systemd-socket-proxyd gets bound. */
 int proxy_session_dir(Manager *m, const char *session_id, char **ret);
-/* Listens on <runtime>/proxy/<sid>/proxy.sock for the session's connections. */
+/* Listens on <runtime>/proxy/<sid>/proxy.sock for the session's connections: on the socket
+ * an earlier sandboxd left in the fd store (FDNAME=proxy-<sid>), else on a new one, which
+ * goes there. */
 int proxy_listen(Proxy *p, Session *s, ProxyListener **ret);
-/* Stops listening, ends the session's connections, removes the socket. */
+/* Stops listening and ends the session's connections; the socket, its directory and the
+ * fd store's copy stay for the next sandboxd (the relay has that directory bound). */
 ProxyListener *proxy_listener_free(ProxyListener *l);
-
-/* What a session's proxy lets through; pure, for the tests too. */
-typedef struct ProxyPolicy {
-        char * const *denied;          /* the host's baseline */
-        char * const *session_denied;  /* the session's additions */
-        char * const *allowed;         /* the host's allow list (NULL or empty: none) */
-        char * const *session_allowed; /* the session's allow list (NULL: none) */
-        const AddressRange *allowed_ranges; /* exceptions to the refused classes */
-        size_t n_allowed_ranges;
-        const AddressRange *denied_ranges;
-        size_t n_denied_ranges;
-        const AddressRange *host_addresses; /* this host's own */
-        size_t n_host_addresses;
-} ProxyPolicy;
-
-/* NULL when `host` (normalized) may be asked for, else why not: "denied_domain",
- * "not_allowed". */
-const char *proxy_policy_check_name(const ProxyPolicy *p, const char *host);
-/* NULL when sandboxd may connect to the address, else why not: "loopback",
- * "link-local", "private", "unspecified", "multicast", "reserved", "host_address",
- * "denied_address". */
-const char *proxy_policy_check_address(const ProxyPolicy *p, int family, const uint8_t addr[static 16]);
+/* The same, and the socket is gone: the session closed (or never became active). */
+ProxyListener *proxy_listener_close(ProxyListener *l);

@@ -307,6 +307,19 @@ static int method_run(sd_bus_message *call, void *userdata, sd_bus_error *error)
 static void on_closed(Session *s, int r, void *userdata) {
         BusPending *p = userdata;
 
+        if (r == -EIO) {
+                _cleanup_free_ char *msg = NULL;
+
+                (void) asprintf(&msg, "The session is closed, but emptying its workspace failed: %s",
+                                s->purge_error ?: "?");
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_PURGE_FAILED, msg ?: "?"));
+                return;
+        }
+        if (r == -ESTALE) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NOT_PURGED,
+                                                                "The session was closed without purge: its workspace stays."));
+                return;
+        }
         if (r < 0) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NO_SUCH_SESSION, "The session went away."));
                 return;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "cgroup.h"
 #include "command.h"
@@ -12,6 +14,7 @@
 #include "ndjson.h"
 #include "pool.h"
 #include "proxy.h"
+#include "scope.h"
 #include "session.h"
 #include "session-dbus.h"
 #include "store.h"
@@ -44,18 +47,6 @@ SessionState session_state_from_string(const char *s) {
         return _SESSION_STATE_INVALID;
 }
 
-int scope_dynamic_user(const char *user, const char *workspace, char **ret) {
-        uint8_t digest[SHA256_DIGEST_SIZE];
-        _cleanup_free_ char *scope = NULL;
-        char hex[2 * SHA256_DIGEST_SIZE + 1];
-
-        if (asprintf(&scope, "%s/%s", user, workspace) < 0)
-                return -ENOMEM;
-        sha256(scope, strlen(scope), digest);
-        hex_encode(digest, 8, hex);
-        return asprintf(ret, "sbx-%s", hex) < 0 ? -ENOMEM : 0;
-}
-
 int random_session_id(char ret[static 17]) {
         uint8_t b[8];
         ssize_t n;
@@ -67,23 +58,31 @@ int random_session_id(char ret[static 17]) {
         return 0;
 }
 
+/* What a close that asked for the purge is told. */
+static int purge_result(Session *s) {
+        if (s->purged)
+                return 0;
+        return s->purge_error ? -EIO : -ESTALE;
+}
+
 static void run_waiters(SessionWaiter **list, Session *s, int r) {
         SessionWaiter *w;
 
         while ((w = *list)) {
                 LIST_REMOVE(waiters, *list, w);
-                w->fn(s, r, w->userdata);
+                w->fn(s, r >= 0 && w->purge ? purge_result(s) : r, w->userdata);
                 free(w);
         }
 }
 
-static int add_waiter(SessionWaiter **list, SessionReadyFn fn, void *userdata) {
+static int add_waiter(SessionWaiter **list, SessionReadyFn fn, void *userdata, bool purge) {
         SessionWaiter *w = calloc(1, sizeof(SessionWaiter));
 
         if (!w)
                 return -ENOMEM;
         w->fn = fn;
         w->userdata = userdata;
+        w->purge = purge;
         LIST_PREPEND(waiters, *list, w);
         return 0;
 }
@@ -116,7 +115,7 @@ static json_object *network_to_json(Session *s) {
         return o;
 }
 
-/* A list of domain patterns; -EBADMSG for anything else. */
+/* A list of domain patterns; -EBADMSG if it is not a list of strings. */
 static int strv_from_json(json_object *a, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         size_t n;
@@ -127,13 +126,18 @@ static int strv_from_json(json_object *a, char ***ret) {
         l = calloc(n + 1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0, k = 0; i < n; i++) {
                 json_object *v = json_object_array_get_idx(a, i);
+                char pattern[HOST_NAME_MAX_LEN + 3];
 
-                if (!json_object_is_type(v, json_type_string) || !domain_pattern_is_valid(json_object_get_string(v)))
+                if (!json_object_is_type(v, json_type_string))
                         return -EBADMSG;
-                l[i] = strdup(json_object_get_string(v));
-                if (!l[i])
+                /* in today's canonical form: a record may be older than it, and what is no
+                 * pattern any more is dropped */
+                if (domain_pattern_normalize(json_object_get_string(v), pattern) < 0)
+                        continue;
+                l[k] = strdup(pattern);
+                if (!l[k++])
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(l);
@@ -165,6 +169,8 @@ int session_save(Session *s) {
         json_object_object_add(o, "ttl_usec", json_object_new_uint64(s->ttl_usec));
         json_object_object_add(o, "n_commands", json_object_new_uint64(s->n_commands));
         json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
+        if (s->purged)
+                json_object_object_add(o, "purged", json_object_new_boolean(true));
         json_object_object_add(o, "from_pool", json_object_new_boolean(s->from_pool));
         json_object_object_add(o, "network", network_to_json(s));
 
@@ -380,16 +386,37 @@ static Session *session_alloc(Manager *m) {
         return s;
 }
 
+/* Before a command starts: the parents of the scope's directories, before PID 1 makes
+ * them (world-listable) with the scope's own, and the directory of its user records. */
+static int session_prepare_dirs(Session *s) {
+        int r;
+
+        r = scope_prepare(SCOPE_PUBLIC_ROOT, scope_tenant(s->tenant), s->user);
+        if (r < 0)
+                return r;
+        /* readable by the dynamic user, which gets it bound read-only */
+        r = store_mkdir_p(s->userdb_dir, 0755);
+        if (r >= 0 && chmod(s->userdb_dir, 0755) < 0)
+                r = -errno;
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", s->userdb_dir);
+        return 0;
+}
+
+/* The scope's names and directories; s->tenant (the creator) must be set. */
 static int session_set_scope(Session *s, const char *user, const char *workspace) {
+        const char *t = scope_tenant(s->tenant);
+
         s->user = strdup(user);
         s->workspace = strdup(workspace);
         if (!s->user || !s->workspace || asprintf(&s->slice, "sandboxd-%s.slice", s->id) < 0 ||
-            asprintf(&s->workspace_dir, "/var/lib/sandboxd/ws/%s/%s", user, workspace) < 0 ||
-            asprintf(&s->workspace_host_dir, WORKSPACE_HOST_ROOT "/%s/%s", user, workspace) < 0 ||
-            asprintf(&s->home_dir, "/var/lib/sandboxd/home/%s/%s", user, workspace) < 0 ||
-            asprintf(&s->tmp_dir, "/var/lib/sandboxd/tmp/%s/%s", user, workspace) < 0)
+            asprintf(&s->workspace_dir, SCOPE_PUBLIC_ROOT "/ws/%s/%s/%s", t, user, workspace) < 0 ||
+            asprintf(&s->workspace_host_dir, SCOPE_PRIVATE_ROOT "/ws/%s/%s/%s", t, user, workspace) < 0 ||
+            asprintf(&s->home_dir, SCOPE_PUBLIC_ROOT "/home/%s/%s/%s", t, user, workspace) < 0 ||
+            asprintf(&s->tmp_dir, SCOPE_PUBLIC_ROOT "/tmp/%s/%s/%s", t, user, workspace) < 0 ||
+            asprintf(&s->userdb_dir, "%s/userdb/%s", s->manager->runtime_dir, s->id) < 0)
                 return -ENOMEM;
-        return scope_dynamic_user(user, workspace, &s->dynamic_user);
+        return scope_dynamic_user(t, user, workspace, &s->dynamic_user);
 }
 
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error) {
@@ -402,7 +429,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         int r;
 
         /* One active session per scope: asking again returns it, as it is. */
-        s = manager_find_session_by_scope(m, req->user, req->workspace);
+        s = manager_find_session_by_scope(m, scope_tenant(tenant), req->user, req->workspace);
         if (s) {
                 *ret = s;
                 return 0;
@@ -464,6 +491,8 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         goto fail;
         }
         r = session_set_scope(s, req->user, req->workspace);
+        if (r >= 0)
+                r = session_prepare_dirs(s);
         if (r < 0)
                 goto fail;
 
@@ -529,7 +558,11 @@ Session *session_free(Session *s) {
                 manager_check_idle(s->manager);
         }
 
-        proxy_listener_free(s->proxy);
+        /* Only sandboxd's exit frees a live session: the next sandboxd takes its proxy socket over. */
+        if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING)
+                proxy_listener_free(s->proxy);
+        else
+                proxy_listener_close(s->proxy);
         sd_bus_slot_unref(s->start_slot);
         sd_bus_slot_unref(s->freeze_slot);
         sd_event_source_disable_unref(s->expiry_timer);
@@ -544,8 +577,10 @@ Session *session_free(Session *s) {
         free(s->workspace_host_dir);
         free(s->home_dir);
         free(s->tmp_dir);
+        free(s->userdb_dir);
         free(s->error);
         free(s->close_reason);
+        free(s->purge_error);
         free(s->cgroup);
         free(s);
         return NULL;
@@ -556,27 +591,49 @@ int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata) {
                 fn(s, s->state == SESSION_FAILED ? -EIO : 0, userdata);
                 return 0;
         }
-        return add_waiter(&s->waiters, fn, userdata);
+        return add_waiter(&s->waiters, fn, userdata, false);
 }
 
 /* --- closing ----------------------------------------------------------------------- */
 
 static void session_closing_step(Session *s);
 
+static void purge_fail(Session *s, const char *fmt, ...) _printf_(2, 3);
+static void purge_fail(Session *s, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        free(s->purge_error);
+        if (vasprintf(&s->purge_error, fmt, ap) < 0)
+                s->purge_error = NULL;
+        va_end(ap);
+        if (!s->purge_error)
+                s->purge_error = strdup("?");
+        log_warning("Failed to empty the workspace of session %s: %s", s->id, s->purge_error ?: "out of memory");
+        s->purge_done = true;
+}
+
 static void purge_started(Command *c, int r, const char *message, void *userdata) {
         Session *s = userdata;
 
         if (r < 0) {
-                log_warning("Failed to empty the workspace of session %s, ignoring: %s", s->id, message ?: "");
-                s->purge = false;
+                purge_fail(s, "systemd did not start it: %s", message ?: "?");
                 session_closing_step(s);
         }
 }
 
+/* What a command may leave to get in the way is a directory it took its own permissions
+ * away from: give them back first. The request id is sandboxd's alone ("sandboxd." ids are
+ * refused to clients), so no command of a client passes for it. */
+#define PURGE_SCRIPT                                                                    \
+        "chmod -R u+rwX -- \"$@\" 2>/dev/null; "                                        \
+        "find -H \"$@\" -mindepth 1 -delete || exit 1; "                                 \
+        "test -z \"$(find -H \"$@\" -mindepth 1 -print -quit)\""
+
 static int start_purge(Session *s) {
         /* -H: the directories are symlinks into /var/lib/private for a dynamic user */
-        char *argv[] = { (char *) "/usr/bin/find", (char *) "-H", s->workspace_dir, s->home_dir, s->tmp_dir, (char *) "-mindepth",
-                         (char *) "1", (char *) "-delete", NULL };
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) PURGE_SCRIPT, (char *) "sandboxd-purge",
+                         s->workspace_dir, s->home_dir, s->tmp_dir, NULL };
         CommandRequest req = { .argv = argv, .request_id = (char *) PURGE_REQUEST_ID, .wait = true };
         RequestError e = {};
         Command *c;
@@ -607,24 +664,28 @@ static void session_closing_step(Session *s) {
         if (session_count_running(s) > 0)
                 return; /* session_command_finished() calls us again */
 
-        if (s->purge) {
+        if (s->purge && !s->purge_done) {
                 c = session_find_command(s, PURGE_REQUEST_ID);
-                if (!c || command_status_is_terminal(c->result.status)) {
-                        if (!c) {
-                                r = start_purge(s);
-                                if (r >= 0)
-                                        return;
-                                log_warning_errno(r, "Failed to empty the workspace of session %s, ignoring: %m", s->id);
-                        }
-                        s->purge = false;
-                } else
+                if (!c) {
+                        r = start_purge(s);
+                        if (r >= 0)
+                                return;
+                        purge_fail(s, "cannot start it: %s", strerror(-r));
+                } else if (!command_status_is_terminal(c->result.status))
                         return;
+                else if (c->result.status == COMMAND_SUCCEEDED) {
+                        s->purged = s->purge_done = true;
+                        log_info("Emptied the workspace, home and TMPDIR of session %s.", s->id);
+                } else
+                        purge_fail(s, "%s (%s, exit code %d; see its command %s)", command_status_to_string(c->result.status),
+                                   c->result.reason, c->result.exit_code, PURGE_REQUEST_ID);
         }
 
         r = systemd_stop_unit_async(s->manager->bus, s->slice, on_slice_stopped, s);
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
-        s->proxy = proxy_listener_free(s->proxy);
+        s->proxy = proxy_listener_close(s->proxy);
+        (void) store_rm_rf(s->userdb_dir);
 
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
@@ -646,21 +707,25 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         int r;
 
         if (s->state == SESSION_CLOSED) {
-                fn(s, 0, userdata);
+                fn(s, purge ? purge_result(s) : 0, userdata);
                 return 0;
         }
         if (s->state == SESSION_STARTING)
                 return -EBUSY;
 
-        r = add_waiter(&s->close_waiters, fn, userdata);
+        r = add_waiter(&s->close_waiters, fn, userdata, purge);
         if (r < 0)
                 return r;
-        if (s->state == SESSION_CLOSING)
+        if (s->state == SESSION_CLOSING) {
+                if (purge && !s->purge_done)
+                        s->purge = true; /* not too late: the commands are still being stopped */
                 return 0;
+        }
 
         s->state = SESSION_CLOSING;
         s->closing = true;
         s->purge = purge;
+        s->purge_done = false;
         free(s->close_reason);
         s->close_reason = strdup(reason);
         session_send_changed(s, "State");
@@ -679,6 +744,23 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
                 if (command_status_is_running(c))
                         (void) command_stop(c);
         session_closing_step(s);
+        return 0;
+}
+
+int session_userdb_update(Session *s) {
+        uid_t uid;
+        int r;
+
+        r = scope_dynamic_uid(s->dynamic_user, &uid);
+        if (r < 0)
+                return r; /* PID 1 allocates it in the unit's process, after "activating" */
+        if (uid == s->userdb_uid)
+                return 0;
+        r = scope_userdb_write(s->userdb_dir, s->dynamic_user, uid, s->home_dir);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to write the user record of %s to %s, ignoring: %m",
+                                         s->dynamic_user, s->userdb_dir);
+        s->userdb_uid = uid;
         return 0;
 }
 
@@ -898,12 +980,13 @@ int session_record_decode(Session *s, json_object *o, const Config *c) {
                 return -EBADMSG;
 
         snprintf(s->id, sizeof(s->id), "%s", id);
-        r = session_set_scope(s, user, workspace);
-        if (r < 0)
-                return r;
+        /* before the scope: the tenant is part of it */
         tenant = store_get_string(o, "tenant");
         if (tenant && !(s->tenant = strdup(tenant)))
                 return -ENOMEM;
+        r = session_set_scope(s, user, workspace);
+        if (r < 0)
+                return r;
         reason = store_get_string(o, "close_reason");
         if (reason) {
                 if (!close_reason_is_valid(reason))
@@ -933,6 +1016,7 @@ int session_record_decode(Session *s, json_object *o, const Config *c) {
                 return -EBADMSG;
         s->n_commands = (unsigned) n_commands;
         s->frozen = store_get_bool(o, "frozen", false);
+        s->purged = s->purge_done = store_get_bool(o, "purged", false);
         s->from_pool = store_get_bool(o, "from_pool", false);
         {
                 json_object *net, *v;
@@ -969,6 +1053,8 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         if (!s)
                 return -ENOMEM;
         r = session_record_decode(s, o, &m->config);
+        if (r >= 0 && (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING))
+                r = session_prepare_dirs(s);
         if (r < 0)
                 goto fail;
         LIST_PREPEND(sessions, m->sessions, s);
@@ -996,9 +1082,10 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
 
         log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
                  session_state_to_string(s->state), session_count_running(s));
-        if (s->state == SESSION_ACTIVE) {
+        if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING) {
                 /* Only the listener: manager_recover() starts the units that are missing,
-                 * once it has asked PID 1 which exist. */
+                 * once it has asked PID 1 which exist. (A closing session's too: closing
+                 * removes its socket.) */
                 r = session_listen_proxy(s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to set up the egress proxy of session %s, ignoring: %m", s->id);

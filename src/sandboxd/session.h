@@ -32,6 +32,7 @@ typedef struct SessionWaiter SessionWaiter;
 struct SessionWaiter {
         SessionReadyFn fn;
         void *userdata;
+        bool purge;     /* a close that asked for the purge: told how it went */
         LIST_FIELDS(SessionWaiter, waiters);
 };
 
@@ -40,13 +41,15 @@ struct Session {
         char id[17];
         char *user;
         char *workspace;
-        char *tenant;         /* who created it */
+        char *tenant;         /* who created it: an API tenant, "unix:<uid>", "dbus:<uid>" */
         char *slice;          /* sandboxd-<id>.slice */
         char *dynamic_user;   /* sbx-<16 hex> */
-        char *workspace_dir;  /* /var/lib/sandboxd/ws/<user>/<workspace>, as commands see it */
-        char *workspace_host_dir; /* /var/lib/private/sandboxd/ws/<user>/<workspace>, where it is */
+        char *workspace_dir;  /* /var/lib/sandboxd/ws/<tenant>/<user>/<workspace>, as commands see it */
+        char *workspace_host_dir; /* /var/lib/private/sandboxd/ws/<tenant>/<user>/<workspace>, where it is */
         char *home_dir;
         char *tmp_dir;
+        char *userdb_dir;     /* <runtime>/userdb/<sid>: its dynamic user's records, /run/userdb in commands */
+        uid_t userdb_uid;     /* the uid they were written for */
         Limits limits;
         NetworkMode network;
         char **net_deny;      /* the session's own denied domains (the baseline applies too) */
@@ -58,6 +61,9 @@ struct Session {
         char *close_reason;   /* "deleted", "idle", "lifetime", "slice-gone" */
         bool frozen;
         bool purge;           /* empty the workspace while closing */
+        bool purge_done;      /* that step is over (or skipped): purged and purge_error say how */
+        bool purged;          /* the workspace, home and TMPDIR were emptied */
+        char *purge_error;    /* why not, when it was tried */
         bool closing;
         bool from_pool;       /* its slice was prepared ahead */
         uint64_t created_realtime_usec;
@@ -96,15 +102,18 @@ int session_start_proxy_units(Session *s);
 
 /* Rebuilds a session and its commands from the records, after a restart. */
 int session_recover(Manager *m, const char *dir, Session **ret);
-/* Fills a new session, not yet a manager's, from its record (session.json); the defaults
- * of missing fields from c. -EBADMSG if the record is not a session's. Pure: recovery
- * does the rest; tests/fuzz/fuzz-records.c fuzzes it. */
+/* Fills a new session, not yet in the manager's list, from its record (session.json); the
+ * defaults of missing fields from c. -EBADMSG if the record is not a session's. Pure: of
+ * the manager only the runtime directory is read (for the session's paths), recovery does
+ * the rest; tests/fuzz/fuzz-records.c fuzzes it. */
 int session_record_decode(Session *s, json_object *record, const Config *c);
 
 /* Runs fn when the session leaves SESSION_STARTING (at once if it already has). */
 int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata);
 
-/* Stops the commands and the slice (emptying the workspace first if purge), then fn. */
+/* Stops the commands and the slice (emptying the workspace first if purge), then fn. With
+ * purge, fn gets -EIO when emptying failed (s->purge_error says why) and -ESTALE when the
+ * session was closed already without it: never 0 for a purge that did not happen. */
 int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata);
 /* Pushes back the idle expiry. */
 void session_touch(Session *s);
@@ -120,6 +129,10 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
  * on this host (cgroup v1 or hybrid); -EBUSY: a freeze or thaw is under way. */
 int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata);
 
+/* A command of the session runs: the records of its dynamic user follow the uid PID 1 gave
+ * it. -ESRCH: PID 1 has not given it one yet. */
+int session_userdb_update(Session *s);
+
 /* The command engine tells us when one of ours ends. */
 void session_command_finished(Session *s, Command *c);
 
@@ -129,6 +142,3 @@ int session_save(Session *s);
 void session_arm_expiry(Session *s);
 
 int session_append_json(Session *s, Buf *b);
-
-/* sbx-<first 16 hex digits of sha256("user/workspace")> */
-int scope_dynamic_user(const char *user, const char *workspace, char **ret);

@@ -3,6 +3,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 
+#include "exec-env.h"
 #include "log.h"
 #include "systemd.h"
 
@@ -14,6 +15,21 @@ int systemd_subscribe(sd_bus *bus) {
         /* PID 1 only sends PropertiesChanged to clients that subscribed. */
         return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "Subscribe",
                                         NULL, NULL, NULL);
+}
+
+int systemd_get_manager_cgroup(sd_bus *bus, char **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        char *cg = NULL;
+        int r;
+
+        r = sd_bus_get_property_string(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "ControlGroup", &error, &cg);
+        if (r < 0)
+                return r;
+        /* "/" would double the slash in "<root>/sandboxd.slice" */
+        if (streq(cg, "/"))
+                cg[0] = 0;
+        *ret = cg;
+        return 0;
 }
 
 int systemd_unit_path(const char *unit, char **ret) {
@@ -116,28 +132,12 @@ int systemd_start_slice_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *s
         return finish_start_transient(bus, m, ret_slot, cb, userdata);
 }
 
-static int append_exec_start(sd_bus_message *m, const char *path, char * const *argv) {
-        int r;
-
-        r = sd_bus_message_open_container(m, 'r', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "ExecStartEx");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "a(sasas)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(sasas)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'r', "sasas");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", path);
-        if (r >= 0)
-                r = sd_bus_message_append_strv(m, (char **) argv);
-        /* no-env-expand: PID 1 must not expand $VAR inside untrusted argv */
-        if (r >= 0)
-                r = sd_bus_message_append(m, "as", 1, "no-env-expand");
-        for (int i = 0; i < 4 && r >= 0; i++)
-                r = sd_bus_message_close_container(m);
-        return r;
+/* ExecStart= is sandboxd-exec alone: the command line is in the environment file, out of
+ * the world-readable unit file, and nothing in it for PID 1 to expand ($VAR) or, after a
+ * daemon-reload, to misread (systemd 252 cannot read ExecStartEx= or "$" back). */
+static int append_exec_start(sd_bus_message *m) {
+        return sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, SANDBOXD_EXEC_PATH, 1, "sandboxd-exec",
+                                     false);
 }
 
 static int append_syscall_filter(sd_bus_message *m) {
@@ -159,7 +159,10 @@ static int append_syscall_filter(sd_bus_message *m) {
         if (r < 0)
                 return r;
 
-        /* Deny the privileged part of @system-service (chown, setuid, ...); EPERM rather than SIGSYS. */
+        /* Deny the privileged part of @system-service (chown, setuid, ...), and io_uring: its
+         * operations (socket, openat, ...) run in the kernel where no seccomp filter sees them,
+         * so they would get around RestrictAddressFamilies= and RestrictSUIDSGID=. EPERM rather
+         * than SIGSYS: programs that try io_uring fall back to plain system calls. */
         r = sd_bus_message_open_container(m, 'r', "sv");
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", "SystemCallFilter");
@@ -170,7 +173,8 @@ static int append_syscall_filter(sd_bus_message *m) {
         if (r >= 0)
                 r = sd_bus_message_append(m, "b", 0);
         if (r >= 0)
-                r = sd_bus_message_append(m, "as", 1, "@privileged");
+                r = sd_bus_message_append(m, "as", 4, "@privileged", "io_uring_setup", "io_uring_enter",
+                                          "io_uring_register");
         for (int i = 0; i < 3 && r >= 0; i++)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)
@@ -288,6 +292,17 @@ static int append_filesystem(sd_bus_message *m, const CommandUnitSpec *s) {
                 return r;
         if (s->tools_directory && (r = append_bind(m, "BindReadOnlyPaths", s->tools_directory, "/.tools", true)) < 0)
                 return r;
+        /* PID 1's userdb socket would list every scope's user: an empty directory instead,
+         * and the scope's own records as drop-ins (scope_userdb_write()). */
+        if (s->userdb_dir && ((r = append_tmpfs(m, "/run/systemd/userdb", "ro,mode=0755")) < 0 ||
+                              (r = append_bind(m, "BindReadOnlyPaths", s->userdb_dir, EXEC_USERDB_DIR, false)) < 0))
+                return r;
+        for (size_t i = 0; s->cgroup_tmpfs && s->cgroup_tmpfs[i]; i++)
+                if ((r = append_tmpfs(m, s->cgroup_tmpfs[i], "ro,mode=0755")) < 0)
+                        return r;
+        for (size_t i = 0; s->cgroup_binds && s->cgroup_binds[i]; i++)
+                if ((r = append_bind(m, "BindReadOnlyPaths", s->cgroup_binds[i], s->cgroup_binds[i], true)) < 0)
+                        return r;
         if (s->limit_fsize != UINT64_MAX &&
             ((r = append_u64(m, "LimitFSIZE", s->limit_fsize)) < 0 || (r = append_u64(m, "LimitFSIZESoft", s->limit_fsize)) < 0))
                 return r;
@@ -341,8 +356,8 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
             (r = append_string(m, "Type", "exec")) < 0 ||
             (r = append_bool(m, "AddRef", true)) < 0 ||
             (r = append_bool(m, "RemainAfterExit", true)) < 0 ||
-            (r = append_exec_start(m, s->executable, s->argv)) < 0 ||
-            (r = append_strv(m, "Environment", (const char * const *) s->env, SIZE_MAX)) < 0 ||
+            (r = append_exec_start(m)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "EnvironmentFiles", "a(sb)", 1, s->environment_file, false)) < 0 ||
             (r = append_string(m, "WorkingDirectory", s->working_directory)) < 0 ||
             (r = append_bool(m, "DynamicUser", true)) < 0 ||
             (r = append_string(m, "User", s->user)) < 0 ||

@@ -39,9 +39,8 @@ typedef struct CommandUnitSpec {
         const char *slice;
         const char *description;
         const char *user;           /* DynamicUser= name */
-        const char *executable;     /* absolute path */
-        char * const *argv;
-        char * const *env;          /* NAME=value */
+        const char *environment_file; /* root-only: the environment and the command line
+                                       * for sandboxd-exec (exec-env.h) */
         const char *working_directory;
         const char *state_directories[3];
         uint64_t runtime_max_usec;  /* USEC_INFINITY: none */
@@ -54,6 +53,9 @@ typedef struct CommandUnitSpec {
         size_t n_ip_allow, n_ip_deny;
 
         char * const *inaccessible_paths; /* NULL-terminated, each may start with "-" */
+        char * const *cgroup_tmpfs;       /* cgroup_session_view(): hide other sessions' cgroups */
+        char * const *cgroup_binds;       /* ... and show this session's, read-only */
+        const char *userdb_dir;           /* bound at /run/userdb: the scope's user records */
         char * const *read_only_paths;
         char * const *read_write_paths;
         const char *tools_directory;      /* bound read-only at /.tools */
@@ -76,6 +78,9 @@ int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *s
 int systemd_proxy_unit_names(const char *session_id, char **ret_socket, char **ret_service);
 
 int systemd_subscribe(sd_bus *bus);
+/* PID 1's own cgroup (Manager.ControlGroup): "" on a host, a prefix when it runs in a
+ * container. Synchronous: once, at start-up. */
+int systemd_get_manager_cgroup(sd_bus *bus, char **ret);
 
 int systemd_start_slice_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *slice, const char *description,
                               const Limits *limits, sd_bus_message_handler_t cb, void *userdata);

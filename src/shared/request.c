@@ -129,6 +129,8 @@ int request_check_cwd(const char *cwd, RequestError *e) {
 int request_check_request_id(const char *id, RequestError *e) {
         if (!request_id_is_valid(id))
                 return request_error(e, "invalid_name", "Invalid request_id: must match ^[A-Za-z0-9._-]{1,64}$.");
+        if (request_id_is_reserved(id))
+                return request_error(e, "invalid_name", "Request ids starting with 'sandboxd.' are sandboxd's own.");
         return 0;
 }
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <strings.h>
+
 #include "validate.h"
 
 static bool in_range(char c, char lo, char hi) {
@@ -46,6 +48,11 @@ bool request_id_is_valid(const char *s) {
         return n >= 1 && n <= 64;
 }
 
+bool request_id_is_reserved(const char *s) {
+        /* sandboxd's own commands (the purge of a workspace) */
+        return s && strncasecmp(s, "sandboxd.", 9) == 0;
+}
+
 bool session_id_is_valid(const char *s) {
         size_t n;
 
@@ -80,6 +87,10 @@ bool env_name_is_reserved(const char *s) {
         for (size_t i = 0; i < ELEMENTSOF(reserved); i++)
                 if (streq(s, reserved[i]))
                         return true;
+
+        /* sandboxd's own: SANDBOXD_EXEC_* carries the command line to sandboxd-exec */
+        if (strncasecmp(s, "SANDBOXD_", 9) == 0)
+                return true;
 
         /* XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_DATA_HOME, XDG_STATE_HOME and any future one */
         tail = startswith(s, "XDG_");

@@ -7,7 +7,9 @@
  * outside the grammar is refused, never mangled. */
 bool user_name_is_valid(const char *s);      /* ^[a-z_][a-z0-9_-]{0,31}$ */
 bool workspace_name_is_valid(const char *s); /* ^[a-z0-9_-]{1,64}$ */
-bool request_id_is_valid(const char *s);     /* ^[A-Za-z0-9._-]{1,64}$ */
+bool request_id_is_valid(const char *s);
+/* "sandboxd." and anything below it: request ids of sandboxd's own commands */
+bool request_id_is_reserved(const char *s);     /* ^[A-Za-z0-9._-]{1,64}$ */
 bool session_id_is_valid(const char *s);     /* 16 lowercase hex digits */
 bool env_name_is_valid(const char *s);       /* ^[A-Za-z_][A-Za-z0-9_]*$, at most 255 */
 bool env_name_is_reserved(const char *s);    /* HOME, TMPDIR, XDG_*_HOME, ...: the scope's own */

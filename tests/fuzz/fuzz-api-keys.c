@@ -6,6 +6,7 @@
 #include <assert.h>
 
 #include "auth.h"
+#include "scope.h"
 #include "validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 lines += data[i] == '\n';
         assert(n <= lines); /* at most a key a line */
         for (size_t i = 0; i < n; i++)
-                assert(user_name_is_valid(keys[i].tenant));
+                assert(user_name_is_valid(keys[i].tenant) && !streq(keys[i].tenant, SCOPE_TENANT_LOCAL));
 
         /* a key of the input's first bytes, against them all */
         m.keys = keys;

@@ -5,7 +5,7 @@
  * program that builds a real sd_bus_message: which call, its leading arguments, then the
  * entries of the options dictionary, each a key (one of the real option names, or any
  * string) and a variant of a type from a table (basic types, arrays, structs, dictionaries,
- * nested variants, file descriptors), its values taken from the input. The message is
+ * nested variants, file descriptors, terminals among them), its values taken from the input. The message is
  * sealed and rewound as if it had come off the wire, then both readers go over it. The bus
  * is one end of a socketpair that nobody answers: a bus still authenticating can already
  * make messages, with file descriptors. */
@@ -193,12 +193,16 @@ static int append_value(sd_bus_message *m, Program *pr, const char *sig, unsigne
                 return sd_bus_message_append_basic(
                                 m, 'g', variant_types[next_byte(pr) % ELEMENTSOF(variant_types)]);
         case 'h': {
-                static int fd = -EBADF;
+                /* /dev/null, or a terminal (the master of a pseudo-terminal), which is refused */
+                static int fds[2] = { -EBADF, -EBADF };
+                int k = next_byte(pr) & 1;
 
-                if (fd < 0)
-                        fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (fds[k] < 0)
+                        fds[k] = k == 0 ? open("/dev/null", O_RDWR | O_CLOEXEC)
+                                        : posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+                assert(fds[k] >= 0);
                 pr->fds = true;
-                return sd_bus_message_append_basic(m, 'h', &fd); /* sd-bus keeps a copy */
+                return sd_bus_message_append_basic(m, 'h', &fds[k]); /* sd-bus keeps a copy */
         }
         case 'v': {
                 const char *t;
@@ -319,8 +323,9 @@ static unsigned count_fds(void) {
         return n;
 }
 
+/* an fd of the request's own, and never a terminal */
 static bool fd_is_valid(int fd) {
-        return fd >= 3 && fcntl(fd, F_GETFD) >= 0;
+        return fd >= 3 && fcntl(fd, F_GETFD) >= 0 && !isatty(fd);
 }
 
 static void check_error(int r, const RequestError *e) {
@@ -386,7 +391,7 @@ static void read_command(sd_bus_message *m) {
                 free(name);
         }
         assert(!req.cwd || (req.cwd[0] && strlen(req.cwd) <= REQUEST_CWD_MAX));
-        assert(!req.request_id || request_id_is_valid(req.request_id));
+        assert(!req.request_id || (request_id_is_valid(req.request_id) && !request_id_is_reserved(req.request_id)));
         assert(!req.has_timeout || (req.timeout_ms >= 1 && req.timeout_ms <= REQUEST_TIMEOUT_MS_MAX));
         assert(req.stdin_mode != STDIN_FD || fd_is_valid(req.stdin_fd));
         assert(req.stdin_mode != STDIN_DATA || req.stdin_data);

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 assert(id.kind == _FDSTORE_KIND_INVALID); /* untouched */
         else {
                 assert(id.kind >= 0 && id.kind < _FDSTORE_KIND_MAX);
-                assert(session_id_is_valid(id.session_id) && id.n > 0);
+                assert(session_id_is_valid(id.session_id) && (id.n > 0) == (id.kind != FDSTORE_PROXY));
                 assert(fdstore_name_format(&id, formatted) >= 0);
                 assert(streq(formatted, name));
                 assert(fdstore_name_parse(formatted, &copy) == 1 && memcmp(&copy, &id, sizeof(id)) == 0);

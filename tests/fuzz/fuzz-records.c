@@ -3,7 +3,7 @@
 /* Fuzzes the records sandboxd reads back at start-up from /var/lib/sandboxd/sessions/:
  * the input as the text of a file (store_parse()), decoded as a session's record
  * (session.json) and as a command's (<n>.json), as recovery does before it looks at
- * systemd, the fd store or the spool. What was accepted must be what sandboxd itself
+ * systemd, the fd store, the spool or the directories. What was accepted must be what sandboxd itself
  * could have written: valid names, values in range, text that D-Bus and JSON take. */
 
 #include <assert.h>
@@ -12,6 +12,7 @@
 #include "encoding.h"
 #include "ndjson.h"
 #include "net-policy.h"
+#include "scope.h"
 #include "session.h"
 #include "store.h"
 #include "validate.h"
@@ -33,6 +34,7 @@ static void check_session(const Session *s) {
         assert(streq(s->slice, slice));
         assert(startswith(s->dynamic_user, "sbx-") && strlen(s->dynamic_user) == 4 + 16);
         assert(startswith(s->workspace_dir, "/var/lib/sandboxd/ws/") && !strstr(s->workspace_dir, ".."));
+        assert(!strchr(scope_tenant(s->tenant), '/') && !streq(scope_tenant(s->tenant), ".."));
         assert(s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING || s->state == SESSION_CLOSED);
         assert(s->closing == (s->state == SESSION_CLOSING));
         assert(s->limits.memory_max > 0 && s->limits.cpu_quota_percent > 0 && s->limits.tasks_max > 0);
@@ -67,6 +69,8 @@ static void check_command(const Command *c) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        /* Of the manager, a session's paths take the runtime directory; nothing else is read. */
+        static Manager manager = { .runtime_dir = (char *) "/run/sandboxd" };
         _cleanup_(json_object_putp) json_object *o = NULL;
         Config config;
         Session *s, *owner;
@@ -79,9 +83,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         config_init(&config);
 
-        /* a session's record, into a session of no manager */
+        /* a session's record, into a session the manager does not know */
         s = calloc(1, sizeof(Session));
         assert(s);
+        s->manager = &manager;
         r = session_record_decode(s, o, &config);
         assert(r >= 0 || r == -EBADMSG || r == -ENOMEM);
         if (r >= 0)
@@ -91,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* a command's, twice: the second is one too many */
         owner = calloc(1, sizeof(Session));
         assert(owner);
+        owner->manager = &manager;
         strcpy(owner->id, "0123456789abcdef");
         r = command_record_decode(owner, o, &c);
         assert(r >= 0 || r == -EBADMSG || r == -ENOMEM);

@@ -49,6 +49,16 @@ MAX_TIMEOUT_MS = 24 * 3600 * 1000  # MaxTimeoutSec=1d
 
 WORKSPACE_ROOT = "/var/lib/sandboxd/ws"
 WORKSPACE_HOST_ROOT = "/var/lib/private/sandboxd/ws"
+# every local caller (unix socket, D-Bus) has the scopes of this tenant; API tenants their own
+LOCAL_TENANT = "local"
+
+
+def scope_dir(session, root=WORKSPACE_ROOT):
+    """<root>/<tenant>/<user>/<workspace> of a session, as its workspace_path says (the
+    same scope below another root: WORKSPACE_HOST_ROOT, or the homes and tmp dirs)."""
+    path = session["workspace_path"]
+    assert path.startswith(WORKSPACE_ROOT + "/"), path
+    return root + path[len(WORKSPACE_ROOT):]
 
 
 # --------------------------------------------------------------------------

@@ -3,11 +3,12 @@
 nothing: no unit is started (checked in systemd), no command is counted."""
 
 import json
+import os
 import secrets
 
 import pytest
 
-from conftest import MAX_TIMEOUT_MS, assert_error, run, units
+from conftest import MAX_TIMEOUT_MS, WORKSPACE_HOST_ROOT, assert_error, run, scope_dir, units
 
 # --------------------------------------------------------------------------
 # sessions
@@ -179,11 +180,11 @@ def test_cwd_in_another_workspace(api, checked_session, where):
     other = api.create_session(user, ws + "x")
     assert run(api, other["id"], ["mkdir", "-p", "d"])["exit"]["status"] == "succeeded"
     cwd = {
-        "other-workspace": "/var/lib/sandboxd/ws/%s/%sx" % (user, ws),
-        "prefix-sibling": "/var/lib/sandboxd/ws/%s/%sx/d" % (user, ws),
-        "other-user": "/var/lib/sandboxd/ws/%s" % user,
-        "via-dotdot": "/var/lib/sandboxd/ws/%s/%s/../%sx" % (user, ws, ws),
-        "host-path": "/var/lib/private/sandboxd/ws/%s/%sx" % (user, ws),
+        "other-workspace": other["workspace_path"],
+        "prefix-sibling": other["workspace_path"] + "/d",
+        "other-user": os.path.dirname(s["workspace_path"]),
+        "via-dotdot": "%s/../%sx" % (s["workspace_path"], ws),
+        "host-path": scope_dir(other, WORKSPACE_HOST_ROOT),
     }[where]
     check = s["check"]()
     assert_error(post_command(api, s["id"], {"argv": ["pwd"], "cwd": cwd}), 400, "invalid_path")

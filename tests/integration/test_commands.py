@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import (WORKSPACE_HOST_ROOT, assert_error, is_active, run, systemctl_show, units,
+from conftest import (WORKSPACE_HOST_ROOT, assert_error, is_active, run, scope_dir, systemctl_show, units,
                       wait_for)
 
 
@@ -51,7 +51,6 @@ def test_nonzero_exit_code(api, session):
 
 
 def test_runs_as_dynamic_user_in_workspace(api, session):
-    user, ws = session["user"], session["workspace"]
     res = run(api, session["id"], ["sh", "-c", "id -u; id -un; id -g; pwd -P"])
     assert res["exit"]["status"] == "succeeded", res
     uid, name, gid, cwd = res["stdout"].splitlines()
@@ -59,7 +58,7 @@ def test_runs_as_dynamic_user_in_workspace(api, session):
     # systemd's range for dynamic users
     assert 61184 <= int(uid) <= 65519, uid
     assert name == session["dynamic_user"] and name.startswith("sbx-"), name
-    assert cwd == "%s/%s/%s" % (WORKSPACE_HOST_ROOT, user, ws)
+    assert cwd == scope_dir(session, WORKSPACE_HOST_ROOT)
     # the workspace path that sandboxd shows is that directory
     res = run(api, session["id"], ["sh", "-c", 'cd "$1" && pwd -P', "sh", session["workspace_path"]])
     assert res["stdout"].strip() == cwd, res
@@ -72,14 +71,13 @@ def test_scope_gets_the_same_user_name_each_time(api, session):
 
 
 def test_home_and_tmpdir(api, session):
-    user, ws = session["user"], session["workspace"]
     res = run(api, session["id"], [
         "sh", "-c", 'printf "%s\\n" "$HOME" "$TMPDIR" "$XDG_CONFIG_HOME"; '
                     'touch "$HOME/h" "$TMPDIR/t" && echo writable'])
     assert res["exit"]["status"] == "succeeded", res
     home, tmp, xdg, ok = res["stdout"].splitlines()
-    assert home == "/var/lib/sandboxd/home/%s/%s" % (user, ws)
-    assert tmp == "/var/lib/sandboxd/tmp/%s/%s" % (user, ws)
+    assert home == scope_dir(session, "/var/lib/sandboxd/home")
+    assert tmp == scope_dir(session, "/var/lib/sandboxd/tmp")
     assert xdg.startswith(home + "/"), xdg
     assert ok == "writable"
 
@@ -141,7 +139,7 @@ def test_workspace_persists_between_commands(api, session):
 def test_cwd_subdirectory(api, session):
     sid = session["id"]
     assert run(api, sid, ["mkdir", "-p", "sub/deeper"])["exit"]["status"] == "succeeded"
-    host = "%s/%s/%s" % (WORKSPACE_HOST_ROOT, session["user"], session["workspace"])
+    host = scope_dir(session, WORKSPACE_HOST_ROOT)
     for cwd, expect in [("sub", host + "/sub"), ("sub/deeper", host + "/sub/deeper"),
                         ("./sub/deeper/..", host + "/sub"),
                         (session["workspace_path"] + "/sub/deeper", host + "/sub/deeper"),
@@ -155,7 +153,7 @@ def test_cwd_through_a_symlink_inside_the_workspace(api, session):
     sid = session["id"]
     res = run(api, sid, ["sh", "-c", "mkdir -p real/dir && ln -s real/dir inlink"])
     assert res["exit"]["status"] == "succeeded", res
-    host = "%s/%s/%s" % (WORKSPACE_HOST_ROOT, session["user"], session["workspace"])
+    host = scope_dir(session, WORKSPACE_HOST_ROOT)
     res = run(api, sid, {"argv": ["pwd", "-P"], "cwd": "inlink"})
     assert res["exit"]["status"] == "succeeded", res
     assert res["stdout"] == host + "/real/dir\n"

@@ -12,7 +12,7 @@ import dbus
 import pytest
 
 import sbxbus as B
-from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, WORKSPACE_ROOT, is_active, sh,
+from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, LOCAL_TENANT, WORKSPACE_ROOT, is_active, sh,
                       systemctl_show, unique_user, units, wait_for, workspace_for)
 
 OUTPUT_MAX = 1 << 20  # OutputMax= default
@@ -75,7 +75,7 @@ def test_create_session(api, scope):
     props = B.get_all(path, B.SESSION)
     assert props["Id"] == sid and props["User"] == user and props["Workspace"] == ws
     assert props["State"] == "active"
-    assert props["WorkspacePath"] == "%s/%s/%s" % (WORKSPACE_ROOT, user, ws)
+    assert props["WorkspacePath"] == "%s/%s/%s/%s" % (WORKSPACE_ROOT, LOCAL_TENANT, user, ws)
     assert props["Unit"] == "sandboxd-%s.slice" % sid
     assert (props["MemoryMax"], props["CPUQuota"], props["TasksMax"]) == (DEFAULT_MEMORY_MAX, DEFAULT_CPU_QUOTA,
                                                                          DEFAULT_TASKS_MAX)

@@ -18,8 +18,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import (UNIX_SOCKET, WORKSPACE_HOST_ROOT, WORKSPACE_ROOT, Api, assert_error, run, sh,
-                      unique_user, wait_for)
+from conftest import (UNIX_SOCKET, WORKSPACE_HOST_ROOT, Api, assert_error, run, scope_dir, sh, unique_user,
+                      wait_for)
 
 OCTET = {"Content-Type": "application/octet-stream"}
 RSS_LIMIT = 32 << 20
@@ -49,7 +49,7 @@ def get(api, sid, path="", query=""):
 
 
 def host_dir(session):
-    return os.path.join(WORKSPACE_HOST_ROOT, session["user"], session["workspace"])
+    return scope_dir(session, WORKSPACE_HOST_ROOT)
 
 
 def sh_in(api, sid, script):
@@ -199,7 +199,7 @@ def test_mode_of_uploads(api, session):
     sid = session["id"]
     r = put(api, sid, "run.sh", b"#!/bin/sh\necho ran as $(id -un)\n", query="mode=0755")
     assert r.status == 201 and r.json["mode"] == "0755", r
-    out = sh_in(api, sid, "%s/%s/%s/run.sh" % (WORKSPACE_ROOT, session["user"], session["workspace"]))
+    out = sh_in(api, sid, session["workspace_path"] + "/run.sh")
     assert out == "ran as %s\n" % session["dynamic_user"]
     # replacing keeps the mode unless told
     assert put(api, sid, "run.sh", b"#!/bin/sh\necho again\n").json["mode"] == "0755"
@@ -419,7 +419,7 @@ def planted(api, session, scope):
     sid = session["id"]
     other = api.create_session(unique_user(), "other-" + scope[1][-6:])
     assert put(api, other["id"], "secret", b"other scope's secret\n").status == 201
-    other_path = "%s/%s/%s" % (WORKSPACE_ROOT, other["user"], other["workspace"])
+    other_path = other["workspace_path"]
     sh_in(api, sid, " && ".join([
         "echo mine > mine.txt",
         "mkdir sub",

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from conftest import Api, EventStream, assert_error, commands_path, start_command, wait_terminal
+from conftest import (Api, EventStream, assert_error, commands_path, start_command, systemctl_show, wait_for,
+                      wait_terminal)
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"\s*(,|$)')
@@ -195,7 +196,11 @@ def test_commands_and_durations_and_bytes(api, session):
 def test_session_and_running_gauges(api, scope):
     before = Metrics(api)
     s = api.create_session(*scope)
-    start_command(api, s["id"], {"argv": ["sleep", "30"], "request_id": "sleeper"})
+    c = start_command(api, s["id"], {"argv": ["sleep", "30"], "request_id": "sleeper"})
+    # running, not merely accepted: a close before PID 1 starts the process ends it as
+    # failed/not-started, which is not what this test is about
+    wait_for(lambda: systemctl_show(c["unit"], "ActiveState")["ActiveState"] == "active", timeout=30,
+             what="the command to run")
     mid = Metrics(api)
     assert mid.get("sandboxd_sessions", state="active") == before.get("sandboxd_sessions", state="active") + 1
     assert mid.get("sandboxd_commands_running") == before.get("sandboxd_commands_running") + 1

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, MAX_CPU_QUOTA, MAX_MEMORY_MAX,
-                      MAX_TASKS_MAX, WORKSPACE_ROOT, assert_error, systemctl_show, unique_user, units)
+                      LOCAL_TENANT, MAX_TASKS_MAX, WORKSPACE_ROOT, assert_error, systemctl_show, unique_user, units)
 
 
 def cpu_quota_property(percent):
@@ -44,7 +44,7 @@ def test_create_new_session(api, scope):
     assert s["state"] == "active"
     assert s["unit"] == slice_of(s)
     assert re.fullmatch(r"sbx-[0-9a-f]{16}", s["dynamic_user"]), s
-    assert s["workspace_path"] == "%s/%s/%s" % (WORKSPACE_ROOT, user, ws)
+    assert s["workspace_path"] == "%s/%s/%s/%s" % (WORKSPACE_ROOT, LOCAL_TENANT, user, ws)
     assert s["limits"] == {"memory_max": DEFAULT_MEMORY_MAX, "cpu_quota": DEFAULT_CPU_QUOTA,
                            "tasks_max": DEFAULT_TASKS_MAX}, s
     assert s["network"] == {"mode": "proxy", "deny": []}  # DefaultMode=proxy

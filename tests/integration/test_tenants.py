@@ -10,7 +10,7 @@ import secrets
 import pytest
 
 from conftest import (WORKSPACE_HOST_ROOT, Api, assert_error, commands_path, hash_key, is_active, journal_cursor,
-                      journal_since, run, sh, start_command, units, wait_daemon_running, wait_terminal)
+                      journal_since, run, scope_dir, sh, start_command, units, wait_daemon_running, wait_terminal)
 
 OCTET = {"Content-Type": "application/octet-stream"}
 NO_SUCH_SID = "0123456789abcdef"
@@ -28,7 +28,7 @@ def victim(tcp, scope):
     res = run(tcp, sid, {"argv": ["echo", "hello"], "request_id": "done"})
     assert res["exit"]["status"] == "succeeded", res
     start_command(tcp, sid, {"argv": ["cat"], "stdin": "stream", "request_id": "cat", "timeout_ms": 60000})
-    s["host_dir"] = os.path.join(WORKSPACE_HOST_ROOT, s["user"], s["workspace"])
+    s["host_dir"] = scope_dir(s, WORKSPACE_HOST_ROOT)
     yield s
     tcp.post(commands_path(sid, "cat", "/signal"), {"signal": "SIGKILL"})
 
@@ -134,11 +134,13 @@ def test_other_tenant_lists_nothing(tcp, tcp2, api, victim):
     assert victim["id"] in [s["id"] for s in api.get("/v1/sessions").json["sessions"]]
 
 
-def test_other_tenant_cannot_take_the_scope(tcp2, api, victim):
-    # the scope's active session is tenant1's: refused without its id
+def test_other_tenant_gets_a_scope_of_its_own(tcp2, api, victim):
+    # the same names are another scope for another tenant: a session of its own, not tenant1's
     r = tcp2.post("/v1/sessions", {"user": victim["user"], "workspace": victim["workspace"]})
-    assert_error(r, 409, "scope_taken")
+    assert r.status == 201 and r.json["id"] != victim["id"], r
     assert victim["id"] not in r.body.decode()
+    assert r.json["workspace_path"] != victim["workspace_path"], r
+    assert r.json["dynamic_user"] != victim["dynamic_user"], r
     assert api.get_session(victim["id"])["state"] == "active"
 
 

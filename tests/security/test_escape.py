@@ -12,8 +12,8 @@ import time
 import pytest
 
 from conftest import (LIMIT_FSIZE, SECRET_DIR, SHARED_DIR, TOOLS_DIR, WORKSPACE_HOST_ROOT, WORKSPACE_ROOT,
-                      assert_error, py, run, sh, sh_in, snapshot, start_command, systemctl_show, wait_for,
-                      wait_terminal, wait_unit_running)
+                      assert_error, py, run, scope_dir, sh, sh_in, snapshot, start_command, systemctl_show,
+                      wait_for, wait_terminal, wait_unit_running)
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def other(api, scope, secnet):
     s = api.create_session(user + "o", ws + "-o")
     res = sh_in(api, s["id"], "echo the other scope secret > secret.txt; mkdir -p sub; echo x > sub/y")
     assert res["exit"]["status"] == "succeeded", res
-    s["host_dir"] = "%s/%s/%s" % (WORKSPACE_HOST_ROOT, s["user"], s["workspace"])
+    s["host_dir"] = scope_dir(s, WORKSPACE_HOST_ROOT)
     return s
 
 
@@ -54,14 +54,14 @@ def attempt_reads(api, sid, paths):
 
 
 def test_other_scope_workspace_read_and_write(api, sess, other):
-    paths = ["%s/%s/%s/secret.txt" % (WORKSPACE_ROOT, other["user"], other["workspace"]),
+    paths = ["%s/secret.txt" % other["workspace_path"],
              "%s/secret.txt" % other["host_dir"],
-             "/var/lib/sandboxd/ws/%s/%s/sub/y" % (other["user"], other["workspace"])]
+             "%s/sub/y" % other["workspace_path"]]
     got = attempt_reads(api, sess["id"], paths)
     assert not any(v.startswith("read:") for v in got.values()), got
     # listing and writing fail too; the other workspace is not even there
-    res = sh_in(api, sess["id"], "ls /var/lib/private/sandboxd/ws; ls %s/%s; echo pwned > %s/%s/%s/pwned" %
-                (WORKSPACE_ROOT, other["user"], WORKSPACE_ROOT, other["user"], other["workspace"]))
+    res = sh_in(api, sess["id"], "ls /var/lib/private/sandboxd/ws; ls %s; ls %s; echo pwned > %s/pwned" %
+                (WORKSPACE_ROOT, os.path.dirname(other["workspace_path"]), other["workspace_path"]))
     assert other["user"] not in res["stdout"], res
     assert sorted(os.listdir(other["host_dir"])) == ["secret.txt", "sub"]
     with open(other["host_dir"] + "/secret.txt") as f:
@@ -340,6 +340,6 @@ def test_workspace_tools_and_allowed_paths(api, sess):
     with open("%s/from-%s" % (SHARED_DIR, uid)) as f:  # AllowWrite=
         assert f.read() == "shared\n"
     os.unlink("%s/from-%s" % (SHARED_DIR, uid))
-    host_ws = "%s/%s/%s/f" % (WORKSPACE_HOST_ROOT, sess["user"], sess["workspace"])
+    host_ws = scope_dir(sess, WORKSPACE_HOST_ROOT) + "/f"
     with open(host_ws) as f:
         assert f.read() == "data\n"

@@ -9,6 +9,7 @@ static void test_parse(void) {
                 "out-0123456789abcdef-01", "out-0123456789abcdef-+1", "out-0123456789abcdef-1 ",
                 "out-0123456789abcdef-4294967296", "out-0123456789ABCDEF-1", "out-0123456789abcde-1",
                 "out-0123456789abcdef0-1", "err-0123456789abcdef-1-2", "in--1",
+                "proxy-0123456789abcdef-1", "proxy-0123456789abcdef-", "proxy-0123456789abcde", "proxy-",
         };
         FdStoreName id;
         char name[FDSTORE_NAME_MAX];
@@ -21,6 +22,12 @@ static void test_parse(void) {
         ASSERT(fdstore_name_format(&id, name) == 0);
         ASSERT_STREQ(name, "err-4f0c2a9d1e7b3c55-4294967295");
         ASSERT(fdstore_name_parse("in-4f0c2a9d1e7b3c55-12", &id) == 1 && id.kind == FDSTORE_STDIN && id.n == 12);
+        /* a session's: no number */
+        ASSERT(fdstore_name_parse("proxy-4f0c2a9d1e7b3c55", &id) == 1 && id.kind == FDSTORE_PROXY && id.n == 0);
+        ASSERT(fdstore_name_format(&id, name) == 0);
+        ASSERT_STREQ(name, "proxy-4f0c2a9d1e7b3c55");
+        id.n = 3;
+        ASSERT(fdstore_name_format(&id, name) == -EINVAL);
 
         /* not ours: a socket's name, or none given */
         ASSERT(fdstore_name_parse("sandboxd.socket", &id) == 0);

@@ -57,6 +57,16 @@ static void test_env(void) {
         ASSERT(!env_name_is_reserved("XDG_SESSION_TYPE"));
         ASSERT(!env_name_is_reserved("PATH"));
         ASSERT(!env_name_is_reserved("HOMEDIR"));
+        /* sandboxd-exec's command line travels in SANDBOXD_EXEC_* */
+        ASSERT(env_name_is_reserved("SANDBOXD_EXEC_PATH"));
+        ASSERT(env_name_is_reserved("SANDBOXD_EXEC_ARGV_0"));
+        ASSERT(env_name_is_reserved("sandboxd_anything"));
+        ASSERT(!env_name_is_reserved("SANDBOX_X"));
+        /* sandboxd's own request ids (the purge) */
+        ASSERT(request_id_is_reserved("sandboxd.purge"));
+        ASSERT(request_id_is_reserved("SandBoxD.x"));
+        ASSERT(!request_id_is_reserved("sandboxd-purge"));
+        ASSERT(!request_id_is_reserved("my.sandboxd.purge"));
 }
 
 static void check_norm(const char *in, int expect_r, const char *expect) {
