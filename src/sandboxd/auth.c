@@ -18,26 +18,51 @@ static int unhex(char c) {
         return -1;
 }
 
-int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_error) {
+/* The whitespace sscanf("%s") stops at, but for the line's end. */
+static bool is_blank(char c) {
+        return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int auth_parse_keys(const char *text, size_t size, ApiKey **ret, size_t *ret_n, char **ret_error) {
         _cleanup_free_ ApiKey *keys = NULL;
         size_t n = 0, lineno = 0;
-        const char *p = text;
+        const char *p = text, *end = text + size;
 
-        while (*p) {
-                const char *eol = strchrnul(p, '\n');
-                char line[512], tenant[128], hash[128], extra[8];
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p)) ?: end;
+                const char *field[3];
+                size_t len[3], f = 0;
+                char tenant[sizeof(keys->tenant)];
                 ApiKey *k;
-                int f;
 
                 lineno++;
-                snprintf(line, sizeof(line), "%.*s", (int) MIN((size_t) (eol - p), sizeof(line) - 1), p);
-                p = *eol ? eol + 1 : eol;
-                line[strcspn(line, "#")] = 0;
-
-                f = sscanf(line, "%127s %127s %7s", tenant, hash, extra);
-                if (f <= 0)
+                if (memchr(p, 0, (size_t) (eol - p))) {
+                        if (ret_error)
+                                (void) asprintf(ret_error, "line %zu: contains a NUL byte", lineno);
+                        return -EINVAL;
+                }
+                /* up to three fields before a '#': the third is one too many */
+                for (const char *q = p; q < eol && *q != '#' && f < 3;) {
+                        if (is_blank(*q)) {
+                                q++;
+                                continue;
+                        }
+                        field[f] = q;
+                        while (q < eol && *q != '#' && !is_blank(*q))
+                                q++;
+                        len[f] = (size_t) (q - field[f]);
+                        f++;
+                }
+                p = eol < end ? eol + 1 : end;
+                if (f == 0)
                         continue;
-                if (f != 2 || !user_name_is_valid(tenant) || !startswith(hash, "sha256:") || strlen(hash) != 7 + 64) {
+
+                if (f == 2 && len[0] < sizeof(tenant)) {
+                        memcpy(tenant, field[0], len[0]);
+                        tenant[len[0]] = 0;
+                }
+                if (f != 2 || len[0] >= sizeof(tenant) || !user_name_is_valid(tenant) || len[1] != 7 + 64 ||
+                    !startswith(field[1], "sha256:")) {
                         if (ret_error)
                                 (void) asprintf(ret_error, "line %zu: expected 'TENANT sha256:<64 hex digits>'", lineno);
                         return -EINVAL;
@@ -54,9 +79,9 @@ int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_er
                         return -ENOMEM;
                 keys = k;
                 k = &keys[n];
-                snprintf(k->tenant, sizeof(k->tenant), "%.32s", tenant); /* validated: at most 32 */
+                strcpy(k->tenant, tenant); /* validated: at most 32 */
                 for (int i = 0; i < 32; i++) {
-                        int hi = unhex(hash[7 + 2 * i]), lo = unhex(hash[7 + 2 * i + 1]);
+                        int hi = unhex(field[1][7 + 2 * i]), lo = unhex(field[1][7 + 2 * i + 1]);
                         if (hi < 0 || lo < 0) {
                                 if (ret_error)
                                         (void) asprintf(ret_error, "line %zu: the hash must be lowercase hex", lineno);
@@ -95,7 +120,7 @@ static int load_keys_file(Manager *m, const char *path) {
                         return log_oom();
                 }
 
-        r = auth_parse_keys(b.data ?: "", &keys, &n_keys, &error);
+        r = auth_parse_keys(b.data ?: "", b.len, &keys, &n_keys, &error);
         buf_done(&b);
         if (r < 0)
                 return log_error_errno(r, "Failed to parse %s: %s", path, error ?: strerror(-r));

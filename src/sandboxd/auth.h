@@ -15,8 +15,10 @@ struct ApiKey {
         uint8_t hash[32];
 };
 
-/* Parses "tenant sha256:<64 hex>" lines; '#' starts a comment. */
-int auth_parse_keys(const char *text, ApiKey **ret, size_t *ret_n, char **ret_error);
+/* Parses "tenant sha256:<64 hex>" lines; '#' starts a comment. Anything else on a line,
+ * or a NUL byte, is an error (-EINVAL, *ret_error says which line). Pure:
+ * tests/fuzz/fuzz-api-keys.c fuzzes it. */
+int auth_parse_keys(const char *text, size_t size, ApiKey **ret, size_t *ret_n, char **ret_error);
 /* Loads the keys of `path` (missing is fine) and of the systemd credential "api-keys"
  * ($CREDENTIALS_DIRECTORY/api-keys), if there is one. */
 int auth_load_keys(Manager *m, const char *path);

@@ -31,16 +31,3 @@ int bus_error_set_request(sd_bus_error *error, int r, const RequestError *e) {
         }
         return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
 }
-
-int bus_enter_option(sd_bus_message *m, const char *key, const char *type, RequestError *e) {
-        const char *contents;
-        int r;
-
-        r = sd_bus_message_peek_type(m, NULL, &contents);
-        if (r < 0)
-                return r;
-        if (!streq_ptr(contents, type))
-                return request_error(e, "invalid_type", "Option '%s' must be of type '%s', not '%s'.", key, type,
-                                     strempty(contents));
-        return sd_bus_message_enter_container(m, 'v', type);
-}

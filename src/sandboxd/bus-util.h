@@ -33,7 +33,3 @@
 /* The error of a RequestError (the codes the HTTP API sends in "error.code"), or, without
  * a code, of errno r. Returns a negative errno, like sd_bus_error_set(). */
 int bus_error_set_request(sd_bus_error *error, int r, const RequestError *e);
-
-/* Enters the variant of option `key` of an a{sv} if it holds `type`; -EINVAL with *e
- * ("invalid_type") otherwise. */
-int bus_enter_option(sd_bus_message *m, const char *key, const char *type, RequestError *e);

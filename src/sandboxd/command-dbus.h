@@ -13,10 +13,6 @@ Command *command_from_path(Manager *m, const char *path);
 int command_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
                         sd_bus_error *error);
 
-/* a{sv} options of Exec and Run, into the request the HTTP API parses from JSON; argv is
- * read before. File descriptors are duplicated: the request owns them. */
-int bus_read_command_options(sd_bus_message *m, CommandRequest *req, RequestError *e);
-
 /* PropertiesChanged of the command's state; CommandFinished once it is terminal. */
 void command_send_changed(Command *c);
 void command_send_finished(Command *c);

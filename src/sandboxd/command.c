@@ -21,6 +21,7 @@
 #include "session.h"
 #include "store.h"
 #include "time-util.h"
+#include "validate.h"
 
 #define READ_CHUNK (64 * 1024)
 #define READ_BURST 4
@@ -29,7 +30,6 @@
 #define SAMPLE_INTERVAL_USEC (200 * USEC_PER_MSEC)
 
 static const char *const stream_names[_OUTPUT_STREAM_MAX] = { "stdout", "stderr" };
-static const char *const fdstore_prefix[3] = { "out", "err", "in" };
 
 bool command_status_is_running(const Command *c) {
         return c->result.status == COMMAND_RUNNING;
@@ -37,21 +37,35 @@ bool command_status_is_running(const Command *c) {
 
 /* --- the fd store: our pipe ends survive a restart of sandboxd inside PID 1 ------ */
 
+/* which: stdout, stderr (the OutputStream), or 2 for stdin */
+static int fdstore_name(Command *c, unsigned which, char ret[static FDSTORE_NAME_MAX]) {
+        static const FdStoreKind kinds[3] = { FDSTORE_STDOUT, FDSTORE_STDERR, FDSTORE_STDIN };
+        FdStoreName n = { .kind = kinds[which], .n = c->n };
+
+        memcpy(n.session_id, c->session->id, sizeof(n.session_id));
+        return fdstore_name_format(&n, ret);
+}
+
 static void fdstore_put(Command *c, unsigned which, int fd) {
-        char msg[128];
+        char name[FDSTORE_NAME_MAX], msg[128 + FDSTORE_NAME_MAX];
         int r;
 
-        snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s-%s-%u", fdstore_prefix[which], c->session->id, c->n);
-        r = sd_pid_notify_with_fds(0, false, msg, &fd, 1);
+        r = fdstore_name(c, which, name);
+        if (r >= 0) {
+                snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
+                r = sd_pid_notify_with_fds(0, false, msg, &fd, 1);
+        }
         if (r < 0)
                 log_warning_errno(r, "Failed to put %s of %s in the fd store, ignoring: %m",
-                                  fdstore_prefix[which], c->unit);
+                                  which < _OUTPUT_STREAM_MAX ? stream_names[which] : "stdin", c->unit);
 }
 
 static void fdstore_remove(Command *c, unsigned which) {
-        char msg[128];
+        char name[FDSTORE_NAME_MAX], msg[128 + FDSTORE_NAME_MAX];
 
-        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s-%s-%u", fdstore_prefix[which], c->session->id, c->n);
+        if (fdstore_name(c, which, name) < 0)
+                return;
+        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
         (void) sd_notify(false, msg);
 }
 
@@ -977,12 +991,16 @@ fail:
 static int result_from_record(json_object *o, CommandResult *res) {
         json_object *usage;
         const char *reason = store_get_string(o, "reason");
+        int64_t exit_code = store_get_i64(o, "exit_code", -1), sig = store_get_i64(o, "signal", 0);
 
         res->status = command_status_from_string(store_get_string(o, "status"));
-        if (res->status < 0)
+        if (res->status < 0 || exit_code < INT_MIN || exit_code > INT_MAX || sig < 0 || sig > INT_MAX)
                 return -EBADMSG;
-        res->exit_code = (int) store_get_i64(o, "exit_code", -1);
-        res->signal = (int) store_get_i64(o, "signal", 0);
+        /* cut short, it could end in half a character, which D-Bus refuses */
+        if (reason && strlen(reason) >= sizeof(res->reason))
+                return -EBADMSG;
+        res->exit_code = (int) exit_code;
+        res->signal = (int) sig;
         snprintf(res->reason, sizeof(res->reason), "%s", reason ?: "");
         res->duration_ms = store_get_u64(o, "duration_ms", 0);
         if (json_object_object_get_ex(o, "usage", &usage)) {
@@ -993,19 +1011,22 @@ static int result_from_record(json_object *o, CommandResult *res) {
         return 0;
 }
 
-int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
-        Manager *m = s->manager;
+int command_record_decode(Session *s, json_object *o, Command **ret) {
         json_object *argv;
         const char *request_id = store_get_string(o, "request_id");
-        unsigned n = (unsigned) store_get_u64(o, "n", 0);
-        bool running;
+        uint64_t n = store_get_u64(o, "n", 0);
         Command *c;
         int r;
 
-        if (n == 0 || !request_id)
+        if (n == 0 || n > UINT_MAX || !request_id_is_valid(request_id))
                 return -EBADMSG;
+        /* Two records of one unit: the fd store would mix them up. (Two of one request id
+         * can be: the generated id of command 5 is "5", which a client may have chosen.) */
+        LIST_FOREACH(commands, c, s->commands)
+                if (c->n == n)
+                        return -EEXIST;
 
-        c = command_alloc(s, n);
+        c = command_alloc(s, (unsigned) n);
         if (!c)
                 return -ENOMEM;
         c->created_realtime_usec = store_get_u64(o, "created_usec", 0);
@@ -1016,8 +1037,15 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
                 size_t k = json_object_array_length(argv);
 
                 c->argv = calloc(k + 1, sizeof(char *));
-                for (size_t i = 0; c->argv && i < k; i++)
-                        c->argv[i] = strdup(json_object_get_string(json_object_array_get_idx(argv, i)) ?: "");
+                if (!c->argv) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                for (size_t i = 0; i < k; i++)
+                        if (!(c->argv[i] = strdup(json_object_get_string(json_object_array_get_idx(argv, i)) ?: ""))) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
         }
         r = command_set_names(c, request_id);
         if (r < 0)
@@ -1025,14 +1053,40 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         r = result_from_record(o, &c->result);
         if (r < 0)
                 goto fail;
-
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
                 char key[32];
 
                 snprintf(key, sizeof(key), "%s_fd", stream_names[st]);
                 c->caller_fd[st] = store_get_bool(o, key, false);
         }
+
+        *ret = c;
+        return 0;
+
+fail:
+        command_free(c);
+        return r;
+}
+
+int command_recover(Session *s, json_object *o, Command **ret) {
+        Manager *m = s->manager;
+        int fds[3] = { -EBADF, -EBADF, -EBADF };
+        bool running;
+        Command *c;
+        int r;
+
+        r = command_record_decode(s, o, &c);
+        if (r < 0)
+                return r;
+        manager_take_stored_fds(m, s->id, c->n, fds);
+
         running = !command_status_is_terminal(c->result.status);
+        if (running) {
+                /* PENDING: sandboxd went away between asking for the unit and hearing back.
+                 * Counted now, since command_free() counts it down on failure. */
+                c->result.status = COMMAND_RUNNING;
+                m->n_running++;
+        }
         r = command_open_output(c, false);
         if (r == -ENOENT) {
                 /* The spool lives in /run: after a reboot only the record is left. */
@@ -1041,6 +1095,7 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         }
         if (r < 0)
                 goto fail;
+        /* what the record says of the output, as far as the spool has not more */
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
                 char key[32];
 
@@ -1053,15 +1108,9 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         if (!running) {
                 output_finish(c->output);
                 exec_env_remove(c);
-                *ret = c;
-                return 0;
+                goto done;
         }
 
-        if (c->result.status == COMMAND_PENDING) {
-                /* sandboxd went away between asking for the unit and hearing back. */
-                c->result.status = COMMAND_RUNNING;
-        }
-        m->n_running++;
         if ((fds[0] < 0 && !c->caller_fd[0]) || (fds[1] < 0 && !c->caller_fd[1])) {
                 /* systemd dropped our pipe ends (sandboxd was stopped, not restarted). */
                 static const char lost[] = "{\"type\":\"notice\",\"message\":\"output written while sandboxd "
@@ -1086,10 +1135,15 @@ int command_recover(Session *s, json_object *o, int fds[3], Command **ret) {
         if (r < 0)
                 goto fail;
         log_info("Re-attached to %s (%s).", c->unit, c->request_id);
+done:
+        for (unsigned k = 0; k < 3; k++)
+                safe_close(fds[k]);
         *ret = c;
         return 0;
 
 fail:
+        for (unsigned k = 0; k < 3; k++)
+                safe_close(fds[k]);
         command_free(c);
         return r;
 }
@@ -1216,7 +1270,7 @@ Command *command_free(Command *c) {
         if (!c)
                 return NULL;
 
-        if (command_status_is_running(c) && c->session->manager->n_running > 0)
+        if (command_status_is_running(c) && c->session->manager && c->session->manager->n_running > 0)
                 c->session->manager->n_running--;
 
         output_free(c->output);

@@ -72,9 +72,13 @@ struct Command {
 int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
                   RequestError *error);
 
-/* Rebuilds a command from its record after a restart; fds: what the fd store gave back
- * for it (stdout, stderr, stdin; -EBADF where missing), taken over. */
-int command_recover(Session *s, json_object *record, int fds[3], Command **ret);
+/* Rebuilds a command of s from its record after a restart, with what the fd store gave
+ * back for it. */
+int command_recover(Session *s, json_object *record, Command **ret);
+/* A new command of s from its record (<n>.json), no output or fds yet: -EBADMSG if the
+ * record is not a command's, -EEXIST if s has a command of its number already.
+ * Pure (s needs no manager): tests/fuzz/fuzz-records.c fuzzes it. */
+int command_record_decode(Session *s, json_object *record, Command **ret);
 
 /* Forgets the command and its spool (it must be terminal). */
 void command_remove(Command *c);

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "encoding.h"
 
 void config_init(Config *c) {
         *c = (Config) {
@@ -114,16 +115,30 @@ typedef struct LoadState {
         Config *config;
         const char *file;
         void (*warn)(const char *msg);
-        char *error;
+        const char *text, *end; /* what inih has not read yet */
+        unsigned line;          /* the line inih read last */
+        bool line_too_long;
+        bool oom;
+        char *error;            /* the first invalid value, on error_line */
+        unsigned error_line;
 } LoadState;
 
 static int set_error(LoadState *st, const char *section, const char *key, const char *value, const char *why) {
         Buf b = {};
 
-        free(st->error);
-        (void) buf_printf(&b, "%s: [%s] %s=%s: %s", st->file, section, key, value, why);
+        /* inih reports the first line in error: keep what was wrong there */
+        if (st->error)
+                return 0;
+        if (buf_printf(&b, "%s: [%s] %s=%s: %s", st->file, section, key, value, why) < 0)
+                st->oom = true;
         st->error = buf_steal(&b);
+        st->error_line = st->line;
         return 0; /* tells inih to report this line */
+}
+
+static int set_oom(LoadState *st) {
+        st->oom = true;
+        return 0;
 }
 
 static int parse_limit_key(LoadState *st, Limits *l, const char *section, const char *key, const char *value,
@@ -212,28 +227,25 @@ static int check_domain(const char *w, char *out, size_t n) {
         return 0;
 }
 
-/* An absolute path without ".", ".." or empty components (no trailing slash). */
+/* An absolute path without ".", ".." or empty components, a trailing slash dropped: as
+ * systemd wants the paths of ReadOnlyPaths= and the like (it refuses "//srv"). */
 static int check_path(const char *w, char *out, size_t n) {
-        const char *p = w;
+        size_t l = strlen(w);
 
-        if (w[0] != '/' || strlen(w) >= n)
+        if (w[0] != '/' || l >= n || strstr(w, "//"))
                 return -EINVAL;
-        while (*p) {
-                size_t l;
+        for (const char *p = w + 1; *p;) {
+                size_t k = strcspn(p, "/");
 
-                p += strspn(p, "/");
-                l = strcspn(p, "/");
-                if (l == 0)
-                        break;
-                if ((l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+                if ((k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
                         return -EINVAL;
-                p += l;
-                if (*p == '/' && p[1] == '/')
-                        return -EINVAL;
+                p += k;
+                if (*p == '/')
+                        p++;
         }
         strcpy(out, w);
-        if (strlen(out) > 1 && out[strlen(out) - 1] == '/')
-                out[strlen(out) - 1] = 0;
+        if (l > 1 && out[l - 1] == '/')
+                out[l - 1] = 0;
         return streq(out, "/") ? -EINVAL : 0;
 }
 
@@ -244,7 +256,7 @@ static int set_words(LoadState *st, char ***list, const char *section, const cha
 
         r = add_words(list, value, check, &bad);
         if (r == -ENOMEM)
-                return 0;
+                return set_oom(st);
         if (r < 0) {
                 char why[256];
 
@@ -308,7 +320,7 @@ static int handler(void *userdata, const char *section, const char *key, const c
                 if (streq(key, "AdminTenants")) {
                         free(c->admin_tenants);
                         c->admin_tenants = strdup(value);
-                        return c->admin_tenants ? 1 : 0;
+                        return c->admin_tenants ? 1 : set_oom(st);
                 }
                 if (streq(key, "ConnectionTimeoutSec")) {
                         if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC || v > 86400 * USEC_PER_SEC)
@@ -378,7 +390,7 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 return set_error(st, section, key, value, "expected a colon-separated list of absolute directories");
                         free(c->path);
                         c->path = strdup(value);
-                        return c->path ? 1 : 0;
+                        return c->path ? 1 : set_oom(st);
                 }
         } else if (streq(section, "Network")) {
                 if (streq(key, "DefaultMode")) {
@@ -447,7 +459,7 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                                  "expected an absolute path without '.', '..', ':' or spaces");
                         free(c->tools_directory);
                         c->tools_directory = strdup(buf);
-                        return c->tools_directory ? 1 : 0;
+                        return c->tools_directory ? 1 : set_oom(st);
                 }
                 if (streq(key, "LimitFSIZE")) {
                         if (streq(value, "infinity"))
@@ -474,30 +486,112 @@ static int handler(void *userdata, const char *section, const char *key, const c
         return 1;
 }
 
-static int load_one(LoadState *st, const char *path) {
-        _cleanup_fclose_ FILE *f = NULL;
+/* inih's reader: one line at a time, counted. A line longer than inih's buffer would come
+ * back as two lines, the second parsed as a setting of its own: refused instead. */
+static char *read_line(char *str, int size, void *userdata) {
+        LoadState *st = userdata;
+        const char *eol;
+        size_t n;
+
+        if (st->text >= st->end || st->line_too_long)
+                return NULL;
+        eol = memchr(st->text, '\n', (size_t) (st->end - st->text));
+        n = eol ? (size_t) (eol - st->text) + 1 : (size_t) (st->end - st->text);
+        st->line++;
+        if (n >= (size_t) size) {
+                st->line_too_long = true;
+                return NULL;
+        }
+        memcpy(str, st->text, n);
+        str[n] = 0;
+        st->text += n;
+        return str;
+}
+
+int config_parse(Config *c, const char *name, const char *text, size_t size, void (*warn)(const char *msg),
+                 char **ret_error) {
+        LoadState st = { .config = c, .file = name, .warn = warn, .text = text, .end = text + size };
+        _cleanup_free_ char *error = NULL;
         int line;
 
-        f = fopen(path, "re");
-        if (!f)
-                return errno == ENOENT ? 0 : -errno;
+        bool utf8;
+        size_t valid;
 
-        st->file = path;
-        line = ini_parse_file(f, handler, st);
-        if (line != 0) {
-                if (!st->error) {
-                        Buf b = {};
-                        (void) buf_printf(&b, "%s:%d: syntax error", path, line);
-                        st->error = buf_steal(&b);
-                } else {
-                        Buf b = {};
-                        (void) buf_printf(&b, "%s (line %d)", st->error, line);
-                        free(st->error);
-                        st->error = buf_steal(&b);
-                }
+        if (memchr(text, 0, size)) {
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s: contains a NUL byte", name);
                 return -EINVAL;
         }
-        return 0;
+        /* Paths and Path= go to systemd as D-Bus strings, which are UTF-8. */
+        valid = utf8_valid_prefix(text, size, &utf8);
+        if (valid < size) {
+                unsigned n = 1;
+
+                for (size_t i = 0; i < valid; i++)
+                        n += text[i] == '\n';
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s:%u: not valid UTF-8", name, n);
+                return -EINVAL;
+        }
+
+        line = ini_parse_stream(read_line, &st, handler, &st);
+        error = TAKE_PTR(st.error);
+        if (st.oom)
+                return -ENOMEM;
+        if (line == 0 && !st.line_too_long)
+                return 0;
+
+        if (ret_error) {
+                if (line == 0)
+                        (void) asprintf(ret_error, "%s:%u: the line is longer than %d bytes (a list can be split over "
+                                        "several assignments)", name, st.line, INI_MAX_LINE - 3);
+                else if (error && st.error_line == (unsigned) line)
+                        (void) asprintf(ret_error, "%s (line %d)", error, line);
+                else
+                        (void) asprintf(ret_error, "%s:%d: syntax error", name, line);
+        }
+        return -EINVAL;
+}
+
+/* Parses the file at path on top of *c; a missing file is fine. */
+static int load_file(Config *c, const char *path, void (*warn)(const char *msg), char **ret_error) {
+        _cleanup_fclose_ FILE *f = NULL;
+        Buf b = {};
+        char chunk[4096];
+        size_t n;
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT)
+                        return 0;
+                r = -errno;
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s: %s", path, strerror(-r));
+                return r;
+        }
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+                if (b.len + n > CONFIG_FILE_MAX) {
+                        buf_done(&b);
+                        if (ret_error)
+                                (void) asprintf(ret_error, "%s: larger than %d bytes", path, CONFIG_FILE_MAX);
+                        return -EFBIG;
+                }
+                r = buf_append(&b, chunk, n);
+                if (r < 0) {
+                        buf_done(&b);
+                        return r;
+                }
+        }
+        if (ferror(f)) {
+                buf_done(&b);
+                if (ret_error)
+                        (void) asprintf(ret_error, "%s: %s", path, strerror(EIO));
+                return -EIO;
+        }
+        r = config_parse(c, path, b.data ?: "", b.len, warn, ret_error);
+        buf_done(&b);
+        return r;
 }
 
 static int conf_filter(const struct dirent *de) {
@@ -505,8 +599,7 @@ static int conf_filter(const struct dirent *de) {
         return de->d_name[0] != '.' && l > 5 && streq(de->d_name + l - 5, ".conf");
 }
 
-static int check_consistency(LoadState *st) {
-        const Config *c = st->config;
+int config_check(const Config *c, char **ret_error) {
         const char *what = NULL;
 
         if (c->session_limits.memory_max > c->session_limits_max.memory_max)
@@ -524,17 +617,17 @@ static int check_consistency(LoadState *st) {
         if (!what)
                 return 0;
 
-        st->error = strdup(what);
+        if (ret_error)
+                *ret_error = strdup(what);
         return -EINVAL;
 }
 
 int config_load(Config *c, const char *path, void (*warn)(const char *msg), char **ret_error) {
-        LoadState st = { .config = c, .warn = warn };
-        _cleanup_free_ char *dropin = NULL;
+        _cleanup_free_ char *dropin = NULL, *error = NULL;
         struct dirent **list = NULL;
         int r, n;
 
-        r = load_one(&st, path);
+        r = load_file(c, path, warn, &error);
         if (r < 0)
                 goto fail;
 
@@ -544,6 +637,7 @@ int config_load(Config *c, const char *path, void (*warn)(const char *msg), char
         n = scandir(dropin, &list, conf_filter, alphasort);
         if (n < 0 && errno != ENOENT) {
                 r = -errno;
+                (void) asprintf(&error, "%s: %s", dropin, strerror(-r));
                 goto fail;
         }
         for (int i = 0; i < n; i++) {
@@ -553,7 +647,7 @@ int config_load(Config *c, const char *path, void (*warn)(const char *msg), char
                         if (asprintf(&p, "%s/%s", dropin, list[i]->d_name) < 0)
                                 r = -ENOMEM;
                         else
-                                r = load_one(&st, p);
+                                r = load_file(c, p, warn, &error);
                 }
                 free(list[i]);
         }
@@ -561,18 +655,16 @@ int config_load(Config *c, const char *path, void (*warn)(const char *msg), char
         if (r < 0)
                 goto fail;
 
-        r = check_consistency(&st);
+        r = config_check(c, &error);
         if (r < 0)
                 goto fail;
 
         return 0;
 
 fail:
-        if (ret_error && !st.error)
-                (void) asprintf(&st.error, "%s: %s", path, strerror(-r));
+        if (!error)
+                (void) asprintf(&error, "%s: %s", path, strerror(-r));
         if (ret_error)
-                *ret_error = st.error;
-        else
-                free(st.error);
+                *ret_error = TAKE_PTR(error);
         return r;
 }

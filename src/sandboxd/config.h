@@ -93,6 +93,17 @@ void config_init(Config *c);
 void config_done(Config *c);
 
 /* Loads `path` (missing is fine) and then `path`.d/ *.conf in lexical order, later files
- * overriding earlier ones. Invalid values are errors: *ret_error says where and why.
- * Unknown keys are reported through `warn` and otherwise ignored. */
+ * overriding earlier ones, then config_check(). Invalid values are errors: *ret_error says
+ * where and why. Unknown keys are reported through `warn` and otherwise ignored. */
 int config_load(Config *c, const char *path, void (*warn)(const char *msg), char **ret_error);
+
+/* The text of one file, `name` in messages, on top of *c. Lines longer than inih reads at
+ * once, NUL bytes and invalid values are errors (-EINVAL, *ret_error says where and why).
+ * Pure: tests/fuzz/fuzz-config.c fuzzes it. */
+int config_parse(Config *c, const char *name, const char *text, size_t size, void (*warn)(const char *msg),
+                 char **ret_error);
+/* After the last file: the defaults within the ceilings, and the like. */
+int config_check(const Config *c, char **ret_error);
+
+/* A config file larger than this is refused. */
+#define CONFIG_FILE_MAX (1024 * 1024)

@@ -375,7 +375,7 @@ static size_t on_unescape(void *cls, struct MHD_Connection *connection, char *s)
         return n;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+static _printf_(2, 0) void on_mhd_log(void *cls, const char *fmt, va_list ap) {
         char buf[512];
 
         (void) vsnprintf(buf, sizeof(buf), fmt, ap);

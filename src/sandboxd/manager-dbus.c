@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 
+#include "bus-request.h"
 #include "bus-util.h"
 #include "command-dbus.h"
 #include "log.h"
@@ -167,10 +168,9 @@ static void on_session_ready(Session *s, int r, void *userdata) {
 }
 
 static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_error *error) {
-        _cleanup_(session_request_done) SessionRequest req = { .network = NETWORK_NONE };
+        _cleanup_(session_request_done) SessionRequest req = {};
         _cleanup_free_ char *tenant = NULL;
         Manager *m = userdata;
-        const char *user, *workspace;
         RequestError e = {};
         BusPending *p;
         Session *s;
@@ -179,16 +179,7 @@ static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_er
 
         POLKIT_SCOPE(m, call);
 
-        r = sd_bus_message_read(call, "ss", &user, &workspace);
-        if (r < 0)
-                return r;
-        req.user = strdup(user);
-        req.workspace = strdup(workspace);
-        if (!req.user || !req.workspace)
-                return -ENOMEM;
-        r = session_request_check_scope(&req, &e);
-        if (r >= 0)
-                r = bus_read_session_options(call, &req, &e);
+        r = bus_request_read_session(call, &req, &e);
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
 

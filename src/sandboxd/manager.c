@@ -94,18 +94,18 @@ int manager_load_config(Manager *m, const char *path) {
 }
 
 void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]) {
-        static const char *const prefix[3] = { "out", "err", "in" };
+        static const FdStoreKind kinds[3] = { FDSTORE_STDOUT, FDSTORE_STDERR, FDSTORE_STDIN };
 
         for (unsigned k = 0; k < 3; k++) {
-                char name[64];
-
                 ret_fds[k] = -EBADF;
-                snprintf(name, sizeof(name), "%s-%s-%u", prefix[k], sid, n);
-                for (size_t i = 0; i < m->n_stored_fds; i++)
-                        if (m->stored_fds[i].fd >= 0 && streq_ptr(m->stored_fds[i].name, name)) {
-                                ret_fds[k] = TAKE_FD(m->stored_fds[i].fd);
+                for (size_t i = 0; i < m->n_stored_fds; i++) {
+                        StoredFd *f = &m->stored_fds[i];
+
+                        if (f->fd >= 0 && f->id.kind == kinds[k] && f->id.n == n && streq(f->id.session_id, sid)) {
+                                ret_fds[k] = TAKE_FD(f->fd);
                                 break;
                         }
+                }
         }
 }
 
@@ -418,10 +418,21 @@ static int setup_sockets(Manager *m, const char *listen_path) {
 
         for (int i = 0; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
+                FdStoreName id;
                 bool is_unix;
 
-                if (names && names[i] && (startswith(names[i], "out-") || startswith(names[i], "err-") ||
-                                           startswith(names[i], "in-") || startswith(names[i], "proxy-"))) {
+                r = names && names[i] ? fdstore_name_parse(names[i], &id) : 0;
+                if (r < 0) {
+                        char msg[64 + 256]; /* systemd's names have at most 255 characters */
+
+                        /* Ours by its prefix, but no name we give: let systemd drop it. */
+                        log_warning("Dropping stored fd %.64s: not a valid name.", names[i]);
+                        safe_close(fd);
+                        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", names[i]);
+                        (void) sd_notify(false, msg);
+                        continue;
+                }
+                if (r > 0) {
                         /* A pipe end of a running command or a session's proxy socket, kept by
                          * systemd across our restart. */
                         StoredFd *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(StoredFd));
@@ -430,8 +441,7 @@ static int setup_sockets(Manager *m, const char *listen_path) {
                                 goto finish;
                         }
                         m->stored_fds = a;
-                        a[m->n_stored_fds].fd = fd;
-                        a[m->n_stored_fds].name = strdup(names[i]);
+                        a[m->n_stored_fds] = (StoredFd) { .fd = fd, .id = id, .name = strdup(names[i]) };
                         m->n_stored_fds++;
                         continue;
                 }

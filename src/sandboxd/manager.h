@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "fdstore.h"
 #include "list.h"
 #include "metrics.h"
 
@@ -19,9 +20,10 @@ typedef struct BusPending BusPending;
 typedef struct Proxy Proxy;
 typedef struct ProxyListener ProxyListener;
 
-/* A pipe end systemd kept for us in the fd store while sandboxd was away. */
+/* A pipe end or proxy socket systemd kept for us in the fd store while sandboxd was away. */
 typedef struct StoredFd {
-        char *name; /* out-<sid>-<n>, err-<sid>-<n>, in-<sid>-<n> */
+        char *name;     /* as systemd has it: out-<sid>-<n>, err-<sid>-<n>, in-<sid>-<n>, proxy-<sid> */
+        FdStoreName id; /* what it says */
         int fd;
 } StoredFd;
 

@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 
+#include "bus-request.h"
 #include "bus-util.h"
 #include "command-dbus.h"
 #include "log.h"
@@ -259,7 +260,7 @@ static void on_exec_started(Command *c, int r, const char *message, void *userda
 }
 
 int bus_session_exec(sd_bus_message *call, Session *s, bool run, sd_bus_error *error) {
-        _cleanup_(command_request_done) CommandRequest req = { .wait = true };
+        _cleanup_(command_request_done) CommandRequest req = {};
         Manager *m = s->manager;
         RequestError e = {};
         BusPending *p;
@@ -268,12 +269,7 @@ int bus_session_exec(sd_bus_message *call, Session *s, bool run, sd_bus_error *e
 
         POLKIT_SCOPE(m, call);
 
-        r = sd_bus_message_read_strv(call, &req.argv);
-        if (r < 0)
-                return r;
-        r = request_check_argv(req.argv, &e);
-        if (r >= 0)
-                r = bus_read_command_options(call, &req, &e);
+        r = bus_request_read_command(call, &req, &e);
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
 
@@ -489,110 +485,6 @@ const sd_bus_vtable session_vtable[] = {
         SD_BUS_METHOD("Touch", NULL, NULL, method_touch, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END
 };
-
-/* --- options ------------------------------------------------------------------------------ */
-
-int bus_read_session_options(sd_bus_message *m, SessionRequest *req, RequestError *e) {
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *key, *contents;
-                uint64_t v;
-
-                r = sd_bus_message_read(m, "s", &key);
-                if (r < 0)
-                        return r;
-                if (streq(key, "memory_max")) {
-                        r = sd_bus_message_peek_type(m, NULL, &contents);
-                        if (r < 0)
-                                return r;
-                        if (streq_ptr(contents, "s")) {
-                                const char *size;
-
-                                r = sd_bus_message_read(m, "v", "s", &size);
-                                if (r >= 0)
-                                        r = request_parse_memory_max(size, &v, e);
-                                if (r >= 0)
-                                        r = request_check_uint("limits.memory_max", v, 1, REQUEST_MEMORY_MAX_MAX, e);
-                        } else {
-                                r = bus_enter_option(m, key, "t", e);
-                                if (r >= 0)
-                                        r = sd_bus_message_read(m, "t", &v);
-                                if (r >= 0)
-                                        r = sd_bus_message_exit_container(m);
-                                if (r >= 0)
-                                        r = request_check_uint("limits.memory_max", v, 1, REQUEST_MEMORY_MAX_MAX, e);
-                        }
-                        req->memory_max = v;
-                        req->has_memory_max = true;
-                } else if (streq(key, "network")) {
-                        const char *mode;
-
-                        r = bus_enter_option(m, key, "s", e);
-                        if (r >= 0)
-                                r = sd_bus_message_read(m, "s", &mode);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        if (r >= 0)
-                                r = request_parse_network_mode(mode, &req->network, e);
-                        req->has_network_mode = r >= 0;
-                } else if (streq(key, "network_deny") || streq(key, "network_allow")) {
-                        const char *field = streq(key, "network_deny") ? "network.deny" : "network.allow";
-                        char ***list = streq(key, "network_deny") ? &req->network_deny : &req->network_allow;
-                        const char *d;
-
-                        r = bus_enter_option(m, key, "as", e);
-                        if (r >= 0)
-                                r = sd_bus_message_enter_container(m, 'a', "s");
-                        if (r >= 0) {
-                                strv_free(*list);
-                                *list = calloc(1, sizeof(char *));
-                                if (!*list)
-                                        r = -ENOMEM;
-                        }
-                        while (r >= 0 && (r = sd_bus_message_read(m, "s", &d)) > 0)
-                                r = request_add_domain_pattern(field, d, list, e);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                } else if (streq(key, "cpu_quota") || streq(key, "tasks_max") || streq(key, "ttl_s")) {
-                        r = bus_enter_option(m, key, "t", e);
-                        if (r >= 0)
-                                r = sd_bus_message_read(m, "t", &v);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        if (r < 0)
-                                return r;
-                        if (streq(key, "cpu_quota")) {
-                                r = request_check_uint("limits.cpu_quota", v, 1, REQUEST_CPU_QUOTA_MAX, e);
-                                req->cpu_quota_percent = v;
-                                req->has_cpu_quota = true;
-                        } else if (streq(key, "tasks_max")) {
-                                r = request_check_uint("limits.tasks_max", v, 1, REQUEST_TASKS_MAX_MAX, e);
-                                req->tasks_max = v;
-                                req->has_tasks_max = true;
-                        } else {
-                                r = request_check_uint("ttl_s", v, 1, REQUEST_TTL_S_MAX, e);
-                                req->ttl_s = v;
-                                req->has_ttl = true;
-                        }
-                } else
-                        r = request_error(e, "unknown_field", "Unknown option '%s'.", key);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        r = sd_bus_message_exit_container(m);
-        return r < 0 ? r : 0;
-}
 
 /* --- signals ------------------------------------------------------------------------------- */
 

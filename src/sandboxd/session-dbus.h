@@ -19,9 +19,6 @@ int session_object_find(sd_bus *bus, const char *path, const char *interface, vo
                         sd_bus_error *error);
 int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error);
 
-/* a{sv} options of CreateSession, into the request the HTTP API parses from JSON. */
-int bus_read_session_options(sd_bus_message *m, SessionRequest *req, RequestError *e);
-
 /* Exec, Run and Close, of the Session object and of the Manager (by session id): the
  * remaining arguments of `call` are read here. */
 int bus_session_exec(sd_bus_message *call, Session *s, bool run, sd_bus_error *error);

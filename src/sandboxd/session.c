@@ -115,25 +115,33 @@ static json_object *network_to_json(Session *s) {
         return o;
 }
 
-static char **strv_from_json(json_object *a) {
+/* A list of domain patterns; -EBADMSG if it is not a list of strings. */
+static int strv_from_json(json_object *a, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
         size_t n;
-        char **l;
 
-        if (!a || !json_object_is_type(a, json_type_array))
-                return NULL;
+        if (!json_object_is_type(a, json_type_array))
+                return -EBADMSG;
         n = json_object_array_length(a);
         l = calloc(n + 1, sizeof(char *));
-        for (size_t i = 0, k = 0; l && i < n; i++) {
-                const char *v = json_object_get_string(json_object_array_get_idx(a, i));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0, k = 0; i < n; i++) {
+                json_object *v = json_object_array_get_idx(a, i);
                 char pattern[HOST_NAME_MAX_LEN + 3];
 
-                /* in today's canonical form: a record may be older than it */
-                if (v && domain_pattern_normalize(v, pattern) >= 0 && !(l[k++] = strdup(pattern))) {
-                        strv_free(l);
-                        return NULL;
-                }
+                if (!json_object_is_type(v, json_type_string))
+                        return -EBADMSG;
+                /* in today's canonical form: a record may be older than it, and what is no
+                 * pattern any more is dropped */
+                if (domain_pattern_normalize(json_object_get_string(v), pattern) < 0)
+                        continue;
+                l[k] = strdup(pattern);
+                if (!l[k++])
+                        return -ENOMEM;
         }
-        return l;
+        *ret = TAKE_PTR(l);
+        return 0;
 }
 
 int session_save(Session *s) {
@@ -952,61 +960,61 @@ static int command_record_filter(const struct dirent *de) {
         return l > 5 && streq(de->d_name + l - 5, ".json") && de->d_name[0] >= '1' && de->d_name[0] <= '9';
 }
 
-int session_recover(Manager *m, const char *dir, Session **ret) {
-        _cleanup_(json_object_putp) json_object *o = NULL;
-        char path[PATH_MAX];
+/* A close reason as sandboxd writes them ("idle", "slice-gone"): it goes into JSON as is. */
+static bool close_reason_is_valid(const char *s) {
+        size_t l = strlen(s);
+
+        return l > 0 && l <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz-") == l;
+}
+
+int session_record_decode(Session *s, json_object *o, const Config *c) {
         const char *id, *user, *workspace, *tenant, *reason;
         json_object *limits;
-        struct dirent **list = NULL;
-        Session *s;
-        int r, n;
-
-        snprintf(path, sizeof(path), "%s/session.json", dir);
-        r = store_read(path, &o);
-        if (r < 0)
-                return r;
+        uint64_t n_commands;
+        int r;
 
         id = store_get_string(o, "id");
         user = store_get_string(o, "user");
         workspace = store_get_string(o, "workspace");
-        if (!session_id_is_valid(id) || !user || !workspace)
+        if (!session_id_is_valid(id) || !user_name_is_valid(user) || !workspace_name_is_valid(workspace))
                 return -EBADMSG;
 
-        s = session_alloc(m);
-        if (!s)
-                return -ENOMEM;
         snprintf(s->id, sizeof(s->id), "%s", id);
+        /* before the scope: the tenant is part of it */
         tenant = store_get_string(o, "tenant");
-        if (tenant && !(s->tenant = strdup(tenant))) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (tenant && !(s->tenant = strdup(tenant)))
+                return -ENOMEM;
         r = session_set_scope(s, user, workspace);
         if (r < 0)
-                goto fail;
+                return r;
         reason = store_get_string(o, "close_reason");
-        if (reason)
+        if (reason) {
+                if (!close_reason_is_valid(reason))
+                        return -EBADMSG;
                 s->close_reason = strdup(reason);
+                if (!s->close_reason)
+                        return -ENOMEM;
+        }
         s->state = session_state_from_string(store_get_string(o, "state"));
         if (s->state < 0 || s->state == SESSION_STARTING || s->state == SESSION_FAILED)
                 s->state = SESSION_ACTIVE; /* it went away while the slice was being made: check it below */
         s->closing = s->state == SESSION_CLOSING;
-        if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING) {
-                r = session_prepare_dirs(s);
-                if (r < 0)
-                        goto fail;
-        }
         if (json_object_object_get_ex(o, "limits", &limits)) {
-                s->limits.memory_max = store_get_u64(limits, "memory_max", m->config.session_limits.memory_max);
-                s->limits.cpu_quota_percent = store_get_u64(limits, "cpu_quota", m->config.session_limits.cpu_quota_percent);
-                s->limits.tasks_max = store_get_u64(limits, "tasks_max", m->config.session_limits.tasks_max);
+                s->limits.memory_max = store_get_u64(limits, "memory_max", c->session_limits.memory_max);
+                s->limits.cpu_quota_percent = store_get_u64(limits, "cpu_quota", c->session_limits.cpu_quota_percent);
+                s->limits.tasks_max = store_get_u64(limits, "tasks_max", c->session_limits.tasks_max);
         } else
-                s->limits = m->config.session_limits;
+                s->limits = c->session_limits;
+        if (s->limits.memory_max == 0 || s->limits.cpu_quota_percent == 0 || s->limits.tasks_max == 0)
+                return -EBADMSG;
         s->created_realtime_usec = store_get_u64(o, "created_usec", 0);
         s->last_activity_realtime_usec = store_get_u64(o, "last_activity_usec", s->created_realtime_usec);
         s->closed_realtime_usec = store_get_u64(o, "closed_usec", 0);
-        s->ttl_usec = store_get_u64(o, "ttl_usec", m->config.idle_timeout_usec);
-        s->n_commands = (unsigned) store_get_u64(o, "n_commands", 0);
+        s->ttl_usec = store_get_u64(o, "ttl_usec", c->idle_timeout_usec);
+        n_commands = store_get_u64(o, "n_commands", 0);
+        if (n_commands > UINT_MAX)
+                return -EBADMSG;
+        s->n_commands = (unsigned) n_commands;
         s->frozen = store_get_bool(o, "frozen", false);
         s->purged = s->purge_done = store_get_bool(o, "purged", false);
         s->from_pool = store_get_bool(o, "from_pool", false);
@@ -1019,19 +1027,42 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
                         NetworkMode mode = network_mode_from_string(store_get_string(net, "mode"));
 
                         s->network = mode >= 0 ? mode : NETWORK_NONE;
-                        if (json_object_object_get_ex(net, "deny", &v))
-                                s->net_deny = strv_from_json(v);
-                        if (json_object_object_get_ex(net, "allow", &v))
-                                s->net_allow = strv_from_json(v);
+                        /* a list that cannot be read would lift the session's own limits */
+                        if (json_object_object_get_ex(net, "deny", &v) && (r = strv_from_json(v, &s->net_deny)) < 0)
+                                return r;
+                        if (json_object_object_get_ex(net, "allow", &v) && (r = strv_from_json(v, &s->net_allow)) < 0)
+                                return r;
                 }
         }
+        return 0;
+}
+
+int session_recover(Manager *m, const char *dir, Session **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        char path[PATH_MAX];
+        struct dirent **list = NULL;
+        Session *s;
+        int r, n;
+
+        snprintf(path, sizeof(path), "%s/session.json", dir);
+        r = store_read(path, &o);
+        if (r < 0)
+                return r;
+
+        s = session_alloc(m);
+        if (!s)
+                return -ENOMEM;
+        r = session_record_decode(s, o, &m->config);
+        if (r >= 0 && (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING))
+                r = session_prepare_dirs(s);
+        if (r < 0)
+                goto fail;
         LIST_PREPEND(sessions, m->sessions, s);
 
         n = scandir(dir, &list, command_record_filter, alphasort);
         for (int i = 0; i < n; i++) {
                 _cleanup_(json_object_putp) json_object *co = NULL;
                 char cpath[PATH_MAX + 256];
-                int fds[3];
                 Command *c;
 
                 snprintf(cpath, sizeof(cpath), "%s/%s", dir, list[i]->d_name);
@@ -1040,10 +1071,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
                         log_warning("Unreadable command record %s, ignoring.", cpath);
                         continue;
                 }
-                manager_take_stored_fds(m, s->id, (unsigned) store_get_u64(co, "n", 0), fds);
-                r = command_recover(s, co, fds, &c);
-                for (unsigned k = 0; k < 3; k++)
-                        safe_close(fds[k]);
+                r = command_recover(s, co, &c);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to recover command record %s, ignoring: %m", cpath);
                         continue;

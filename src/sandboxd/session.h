@@ -102,6 +102,11 @@ int session_start_proxy_units(Session *s);
 
 /* Rebuilds a session and its commands from the records, after a restart. */
 int session_recover(Manager *m, const char *dir, Session **ret);
+/* Fills a new session, not yet in the manager's list, from its record (session.json); the
+ * defaults of missing fields from c. -EBADMSG if the record is not a session's. Pure: of
+ * the manager only the runtime directory is read (for the session's paths), recovery does
+ * the rest; tests/fuzz/fuzz-records.c fuzzes it. */
+int session_record_decode(Session *s, json_object *record, const Config *c);
 
 /* Runs fn when the session leaves SESSION_STARTING (at once if it already has). */
 int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata);

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "buf.h"
+#include "encoding.h"
 #include "io-util.h"
 #include "store.h"
 
@@ -54,18 +56,66 @@ int store_write(const char *path, json_object *o) {
         return r;
 }
 
-int store_read(const char *path, json_object **ret) {
-        json_object *o;
+int store_parse(const char *text, size_t size, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        json_tokener *tok;
+        enum json_tokener_error jerr;
+        size_t end;
+        bool utf8;
 
-        o = json_object_from_file(path);
-        if (!o)
-                return access(path, F_OK) < 0 ? -errno : -EBADMSG;
-        if (!json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
+        if (size > INT32_MAX || memchr(text, 0, size))
                 return -EBADMSG;
-        }
-        *ret = o;
+        /* Strings go to D-Bus, which wants UTF-8: json-c's own check lets overlong forms
+         * and surrogates through. */
+        if (utf8_valid_prefix(text, size, &utf8) != size || !utf8)
+                return -EBADMSG;
+
+        tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+        if (!tok)
+                return -ENOMEM;
+        /* as json-c writes them */
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        o = json_tokener_parse_ex(tok, text, (int) size);
+        jerr = json_tokener_get_error(tok);
+        end = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        if (jerr != json_tokener_success || !json_object_is_type(o, json_type_object))
+                return -EBADMSG;
+        for (; end < size; end++)
+                if (!strchr(" \t\r\n", text[end]))
+                        return -EBADMSG;
+
+        *ret = TAKE_PTR(o);
         return 0;
+}
+
+int store_read(const char *path, json_object **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        Buf b = {};
+        int r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n;
+
+                r = buf_reserve(&b, 4096);
+                if (r < 0)
+                        break;
+                n = read(fd, b.data + b.len, b.cap - b.len - 1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? -errno : 0;
+                        break;
+                }
+                b.len += (size_t) n;
+        }
+        if (r >= 0)
+                r = store_parse(b.data ?: "", b.len, ret);
+        buf_done(&b);
+        return r;
 }
 
 int store_rm_rf(const char *path) {
@@ -100,6 +150,9 @@ const char *store_get_string(json_object *o, const char *key) {
         json_object *v;
 
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        /* "\u0000" would cut the string short */
+        if (strlen(json_object_get_string(v)) != (size_t) json_object_get_string_len(v))
                 return NULL;
         return json_object_get_string(v);
 }

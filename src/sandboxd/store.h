@@ -11,11 +11,15 @@
  * Writes are atomic (a temporary file renamed over the old one). */
 
 int store_write(const char *path, json_object *o);
+/* A record's JSON object; -EBADMSG if the file holds anything else. */
 int store_read(const char *path, json_object **ret);
+/* The same from text: one JSON object (strict JSON, UTF-8, no NUL), whitespace around it. */
+int store_parse(const char *text, size_t size, json_object **ret);
 int store_mkdir_p(const char *path, mode_t mode);
 int store_rm_rf(const char *path);
 
-/* Typed getters that tolerate missing fields (records written by older versions). */
+/* Typed getters that tolerate missing fields (records written by older versions). A
+ * string with a NUL character in it counts as missing. */
 const char *store_get_string(json_object *o, const char *key);
 uint64_t store_get_u64(json_object *o, const char *key, uint64_t dflt);
 int64_t store_get_i64(json_object *o, const char *key, int64_t dflt);

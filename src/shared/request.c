@@ -141,6 +141,7 @@ static int parse_object(const char *body, size_t n, json_object **ret, RequestEr
         json_tokener *tok;
         enum json_tokener_error jerr;
         size_t consumed;
+        bool valid;
 
         if (n > INT32_MAX)
                 return request_error(e, "payload_too_large", "Request body is too large.");
@@ -148,6 +149,10 @@ static int parse_object(const char *body, size_t n, json_object **ret, RequestEr
                 return request_error(e, "invalid_json", "Request body is empty; expected a JSON object.");
         if (memchr(body, 0, n))
                 return request_error(e, "invalid_json", "Request body contains a NUL byte.");
+        /* json-c's own check lets overlong forms, surrogates and code points above U+10FFFF
+         * through, which D-Bus then refuses: systemd would never see the command. */
+        if (utf8_valid_prefix(body, n, &valid) != n || !valid)
+                return request_error(e, "invalid_json", "Request body is not valid UTF-8.");
 
         tok = json_tokener_new_ex(32);
         if (!tok)

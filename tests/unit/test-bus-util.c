@@ -7,9 +7,8 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include "bus-request.h"
 #include "bus-util.h"
-#include "command-dbus.h"
-#include "session-dbus.h"
 #include "tests.h"
 
 static sd_bus *bus;
@@ -65,7 +64,7 @@ static int read_command(sd_bus_message *m, CommandRequest *req, RequestError *e)
         seal(m);
         *req = (CommandRequest) {};
         *e = (RequestError) {};
-        return bus_read_command_options(m, req, e);
+        return bus_request_read_command_options(m, req, e);
 }
 
 static void test_command_options(void) {
@@ -124,13 +123,28 @@ static void test_command_options(void) {
         EXPECT("invalid_value", 2, "stdin_data", "ay", 1, 'a', "stdin", "h", null);
         EXPECT("invalid_value", 2, "stdout", "h", null, "stdout", "h", null);
 #undef EXPECT
+
+        /* a terminal is never handed to a command, as any of the three */
+        static const char *const streams[] = { "stdin", "stdout", "stderr" };
+        _cleanup_close_ int tty = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ASSERT(tty >= 0);
+        for (size_t i = 0; i < ELEMENTSOF(streams); i++) {
+                m = message();
+                ASSERT(sd_bus_message_append(m, "a{sv}", 1, streams[i], "h", tty) >= 0);
+                ASSERT(read_command(m, &req, &e) == -EINVAL);
+                ASSERT_STREQ(e.code, "invalid_value");
+                ASSERT(strstr(e.message, "terminal"));
+                ASSERT(!req.has_stdout_fd && req.stdin_mode != STDIN_FD);
+                command_request_done(&req);
+                sd_bus_message_unref(m);
+        }
 }
 
 static int read_session(sd_bus_message *m, SessionRequest *req, RequestError *e) {
         seal(m);
         *req = (SessionRequest) {};
         *e = (RequestError) {};
-        return bus_read_session_options(m, req, e);
+        return bus_request_read_session_options(m, req, e);
 }
 
 static void test_session_options(void) {

@@ -129,6 +129,58 @@ static void test_max_file_size(void) {
         config_done(&c);
 }
 
+static void test_text(void) {
+        char text[512], *error = NULL;
+        Config c;
+
+        /* the first mistake is the one reported, with its own line */
+        config_init(&c);
+        ASSERT(config_parse(&c, "a.conf", "[Session]\nMemoryMax=1\n\nTasksMax=0\n", 34, NULL, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "MemoryMax=1") && strstr(error, "(line 2)"));
+        free(error), error = NULL;
+        config_done(&c);
+
+        config_init(&c);
+        ASSERT(config_parse(&c, "a.conf", "[Session]\nno value here\nTasksMax=0\n", 35, NULL, &error) == -EINVAL);
+        ASSERT_STREQ(error, "a.conf:2: syntax error");
+        free(error), error = NULL;
+        config_done(&c);
+
+        /* inih cuts lines at 199 bytes: the rest would be a line of its own ("ib:/sbin" as a
+         * key named ".../b" with the value "/sbin", ignored), and Path= would be cut short */
+        snprintf(text, sizeof(text), "[Command]\nPath=%0190d:/usr/bin\n", 0);
+        text[15] = '/';
+        config_init(&c);
+        ASSERT(config_parse(&c, "a.conf", text, strlen(text), NULL, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "a.conf:2: the line is longer than 197 bytes"));
+        ASSERT(!c.path);
+        free(error), error = NULL;
+        config_done(&c);
+
+        /* as long as inih reads at once, with and without the newline */
+        snprintf(text, sizeof(text), "[Command]\nPath=/%0192d\n", 0);
+        ASSERT(strlen(text) == 10 + 199);
+        config_init(&c);
+        ASSERT(config_parse(&c, "a.conf", text, strlen(text), NULL, &error) == 0);
+        ASSERT(c.path && strlen(c.path) == 193);
+        ASSERT(config_parse(&c, "a.conf", text, strlen(text) - 1, NULL, &error) == 0);
+        config_done(&c);
+
+        config_init(&c);
+        ASSERT(config_parse(&c, "a.conf", "[Sandbox]\n# \xe9t\xe9\n", 16, NULL, &error) == -EINVAL);
+        ASSERT_STREQ(error, "a.conf:2: not valid UTF-8");
+        free(error), error = NULL;
+        ASSERT(config_parse(&c, "a.conf", "[Sandbox]\n# \xc3\xa9t\xc3\xa9\n", 18, NULL, &error) == 0);
+        config_done(&c);
+
+        /* a NUL byte would end the text early */
+        config_init(&c);
+        ASSERT(config_parse(&c, "a.conf", "[Session]\nTasksMax=7\0\nTasksMax=9\n", 33, NULL, &error) == -EINVAL);
+        ASSERT_STREQ(error, "a.conf: contains a NUL byte");
+        free(error), error = NULL;
+        config_done(&c);
+}
+
 static bool has(char * const *l, const char *w) {
         for (size_t i = 0; l && l[i]; i++)
                 if (streq(l[i], w))
@@ -220,6 +272,9 @@ static void test_sandbox(void) {
                 "[Sandbox]\nAllowWrite=/\n",
                 "[Sandbox]\nDenyRead=/srv/../etc\n",
                 "[Sandbox]\nAllowRead=/srv/./x\n",
+                "[Sandbox]\nAllowRead=/srv/..\n",
+                "[Sandbox]\nDenyRead=//srv\n",
+                "[Sandbox]\nDenyWrite=/srv//x\n",
                 "[Sandbox]\nToolsDirectory=/opt/a:b\n",
                 "[Sandbox]\nLimitFSIZE=0\n",
                 "[Sandbox]\nLimitFSIZE=lots\n",
@@ -257,6 +312,7 @@ int main(void) {
         test_values_and_dropins();
         test_errors();
         test_max_file_size();
+        test_text();
         test_network();
         test_sandbox();
         test_parsers();

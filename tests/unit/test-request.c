@@ -117,6 +117,15 @@ static void test_command(void) {
         expect_command_error("{\"argv\":[\"echo\",1]}", "invalid_type");
         expect_command_error("{\"argv\":[\"\"]}", "invalid_value");
         expect_command_error("{\"argv\":[\"a\\u0000b\"]}", "invalid_value");
+        /* UTF-8 that json-c lets through and D-Bus does not: an overlong NUL, a surrogate,
+         * a code point above U+10FFFF; escapes of lone surrogates become U+FFFD */
+        expect_command_error("{\"argv\":[\"a\xc0\x80\"]}", "invalid_json");
+        expect_command_error("{\"argv\":[\"\xed\xa0\x80\"]}", "invalid_json");
+        expect_command_error("{\"argv\":[\"\xf4\x90\x80\x80\"]}", "invalid_json");
+        expect_command_error("{\"argv\":[\"\xe9t\xe9\"]}", "invalid_json");
+        ASSERT(parse_command("{\"argv\":[\"\\ud800\",\"\xc3\xa9t\xc3\xa9\"]}", &c, &e) == 0);
+        ASSERT_STREQ(c.argv[0], "\xef\xbf\xbd");
+        command_request_done(&c);
         expect_command_error("{\"argv\":[\"true\"],\"env\":{\"HOME\":\"/root\"}}", "reserved_env");
         expect_command_error("{\"argv\":[\"true\"],\"env\":{\"XDG_CACHE_HOME\":\"/x\"}}", "reserved_env");
         expect_command_error("{\"argv\":[\"true\"],\"env\":{\"A=B\":\"x\"}}", "invalid_value");

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "request.h"
+
+/* The arguments of D-Bus calls into the requests the HTTP API parses from JSON, with the
+ * same rules and error codes (bus_error_set_request() names them). Pure: a message in, a
+ * request or an error out; nothing else is looked at. tests/fuzz/fuzz-bus.c fuzzes them. */
+
+/* CreateSession(s user, s workspace, a{sv} options): the remaining arguments of m. On
+ * failure: -EINVAL with *e set for bad input, another negative errno otherwise. */
+int bus_request_read_session(sd_bus_message *m, SessionRequest *ret, RequestError *e);
+/* Exec and Run (as argv, a{sv} options). File descriptors are duplicated: the request owns
+ * them. */
+int bus_request_read_command(sd_bus_message *m, CommandRequest *ret, RequestError *e);
+
+/* The a{sv} alone, into *req (which the caller frees, also on failure). */
+int bus_request_read_session_options(sd_bus_message *m, SessionRequest *req, RequestError *e);
+int bus_request_read_command_options(sd_bus_message *m, CommandRequest *req, RequestError *e);
