@@ -437,13 +437,13 @@ static bool session_saw_oom(Session *s, const char *command_cgroup) {
 
 /* The result is recorded: let PID 1 stop what is left and collect the unit. */
 static void release_unit(Command *c) {
-        sd_bus *bus = c->session->manager->bus;
+        Pid1Gate *pid1 = c->session->manager->pid1;
 
         if (streq(c->state.active_state, "active"))
-                (void) systemd_stop_unit_async(bus, c->unit, NULL, NULL);
+                (void) systemd_stop_unit_async(pid1, c->unit, NULL, NULL);
         else if (streq(c->state.active_state, "failed"))
-                (void) systemd_reset_failed_unit_async(bus, c->unit, NULL, NULL);
-        (void) systemd_unit_call_async(bus, c->unit_path, "Unref", NULL, NULL);
+                (void) systemd_reset_failed_unit_async(pid1, c->unit, NULL, NULL);
+        (void) systemd_unit_call_async(pid1, c->unit_path, "Unref", NULL, NULL);
 }
 
 static void command_set_result(Command *c, const CommandResult *res) {
@@ -547,7 +547,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
         Command *c = userdata;
         int r;
 
-        c->state_slot = sd_bus_slot_unref(c->state_slot);
+        c->state_call = pid1_call_cancel(c->state_call);
 
         if (sd_bus_message_is_method_error(reply, NULL))
                 log_warning("Failed to read state of %s, ignoring: %s", c->unit, systemd_error_message(reply));
@@ -573,7 +573,7 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
         Command *c = userdata;
         int r;
 
-        c->state_slot = sd_bus_slot_unref(c->state_slot);
+        c->state_call = pid1_call_cancel(c->state_call);
 
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 log_warning("Failed to read state of %s, ignoring: %s", c->unit, systemd_error_message(reply));
@@ -591,7 +591,7 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 return 0;
         }
 
-        r = systemd_get_unit_state_async(c->session->manager->bus, &c->state_slot, c->unit_path,
+        r = systemd_get_unit_state_async(c->session->manager->pid1, &c->state_call, c->unit_path,
                                          "org.freedesktop.systemd1.Service", on_service_state, c);
         if (r < 0)
                 log_warning_errno(r, "Failed to query %s, ignoring: %m", c->unit);
@@ -604,13 +604,13 @@ static void refresh_state(Command *c) {
 
         if (!command_status_is_running(c))
                 return;
-        if (c->state_slot) {
+        if (c->state_call) {
                 /* A query is in flight; its answer may predate this change. */
                 c->refresh_again = true;
                 return;
         }
         c->refresh_again = false;
-        r = systemd_get_unit_state_async(c->session->manager->bus, &c->state_slot, c->unit_path,
+        r = systemd_get_unit_state_async(c->session->manager->pid1, &c->state_call, c->unit_path,
                                          "org.freedesktop.systemd1.Unit", on_unit_state, c);
         if (r < 0)
                 log_warning_errno(r, "Failed to query %s, ignoring: %m", c->unit);
@@ -621,11 +621,11 @@ static void refresh_state(Command *c) {
 static void finish_after_final_read(Command *c) {
         int r;
 
-        if (c->state_slot) {
+        if (c->state_call) {
                 c->refresh_again = true; /* the read in flight ends in command_finish() or another read */
                 return;
         }
-        r = systemd_get_unit_state_async(c->session->manager->bus, &c->state_slot, c->unit_path,
+        r = systemd_get_unit_state_async(c->session->manager->pid1, &c->state_call, c->unit_path,
                                          "org.freedesktop.systemd1.Service", on_service_state, c);
         if (r < 0) {
                 log_warning_errno(r, "Failed to query %s, finishing with what we know: %m", c->unit);
@@ -684,7 +684,7 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         Buf line = {};
         int r;
 
-        c->start_slot = sd_bus_slot_unref(c->start_slot);
+        c->start_call = pid1_call_cancel(c->start_call);
 
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 const char *msg = systemd_error_message(reply);
@@ -969,7 +969,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         r = systemd_match_unit_async(m->bus, &c->match_slot, c->unit_path, on_properties_changed, c);
         if (r < 0)
                 goto fail;
-        r = systemd_start_command_async(m->bus, &c->start_slot, &spec, on_started, c);
+        r = systemd_start_command_async(m->pid1, &c->start_call, &spec, on_started, c);
         if (r < 0) {
                 log_error_errno(r, "Failed to ask systemd to start %s: %m", c->unit);
                 goto fail;
@@ -1168,13 +1168,13 @@ int command_signal(Command *c, int sig) {
                 c->pending_signal = sig;
                 return 0;
         }
-        return systemd_kill_unit_async(c->session->manager->bus, c->unit, "all", sig, NULL, NULL);
+        return systemd_kill_unit_async(c->session->manager->pid1, c->unit, "all", sig, NULL, NULL);
 }
 
 int command_stop(Command *c) {
         if (!command_status_is_running(c))
                 return 0;
-        return systemd_stop_unit_async(c->session->manager->bus, c->unit, NULL, NULL);
+        return systemd_stop_unit_async(c->session->manager->pid1, c->unit, NULL, NULL);
 }
 
 static int append_stream_snapshot(Command *c, Buf *b, OutputStream st) {
@@ -1279,9 +1279,9 @@ Command *command_free(Command *c) {
                 close_stream(c, st);
         c->stdin_fd = safe_close(c->stdin_fd);
         stdin_close(c, -ECANCELED);
-        sd_bus_slot_unref(c->start_slot);
+        pid1_call_cancel(c->start_call);
         sd_bus_slot_unref(c->match_slot);
-        sd_bus_slot_unref(c->state_slot);
+        pid1_call_cancel(c->state_call);
         sd_event_source_disable_unref(c->sample_timer);
         strv_free(c->argv);
         free(c->request_id);

@@ -49,7 +49,8 @@ struct Command {
         bool stdin_eof;        /* close once pending is written */
         StdinWaiter *stdin_waiters;
 
-        sd_bus_slot *start_slot, *match_slot, *state_slot;
+        sd_bus_slot *match_slot;
+        Pid1Call *start_call, *state_call;
         bool refresh_again;
         UnitState state;
         uint64_t accepted_monotonic_usec;

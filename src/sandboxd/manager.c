@@ -71,6 +71,7 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         sd_event_source_disable_unref(m->idle_timer);
+        pid1_gate_free(m->pid1);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         config_done(&m->config);
@@ -214,7 +215,7 @@ static int manager_recover(Manager *m) {
                 if (!owner)
                         pool_adopt(m, *sl);
                 else if (owner->state == SESSION_CLOSED)
-                        (void) systemd_stop_unit_async(m->bus, *sl, NULL, NULL); /* closing did not finish */
+                        (void) systemd_stop_unit_async(m->pid1, *sl, NULL, NULL); /* closing did not finish */
         }
 
         /* Sessions in mode proxy whose proxy socket went away (it failed, or was stopped). */
@@ -388,6 +389,9 @@ static int setup_bus(Manager *m) {
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        r = pid1_gate_new(m->bus, PID1_CALLS_MAX, &m->pid1);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the calls to systemd: %m");
 
         r = systemd_subscribe(m->bus);
         if (r < 0)

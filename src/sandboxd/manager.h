@@ -8,6 +8,7 @@
 #include "fdstore.h"
 #include "list.h"
 #include "metrics.h"
+#include "pid1-gate.h"
 
 typedef struct Manager Manager;
 typedef struct Session Session;
@@ -33,6 +34,7 @@ struct Manager {
         Config config;
         sd_event *event;
         sd_bus *bus;
+        Pid1Gate *pid1;         /* every call to PID 1 that is not at start-up */
 
         HttpServer *http[HTTP_SERVERS_MAX];
         size_t n_http;

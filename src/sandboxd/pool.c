@@ -12,8 +12,8 @@ static PoolSlot *slot_free(PoolSlot *p) {
                 return NULL;
         if (p->manager)
                 LIST_REMOVE(slots, p->manager->pool, p);
-        sd_bus_slot_unref(p->slot);
-        sd_bus_slot_unref(p->proxy_slot);
+        pid1_call_cancel(p->call);
+        pid1_call_cancel(p->proxy_call);
         free(p->slice);
         free(p);
         return NULL;
@@ -39,13 +39,13 @@ static unsigned pool_in_use(Manager *m) {
 }
 
 static void slot_update_ready(PoolSlot *p) {
-        p->ready = p->slice_started && !p->proxy_slot;
+        p->ready = p->slice_started && !p->proxy_call;
 }
 
 static int on_slot_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         PoolSlot *p = userdata;
 
-        p->slot = sd_bus_slot_unref(p->slot);
+        p->call = pid1_call_cancel(p->call);
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 log_warning("Failed to prepare %s for the pool, ignoring: %s", p->slice, systemd_error_message(reply));
                 slot_free(p);
@@ -59,7 +59,7 @@ static int on_slot_started(sd_bus_message *reply, void *userdata, sd_bus_error *
 static int on_slot_proxy_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         PoolSlot *p = userdata;
 
-        p->proxy_slot = sd_bus_slot_unref(p->proxy_slot);
+        p->proxy_call = pid1_call_cancel(p->proxy_call);
         /* UnitExists: a slice adopted after a restart kept its proxy units */
         if (sd_bus_message_is_method_error(reply, NULL) &&
             !sd_bus_message_is_method_error(reply, "org.freedesktop.systemd1.UnitExists")) {
@@ -81,7 +81,7 @@ static void slot_start_proxy(PoolSlot *p) {
                 return;
         r = proxy_session_dir(m, p->id, &dir);
         if (r >= 0)
-                r = systemd_start_proxy_async(m->bus, &p->proxy_slot, p->id, p->slice, dir,
+                r = systemd_start_proxy_async(m->pid1, &p->proxy_call, p->id, p->slice, dir,
                                               m->config.proxy_max_connections, on_slot_proxy_started, p);
         if (r < 0) {
                 log_warning_errno(r, "Failed to prepare the proxy units of %s, ignoring: %m", p->slice);
@@ -122,7 +122,7 @@ void pool_fill(Manager *m) {
                 p = slot_new(m, id);
                 if (!p)
                         return;
-                r = systemd_start_slice_async(m->bus, &p->slot, p->slice, "sandboxd session", &c->session_limits,
+                r = systemd_start_slice_async(m->pid1, &p->call, p->slice, "sandboxd session", &c->session_limits,
                                               on_slot_started, p);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to prepare a slice for the pool, ignoring: %m");
@@ -186,7 +186,7 @@ void pool_adopt(Manager *m, const char *slice) {
         if (m->config.pool_profile == POOL_SHARED && pool_count(m) + pool_in_use(m) < m->config.pool_size &&
             (p = slot_new(m, buf))) {
                 /* Its limits may be a former session's: reset them to the defaults. */
-                (void) systemd_set_slice_limits_async(m->bus, slice, &m->config.session_limits, NULL, NULL);
+                (void) systemd_set_slice_limits_async(m->pid1, slice, &m->config.session_limits, NULL, NULL);
                 p->slice_started = true;
                 slot_start_proxy(p);
                 slot_update_ready(p);
@@ -194,7 +194,7 @@ void pool_adopt(Manager *m, const char *slice) {
                 return;
         }
         log_info("Stopping %s: no session owns it.", slice);
-        (void) systemd_stop_unit_async(m->bus, slice, NULL, NULL);
+        (void) systemd_stop_unit_async(m->pid1, slice, NULL, NULL);
 }
 
 void pool_free(Manager *m) {

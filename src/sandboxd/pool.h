@@ -16,8 +16,8 @@ struct PoolSlot {
         bool slice_started;
         bool proxy;             /* its proxy units are started or starting */
         bool ready;             /* the slice is started, and the proxy units if asked for */
-        sd_bus_slot *slot;
-        sd_bus_slot *proxy_slot;
+        Pid1Call *call;
+        Pid1Call *proxy_call;
         LIST_FIELDS(PoolSlot, slots);
 };
 

@@ -294,7 +294,7 @@ int session_start_proxy_units(Session *s) {
         r = proxy_session_dir(m, s->id, &dir);
         if (r < 0)
                 return r;
-        r = systemd_start_proxy_async(m->bus, NULL, s->id, s->slice, dir, m->config.proxy_max_connections,
+        r = systemd_start_proxy_async(m->pid1, NULL, s->id, s->slice, dir, m->config.proxy_max_connections,
                                       on_proxy_started, s);
         if (r < 0)
                 return log_error_errno(r, "Failed to ask systemd for the egress proxy units of session %s: %m", s->id);
@@ -308,7 +308,7 @@ static int session_stop_proxy_units(Session *s) {
         r = systemd_proxy_unit_names(s->id, &socket, NULL);
         if (r < 0)
                 return r;
-        return systemd_stop_unit_async(s->manager->bus, socket, NULL, NULL);
+        return systemd_stop_unit_async(s->manager->pid1, socket, NULL, NULL);
 }
 
 /* Mode proxy: our listener for the session, and the socket its commands join. */
@@ -335,7 +335,7 @@ static void session_set_active(Session *s) {
 static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Session *s = userdata;
 
-        s->start_slot = sd_bus_slot_unref(s->start_slot);
+        s->start_call = pid1_call_cancel(s->start_call);
 
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 const char *msg = systemd_error_message(reply);
@@ -499,7 +499,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         if (pooled) {
                 if (memcmp(&l, &c->session_limits, sizeof(l)) != 0) {
                         /* Queued before any command of the session, so it applies first. */
-                        r = systemd_set_slice_limits_async(m->bus, s->slice, &l, NULL, NULL);
+                        r = systemd_set_slice_limits_async(m->pid1, s->slice, &l, NULL, NULL);
                         if (r < 0)
                                 goto fail;
                 }
@@ -515,7 +515,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 session_send_signal(s, true);
                 session_set_active(s);
         } else {
-                r = systemd_start_slice_async(m->bus, &s->start_slot, s->slice, "sandboxd session", &s->limits,
+                r = systemd_start_slice_async(m->pid1, &s->start_call, s->slice, "sandboxd session", &s->limits,
                                               on_slice_started, s);
                 if (r < 0) {
                         log_error_errno(r, "Failed to ask systemd to start %s: %m", s->slice);
@@ -563,8 +563,8 @@ Session *session_free(Session *s) {
                 proxy_listener_free(s->proxy);
         else
                 proxy_listener_close(s->proxy);
-        sd_bus_slot_unref(s->start_slot);
-        sd_bus_slot_unref(s->freeze_slot);
+        pid1_call_cancel(s->start_call);
+        pid1_call_cancel(s->freeze_call);
         sd_event_source_disable_unref(s->expiry_timer);
         strv_free(s->net_deny);
         strv_free(s->net_allow);
@@ -681,7 +681,7 @@ static void session_closing_step(Session *s) {
                                    c->result.reason, c->result.exit_code, PURGE_REQUEST_ID);
         }
 
-        r = systemd_stop_unit_async(s->manager->bus, s->slice, on_slice_stopped, s);
+        r = systemd_stop_unit_async(s->manager->pid1, s->slice, on_slice_stopped, s);
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
         s->proxy = proxy_listener_close(s->proxy);
@@ -730,11 +730,11 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         s->close_reason = strdup(reason);
         session_send_changed(s, "State");
         /* its processes must run to their end; a freeze or thaw under way ends here */
-        frozen = s->frozen || (s->freeze_slot && s->freeze_target);
-        if (s->freeze_slot)
+        frozen = s->frozen || (s->freeze_call && s->freeze_target);
+        if (s->freeze_call)
                 freeze_done(s, -ESTALE, "the session is closing");
         if (frozen) {
-                (void) systemd_freeze_unit_async(s->manager->bus, NULL, s->slice, false, NULL, NULL);
+                (void) systemd_freeze_unit_async(s->manager->pid1, NULL, s->slice, false, NULL, NULL);
                 s->frozen = false;
                 session_send_changed(s, "Frozen");
         }
@@ -779,7 +779,7 @@ static void freeze_done(Session *s, int r, const char *message) {
         SessionFreezeFn fn = s->freeze_fn;
         void *userdata = s->freeze_userdata;
 
-        s->freeze_slot = sd_bus_slot_unref(s->freeze_slot);
+        s->freeze_call = pid1_call_cancel(s->freeze_call);
         s->freeze_fn = NULL;
         s->freeze_userdata = NULL;
         if (r >= 0 && s->frozen != s->freeze_target) {
@@ -820,14 +820,14 @@ static int on_freeze_unit(sd_bus_message *reply, void *userdata, sd_bus_error *r
         Session *s = userdata;
         int r;
 
-        s->freeze_slot = sd_bus_slot_unref(s->freeze_slot);
+        s->freeze_call = pid1_call_cancel(s->freeze_call);
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 log_warning("Failed to %s session %s: %s", s->freeze_target ? "freeze" : "thaw", s->id,
                             systemd_error_message(reply));
                 freeze_done(s, -EIO, systemd_error_message(reply));
                 return 0;
         }
-        r = systemd_get_freezer_state_async(s->manager->bus, &s->freeze_slot, s->slice, on_freezer_state, s);
+        r = systemd_get_freezer_state_async(s->manager->pid1, &s->freeze_call, s->slice, on_freezer_state, s);
         if (r < 0)
                 freeze_done(s, r, "cannot ask systemd for the freezer state");
         return 0;
@@ -840,9 +840,9 @@ int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata) 
                 return -EOPNOTSUPP;
         if (s->state != SESSION_ACTIVE)
                 return -ESTALE;
-        if (s->freeze_slot)
+        if (s->freeze_call)
                 return -EBUSY;
-        r = systemd_freeze_unit_async(s->manager->bus, &s->freeze_slot, s->slice, freeze, on_freeze_unit, s);
+        r = systemd_freeze_unit_async(s->manager->pid1, &s->freeze_call, s->slice, freeze, on_freeze_unit, s);
         if (r < 0)
                 return r;
         s->freeze_target = freeze;

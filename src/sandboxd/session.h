@@ -77,8 +77,8 @@ struct Session {
         uint64_t disk_bytes;        /* the workspace's, as last counted */
         uint64_t disk_checked_usec; /* CLOCK_MONOTONIC of that; 0: count again */
 
-        sd_bus_slot *start_slot;
-        sd_bus_slot *freeze_slot;     /* FreezeUnit/ThawUnit, then the look at FreezerState */
+        Pid1Call *start_call;
+        Pid1Call *freeze_call;     /* FreezeUnit/ThawUnit, then the look at FreezerState */
         bool freeze_target;
         SessionFreezeFn freeze_fn;
         void *freeze_userdata;

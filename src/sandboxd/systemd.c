@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 
@@ -10,6 +11,26 @@
 #define SYSTEMD_DEST "org.freedesktop.systemd1"
 #define SYSTEMD_PATH "/org/freedesktop/systemd1"
 #define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
+
+/* A method call of PID 1 through the gate; types and the arguments as sd_bus_message_append(). */
+static int call_method(Pid1Gate *g, Pid1Call **ret_call, const char *path, const char *interface,
+                       const char *member, sd_bus_message_handler_t cb, void *userdata, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(pid1_gate_bus(g), &m, SYSTEMD_DEST, path, interface, member);
+        if (r < 0)
+                return r;
+        if (types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+                if (r < 0)
+                        return r;
+        }
+        return pid1_call(g, ret_call, m, cb, userdata);
+}
 
 int systemd_subscribe(sd_bus *bus) {
         /* PID 1 only sends PropertiesChanged to clients that subscribed. */
@@ -95,7 +116,7 @@ static int new_start_transient(sd_bus *bus, const char *unit, sd_bus_message **r
         return 0;
 }
 
-static int finish_start_transient(sd_bus *bus, sd_bus_message *m, sd_bus_slot **ret_slot,
+static int finish_start_transient(Pid1Gate *g, sd_bus_message *m, Pid1Call **ret_call,
                                   sd_bus_message_handler_t cb, void *userdata) {
         int r;
 
@@ -105,15 +126,15 @@ static int finish_start_transient(sd_bus *bus, sd_bus_message *m, sd_bus_slot **
         r = sd_bus_message_append(m, "a(sa(sv))", 0); /* no auxiliary units */
         if (r < 0)
                 return r;
-        return sd_bus_call_async(bus, ret_slot, m, cb, userdata, 0);
+        return pid1_call(g, ret_call, m, cb, userdata);
 }
 
-int systemd_start_slice_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *slice, const char *description,
+int systemd_start_slice_async(Pid1Gate *g, Pid1Call **ret_call, const char *slice, const char *description,
                               const Limits *limits, sd_bus_message_handler_t cb, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = new_start_transient(bus, slice, &m);
+        r = new_start_transient(pid1_gate_bus(g), slice, &m);
         if (r < 0)
                 return r;
 
@@ -129,7 +150,7 @@ int systemd_start_slice_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *s
             (r = append_u64(m, "TasksMax", limits->tasks_max)) < 0)
                 return r;
 
-        return finish_start_transient(bus, m, ret_slot, cb, userdata);
+        return finish_start_transient(g, m, ret_call, cb, userdata);
 }
 
 /* ExecStart= is sandboxd-exec alone: the command line is in the environment file, out of
@@ -338,7 +359,7 @@ static int append_hardening(sd_bus_message *m) {
         return append_string(m, "DevicePolicy", "closed");
 }
 
-int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const CommandUnitSpec *s,
+int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandUnitSpec *s,
                                 sd_bus_message_handler_t cb, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         size_t n_state = 0;
@@ -347,7 +368,7 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
         while (n_state < ELEMENTSOF(s->state_directories) && s->state_directories[n_state])
                 n_state++;
 
-        r = new_start_transient(bus, s->unit, &m);
+        r = new_start_transient(pid1_gate_bus(g), s->unit, &m);
         if (r < 0)
                 return r;
 
@@ -389,7 +410,7 @@ int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const Comma
             (r = append_filesystem(m, s)) < 0)
                 return r;
 
-        return finish_start_transient(bus, m, ret_slot, cb, userdata);
+        return finish_start_transient(g, m, ret_call, cb, userdata);
 }
 
 int systemd_proxy_unit_names(const char *session_id, char **ret_socket, char **ret_service) {
@@ -453,7 +474,7 @@ static int append_proxyd_service(sd_bus_message *m, const char *service, const c
         return r;
 }
 
-int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *session_id, const char *slice,
+int systemd_start_proxy_async(Pid1Gate *g, Pid1Call **ret_call, const char *session_id, const char *slice,
                               const char *socket_dir, unsigned max_connections, sd_bus_message_handler_t cb,
                               void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -464,7 +485,7 @@ int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *s
         r = systemd_proxy_unit_names(session_id, &sock, &svc);
         if (r < 0)
                 return r;
-        r = new_start_transient(bus, sock, &m);
+        r = new_start_transient(pid1_gate_bus(g), sock, &m);
         if (r < 0)
                 return r;
 
@@ -493,7 +514,7 @@ int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *s
                 r = sd_bus_message_close_container(m);
         if (r < 0)
                 return r;
-        return sd_bus_call_async(bus, ret_slot, m, cb, userdata, 0);
+        return pid1_call(g, ret_call, m, cb, userdata);
 }
 
 int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path,
@@ -502,9 +523,9 @@ int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *un
                                          "PropertiesChanged", cb, NULL, userdata);
 }
 
-int systemd_get_unit_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path, const char *interface,
+int systemd_get_unit_state_async(Pid1Gate *g, Pid1Call **ret_call, const char *unit_path, const char *interface,
                                  sd_bus_message_handler_t cb, void *userdata) {
-        return sd_bus_call_method_async(bus, ret_slot, SYSTEMD_DEST, unit_path, "org.freedesktop.DBus.Properties",
+        return call_method(g, ret_call, unit_path, "org.freedesktop.DBus.Properties",
                                         "GetAll", cb, userdata, "s", interface);
 }
 
@@ -579,29 +600,29 @@ int systemd_read_unit_state(sd_bus_message *reply, UnitState *st) {
         return sd_bus_message_exit_container(reply);
 }
 
-int systemd_unit_call_async(sd_bus *bus, const char *unit_path, const char *method, sd_bus_message_handler_t cb,
+int systemd_unit_call_async(Pid1Gate *g, const char *unit_path, const char *method, sd_bus_message_handler_t cb,
                             void *userdata) {
-        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, unit_path, "org.freedesktop.systemd1.Unit", method,
+        return call_method(g, NULL, unit_path, "org.freedesktop.systemd1.Unit", method,
                                         cb, userdata, NULL);
 }
 
-int systemd_stop_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata) {
-        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", cb,
+int systemd_stop_unit_async(Pid1Gate *g, const char *unit, sd_bus_message_handler_t cb, void *userdata) {
+        return call_method(g, NULL, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", cb,
                                         userdata, "ss", unit, "replace");
 }
 
-int systemd_reset_failed_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata) {
-        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "ResetFailedUnit", cb,
+int systemd_reset_failed_unit_async(Pid1Gate *g, const char *unit, sd_bus_message_handler_t cb, void *userdata) {
+        return call_method(g, NULL, SYSTEMD_PATH, SYSTEMD_MANAGER, "ResetFailedUnit", cb,
                                         userdata, "s", unit);
 }
 
-int systemd_freeze_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, bool freeze,
+int systemd_freeze_unit_async(Pid1Gate *g, Pid1Call **ret_call, const char *unit, bool freeze,
                               sd_bus_message_handler_t cb, void *userdata) {
-        return sd_bus_call_method_async(bus, ret_slot, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+        return call_method(g, ret_call, SYSTEMD_PATH, SYSTEMD_MANAGER,
                                         freeze ? "FreezeUnit" : "ThawUnit", cb, userdata, "s", unit);
 }
 
-int systemd_get_freezer_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, sd_bus_message_handler_t cb,
+int systemd_get_freezer_state_async(Pid1Gate *g, Pid1Call **ret_call, const char *unit, sd_bus_message_handler_t cb,
                                     void *userdata) {
         _cleanup_free_ char *path = NULL;
         int r;
@@ -609,16 +630,17 @@ int systemd_get_freezer_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const c
         r = systemd_unit_path(unit, &path);
         if (r < 0)
                 return r;
-        return sd_bus_call_method_async(bus, ret_slot, SYSTEMD_DEST, path, "org.freedesktop.DBus.Properties", "Get",
+        return call_method(g, ret_call, path, "org.freedesktop.DBus.Properties", "Get",
                                         cb, userdata, "ss", "org.freedesktop.systemd1.Unit", "FreezerState");
 }
 
-int systemd_set_slice_limits_async(sd_bus *bus, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,
+int systemd_set_slice_limits_async(Pid1Gate *g, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,
                                    void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "SetUnitProperties");
+        r = sd_bus_message_new_method_call(pid1_gate_bus(g), &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                           "SetUnitProperties");
         if (r < 0)
                 return r;
         r = sd_bus_message_append(m, "sb", slice, 1 /* runtime only */);
@@ -634,7 +656,7 @@ int systemd_set_slice_limits_async(sd_bus *bus, const char *slice, const Limits 
         r = sd_bus_message_close_container(m);
         if (r < 0)
                 return r;
-        return sd_bus_call_async(bus, NULL, m, cb, userdata, 0);
+        return pid1_call(g, NULL, m, cb, userdata);
 }
 
 int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char ***ret_active_states) {
@@ -684,9 +706,9 @@ int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char
         return 0;
 }
 
-int systemd_kill_unit_async(sd_bus *bus, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
+int systemd_kill_unit_async(Pid1Gate *g, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
                             void *userdata) {
-        return sd_bus_call_method_async(bus, NULL, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", cb,
+        return call_method(g, NULL, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", cb,
                                         userdata, "ssi", unit, whom, (int32_t) sig);
 }
 

@@ -5,9 +5,13 @@
 
 #include "config.h"
 #include "macro.h"
+#include "pid1-gate.h"
 
 /* Thin, typed wrappers around PID 1's D-Bus API: transient units, their state, and
- * the operations sandboxd needs. No policy lives here. */
+ * the operations sandboxd needs. No policy lives here. Every asynchronous call goes
+ * through the Pid1Gate (pid1-gate.h), in the order made: a stop is never overtaken by
+ * the start it follows. With a Pid1Call **, the caller can cancel the call until its
+ * callback runs (pid1_call_cancel()); the gate sets it to NULL before that. */
 
 typedef struct UnitState {
         char load_state[32];
@@ -72,7 +76,7 @@ typedef struct CommandUnitSpec {
  * namespace of its own (with private /tmp and IPC, which commands joining it share), and
  * the systemd-socket-proxyd service it activates, which passes every connection on to
  * socket_dir/PROXY_SOCKET_NAME, sandboxd's proxy. */
-int systemd_start_proxy_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *session_id, const char *slice,
+int systemd_start_proxy_async(Pid1Gate *g, Pid1Call **ret_call, const char *session_id, const char *slice,
                               const char *socket_dir, unsigned max_connections, sd_bus_message_handler_t cb,
                               void *userdata);
 int systemd_proxy_unit_names(const char *session_id, char **ret_socket, char **ret_service);
@@ -82,9 +86,9 @@ int systemd_subscribe(sd_bus *bus);
  * container. Synchronous: once, at start-up. */
 int systemd_get_manager_cgroup(sd_bus *bus, char **ret);
 
-int systemd_start_slice_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *slice, const char *description,
+int systemd_start_slice_async(Pid1Gate *g, Pid1Call **ret_call, const char *slice, const char *description,
                               const Limits *limits, sd_bus_message_handler_t cb, void *userdata);
-int systemd_start_command_async(sd_bus *bus, sd_bus_slot **ret_slot, const CommandUnitSpec *spec,
+int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandUnitSpec *spec,
                                 sd_bus_message_handler_t cb, void *userdata);
 
 int systemd_unit_path(const char *unit, char **ret);
@@ -93,24 +97,24 @@ int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *un
 
 /* Reads the Unit and Service (or Slice) properties of `unit_path` in one GetAll each. The
  * callback gets a message from which systemd_read_unit_state() fills a UnitState. */
-int systemd_get_unit_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path, const char *interface,
+int systemd_get_unit_state_async(Pid1Gate *g, Pid1Call **ret_call, const char *unit_path, const char *interface,
                                  sd_bus_message_handler_t cb, void *userdata);
 int systemd_read_unit_state(sd_bus_message *reply, UnitState *state);
 
-int systemd_unit_call_async(sd_bus *bus, const char *unit_path, const char *method, sd_bus_message_handler_t cb,
+int systemd_unit_call_async(Pid1Gate *g, const char *unit_path, const char *method, sd_bus_message_handler_t cb,
                             void *userdata);
-int systemd_stop_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata);
-int systemd_reset_failed_unit_async(sd_bus *bus, const char *unit, sd_bus_message_handler_t cb, void *userdata);
-int systemd_freeze_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, bool freeze,
+int systemd_stop_unit_async(Pid1Gate *g, const char *unit, sd_bus_message_handler_t cb, void *userdata);
+int systemd_reset_failed_unit_async(Pid1Gate *g, const char *unit, sd_bus_message_handler_t cb, void *userdata);
+int systemd_freeze_unit_async(Pid1Gate *g, Pid1Call **ret_call, const char *unit, bool freeze,
                               sd_bus_message_handler_t cb, void *userdata);
 /* The reply to Get of the unit's FreezerState ("running", "freezing", "frozen", "thawing"). */
-int systemd_get_freezer_state_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit, sd_bus_message_handler_t cb,
+int systemd_get_freezer_state_async(Pid1Gate *g, Pid1Call **ret_call, const char *unit, sd_bus_message_handler_t cb,
                                     void *userdata);
-int systemd_set_slice_limits_async(sd_bus *bus, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,
+int systemd_set_slice_limits_async(Pid1Gate *g, const char *slice, const Limits *limits, sd_bus_message_handler_t cb,
                                    void *userdata);
 /* Units whose names match `pattern` (ListUnitsByPatterns), as a NULL-terminated list. */
 int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char ***ret_active_states);
-int systemd_kill_unit_async(sd_bus *bus, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
+int systemd_kill_unit_async(Pid1Gate *g, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
                             void *userdata);
 
 /* A user-facing message for an error reply from PID 1. */

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "macro.h"
+#include "pid1-gate.h"
+
+struct Pid1Call {
+        Pid1Gate *gate;
+        Pid1Call **owner;       /* the owner's pointer to us, or NULL when the gate owns us */
+        sd_bus_message *msg;    /* while waiting */
+        sd_bus_slot *slot;      /* while in flight */
+        sd_bus_message_handler_t cb;
+        void *userdata;
+        Pid1Call *next, *prev;  /* in the waiting queue, or among those in flight */
+};
+
+struct Pid1Gate {
+        sd_bus *bus;
+        unsigned max, in_flight, waiting;
+        Pid1Call *head, *tail;  /* waiting, oldest first */
+        Pid1Call *flying;
+};
+
+int pid1_gate_new(sd_bus *bus, unsigned max, Pid1Gate **ret) {
+        Pid1Gate *g;
+
+        if (!bus || max == 0)
+                return -EINVAL;
+        g = calloc(1, sizeof(*g));
+        if (!g)
+                return -ENOMEM;
+        g->bus = sd_bus_ref(bus);
+        g->max = max;
+        *ret = g;
+        return 0;
+}
+
+static void dequeue(Pid1Call *c) {
+        Pid1Gate *g = c->gate;
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                g->head = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        else
+                g->tail = c->prev;
+        c->next = c->prev = NULL;
+        g->waiting--;
+}
+
+static void land(Pid1Call *c) {
+        Pid1Gate *g = c->gate;
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                g->flying = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->next = c->prev = NULL;
+        c->slot = sd_bus_slot_unref(c->slot);
+        g->in_flight--;
+}
+
+static void call_free(Pid1Call *c) {
+        if (c->owner)
+                *c->owner = NULL;
+        sd_bus_message_unref(c->msg);
+        sd_bus_slot_unref(c->slot);
+        free(c);
+}
+
+static void pump(Pid1Gate *g);
+
+static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Pid1Call *c = userdata;
+        Pid1Gate *g = c->gate;
+        sd_bus_message_handler_t cb = c->cb;
+        void *cb_userdata = c->userdata;
+
+        land(c);
+        call_free(c); /* the owner's pointer is NULL from here on */
+        pump(g);
+        return cb ? cb(reply, cb_userdata, ret_error) : 0;
+}
+
+/* A call the bus refused to send is answered here as PID 1 would refuse it. */
+static void fail_locally(Pid1Call *c, int error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message_handler_t cb = c->cb;
+        void *cb_userdata = c->userdata;
+        int r;
+
+        /* never sent: a cookie of its own only to make a reply to it */
+        sd_bus_error_set_errnof(&e, error, "sandboxd could not send its call to systemd: %m");
+        r = sd_bus_message_seal(c->msg, 1, 0);
+        if (r >= 0 || r == -EPERM)
+                r = sd_bus_message_new_method_error(c->msg, &reply, &e);
+        call_free(c);
+        if (r >= 0 && cb)
+                (void) cb(reply, cb_userdata, NULL);
+}
+
+static int send_call(Pid1Call *c) {
+        int r;
+
+        r = sd_bus_call_async(c->gate->bus, &c->slot, c->msg, on_reply, c, 0);
+        if (r < 0)
+                return r;
+        c->msg = sd_bus_message_unref(c->msg);
+        c->prev = NULL;
+        if ((c->next = c->gate->flying))
+                c->next->prev = c;
+        c->gate->flying = c;
+        c->gate->in_flight++;
+        return 0;
+}
+
+static void pump(Pid1Gate *g) {
+        while (g->head && g->in_flight < g->max) {
+                Pid1Call *c = g->head;
+                int r;
+
+                dequeue(c);
+                r = send_call(c);
+                if (r < 0)
+                        fail_locally(c, -r);
+        }
+}
+
+int pid1_call(Pid1Gate *g, Pid1Call **ret_call, sd_bus_message *m, sd_bus_message_handler_t cb, void *userdata) {
+        Pid1Call *c;
+        int r;
+
+        if (!g || !m)
+                return -EINVAL;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (Pid1Call) { .gate = g, .msg = sd_bus_message_ref(m), .cb = cb, .userdata = userdata };
+
+        if (g->in_flight < g->max && !g->head) {
+                r = send_call(c);
+                if (r < 0) {
+                        call_free(c);
+                        return r;
+                }
+        } else {
+                c->prev = g->tail;
+                if (g->tail)
+                        g->tail->next = c;
+                else
+                        g->head = c;
+                g->tail = c;
+                g->waiting++;
+        }
+        if (ret_call) {
+                c->owner = ret_call;
+                *ret_call = c;
+        }
+        return 0;
+}
+
+Pid1Call *pid1_call_cancel(Pid1Call *c) {
+        if (!c)
+                return NULL;
+        if (c->slot) {
+                Pid1Gate *g = c->gate;
+
+                land(c);
+                call_free(c);
+                pump(g);
+                return NULL;
+        }
+        dequeue(c);
+        call_free(c);
+        return NULL;
+}
+
+Pid1Gate *pid1_gate_free(Pid1Gate *g) {
+        if (!g)
+                return NULL;
+        g->max = 0; /* nothing more goes out through pump() */
+        while (g->head) {
+                Pid1Call *c = g->head;
+
+                /* what was asked of PID 1 is still asked (a stop, an unref), only the answer
+                 * no longer matters: it goes with the flush of the connection */
+                dequeue(c);
+                (void) sd_bus_send(g->bus, c->msg, NULL);
+                call_free(c);
+        }
+        while (g->flying) {
+                Pid1Call *c = g->flying;
+
+                land(c);
+                call_free(c);
+        }
+        sd_bus_unref(g->bus);
+        free(g);
+        return NULL;
+}
+
+sd_bus *pid1_gate_bus(const Pid1Gate *g) {
+        return g ? g->bus : NULL;
+}
+
+unsigned pid1_gate_in_flight(const Pid1Gate *g) {
+        return g ? g->in_flight : 0;
+}
+
+unsigned pid1_gate_waiting(const Pid1Gate *g) {
+        return g ? g->waiting : 0;
+}
