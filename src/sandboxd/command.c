@@ -1266,6 +1266,15 @@ void command_remove(Command *c) {
         command_free(c);
 }
 
+void command_abandon_start(Command *c) {
+        CommandStartedFn fn = TAKE_PTR(c->started_fn);
+
+        /* PID 1 may have the call already: the record written before it says so, and
+         * the next sandboxd finds the unit if it was made */
+        if (fn)
+                fn(NULL, -ESHUTDOWN, "sandboxd is stopping", c->started_userdata);
+}
+
 Command *command_free(Command *c) {
         if (!c)
                 return NULL;
@@ -1278,7 +1287,7 @@ Command *command_free(Command *c) {
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 close_stream(c, st);
         c->stdin_fd = safe_close(c->stdin_fd);
-        stdin_close(c, -ECANCELED);
+        stdin_close(c, -ESHUTDOWN);
         pid1_call_cancel(c->start_call);
         sd_bus_slot_unref(c->match_slot);
         pid1_call_cancel(c->state_call);

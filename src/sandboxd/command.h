@@ -83,6 +83,8 @@ int command_record_decode(Session *s, json_object *record, Command **ret);
 
 /* Forgets the command and its spool (it must be terminal). */
 void command_remove(Command *c);
+/* At exit: whoever waits for the start of c is told -ESHUTDOWN, once. */
+void command_abandon_start(Command *c);
 Command *command_free(Command *c);
 
 /* The signals a caller may send, by name ("SIGTERM"); -EINVAL for any other. */

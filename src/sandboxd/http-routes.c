@@ -206,6 +206,10 @@ static int route_metrics(HttpRequest *r) {
                                  "# HELP sandboxd_http_connections Open HTTP connections.\n"
                                  "# TYPE sandboxd_http_connections gauge\n"
                                  "sandboxd_http_connections %u\n"
+                                 "# HELP sandboxd_pid1_calls Calls to systemd, sent and not answered or waiting to be sent.\n"
+                                 "# TYPE sandboxd_pid1_calls gauge\n"
+                                 "sandboxd_pid1_calls{state=\"in_flight\"} %u\n"
+                                 "sandboxd_pid1_calls{state=\"waiting\"} %u\n"
                                  "# HELP sandboxd_draining 1 while sandboxd drains.\n"
                                  "# TYPE sandboxd_draining gauge\n"
                                  "sandboxd_draining %d\n"
@@ -215,7 +219,8 @@ static int route_metrics(HttpRequest *r) {
                                  "# HELP sandboxd_build_info The version running.\n"
                                  "# TYPE sandboxd_build_info gauge\n"
                                  "sandboxd_build_info{version=\"%s\"} 1\n",
-                                 m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections, m->draining,
+                                 m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections,
+                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), m->draining,
                                  (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
                                  PROJECT_VERSION);
         if (ret >= 0)
@@ -259,11 +264,25 @@ static int route_undrain(HttpRequest *r) {
 
 /* --- sessions ------------------------------------------------------------- */
 
+/* A request that waited when sandboxd began to stop: 503, ask again once it is back. */
+static void complete_stopping(HttpRequest *r, const char *what) {
+        char msg[256];
+        struct MHD_Response *resp;
+
+        snprintf(msg, sizeof(msg), "sandboxd is stopping; %s", what);
+        resp = http_error_response("stopping", msg);
+        if (resp)
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+        http_complete(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+}
+
 static void on_session_ready(Session *s, int ret, void *userdata) {
         HttpRequest *r = userdata;
 
         r->session = NULL;
-        if (ret < 0)
+        if (ret == -ESHUTDOWN)
+                complete_stopping(r, "the session's slice may exist: ask again for the same scope once it is back.");
+        else if (ret < 0)
                 http_complete(r, MHD_HTTP_BAD_GATEWAY,
                               http_error_response("systemd_failed", s->error ?: "systemd could not create the session's slice."));
         else
@@ -360,6 +379,8 @@ static void on_session_closed(Session *s, int ret, void *userdata) {
                               http_error_response("not_purged", "The session was closed without ?purge=true: its "
                                                                 "workspace stays. Create a session of the scope and "
                                                                 "close that one with ?purge=true."));
+        else if (ret == -ESHUTDOWN)
+                complete_stopping(r, "the session goes on closing: ask again once it is back.");
         else if (ret < 0)
                 http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("internal", "The session went away."));
         else
@@ -412,6 +433,8 @@ static void on_frozen(Session *s, int ret, const char *message, void *userdata) 
 
         if (ret == -ESTALE)
                 http_complete(r, MHD_HTTP_CONFLICT, http_error_response("session_not_active", "The session is closing."));
+        else if (ret == -ESHUTDOWN)
+                complete_stopping(r, "whether the session is frozen: ask again once it is back.");
         else if (ret < 0)
                 http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", message));
         else
@@ -468,6 +491,10 @@ static void on_command_started(Command *c, int ret, const char *message, void *u
         char msg[512];
 
         r->command = NULL;
+        if (ret == -ESHUTDOWN) {
+                complete_stopping(r, "the command may have started: look it up by its request id once it is back.");
+                return;
+        }
         if (ret < 0) {
                 snprintf(msg, sizeof(msg), "systemd refused to start the command: %s", message ?: strerror(-ret));
                 http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", msg));
@@ -607,6 +634,10 @@ static void on_stdin_written(Command *c, int ret, void *userdata) {
         HttpRequest *r = userdata;
         char json[128];
 
+        if (ret == -ESHUTDOWN) {
+                complete_stopping(r, "what reached the command's stdin is unknown.");
+                return;
+        }
         if (ret < 0) {
                 http_complete(r, MHD_HTTP_CONFLICT,
                               http_error_response("stdin_closed", "The command's stdin is closed (it exited or closed it)."));

@@ -152,6 +152,10 @@ static int reply_session(sd_bus_message *call, Session *s) {
 static void on_session_ready(Session *s, int r, void *userdata) {
         BusPending *p = userdata;
 
+        if (r == -ESHUTDOWN) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                return;
+        }
         if (r < 0) {
                 sd_bus_error e = SD_BUS_ERROR_NULL;
 

@@ -244,6 +244,12 @@ static void run_wait(BusPending *p, Command *c) {
 static void on_exec_started(Command *c, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
 
+        if (r == -ESHUTDOWN) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING,
+                                                                "sandboxd is stopping; the command may have started: "
+                                                                "look it up by its request id once it is back."));
+                return;
+        }
         if (r < 0) {
                 sd_bus_error e = SD_BUS_ERROR_NULL;
 
@@ -315,6 +321,10 @@ static void on_closed(Session *s, int r, void *userdata) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_PURGE_FAILED, msg ?: "?"));
                 return;
         }
+        if (r == -ESHUTDOWN) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                return;
+        }
         if (r == -ESTALE) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NOT_PURGED,
                                                                 "The session was closed without purge: its workspace stays."));
@@ -371,6 +381,8 @@ static void on_frozen(Session *s, int r, const char *message, void *userdata) {
 
                 if (r == -ESTALE)
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SESSION_NOT_ACTIVE, "Session %s is closing.", s->id);
+                else if (r == -ESHUTDOWN)
+                        (void) sd_bus_error_set(&e, BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back.");
                 else
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s", message);
                 bus_pending_fail(p, 0, &e);

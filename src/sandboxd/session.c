@@ -542,14 +542,22 @@ fail:
         return r;
 }
 
+static void freeze_done(Session *s, int r, const char *message);
+
 Session *session_free(Session *s) {
         Command *cmd;
 
         if (!s)
                 return NULL;
 
-        run_waiters(&s->waiters, s, -ECANCELED);
-        run_waiters(&s->close_waiters, s, -ECANCELED);
+        /* Every request that waits on this session gets its answer now: at exit, sandboxd
+         * stops with no request left waiting (libmicrohttpd aborts on a suspended one). */
+        run_waiters(&s->waiters, s, -ESHUTDOWN);
+        run_waiters(&s->close_waiters, s, -ESHUTDOWN);
+        if (s->freeze_fn)
+                freeze_done(s, -ESHUTDOWN, "sandboxd is stopping");
+        LIST_FOREACH(commands, cmd, s->commands)
+                command_abandon_start(cmd);
         while ((cmd = s->commands))
                 command_free(cmd);
 
@@ -698,8 +706,6 @@ static void session_closing_step(Session *s) {
         run_waiters(&s->close_waiters, s, 0);
         manager_check_idle(s->manager);
 }
-
-static void freeze_done(Session *s, int r, const char *message);
 
 int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata) {
         Command *c;
