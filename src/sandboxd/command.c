@@ -586,6 +586,31 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 return 0;
         }
         if (streq(c->state.load_state, "not-found")) {
+                if (c->start_unconfirmed) {
+                        /* PID 1 never answered the start (sandboxd stopped before): with
+                         * AddRef= the unit would still be there had it been made */
+                        CommandResult res = { .status = COMMAND_FAILED, .exit_code = -1 };
+
+                        snprintf(res.reason, sizeof(res.reason), "not-started");
+                        log_info("Command %s (%s) never started.", c->request_id, c->unit);
+                        command_set_result(c, &res);
+                        return 0;
+                }
+                if (c->session->closing) {
+                        /* Stopped by the close while no sandboxd held it (a restart in
+                         * between), then collected: a command that ended by itself stays
+                         * (RemainAfterExit=) until we let it go, so this one was stopped. */
+                        CommandResult res = { .status = COMMAND_SIGNALED, .exit_code = -1 };
+
+                        snprintf(res.reason, sizeof(res.reason), "stopped");
+                        res.usage.cpu_usec = c->cpu_sampled_usec;
+                        res.usage.memory_bytes = c->memory_peak;
+                        res.usage.tasks = c->tasks_peak;
+                        log_info("Command %s (%s) was stopped by the close of its session while sandboxd was away.",
+                                 c->request_id, c->unit);
+                        command_set_result(c, &res);
+                        return 0;
+                }
                 /* Gone from PID 1 (collected while nobody held it, or a reboot): its end is unknown. */
                 command_lose(c, "unit-gone");
                 return 0;
@@ -1084,6 +1109,7 @@ int command_recover(Session *s, json_object *o, Command **ret) {
         if (running) {
                 /* PENDING: sandboxd went away between asking for the unit and hearing back.
                  * Counted now, since command_free() counts it down on failure. */
+                c->start_unconfirmed = c->result.status == COMMAND_PENDING;
                 c->result.status = COMMAND_RUNNING;
                 m->n_running++;
         }
@@ -1131,6 +1157,12 @@ int command_recover(Session *s, json_object *o, Command **ret) {
                 (void) fcntl(c->stdin_fd, F_SETFL, O_NONBLOCK);
         }
 
+        /* The reference AddRef= gave belonged to the sandboxd that started the unit (a
+         * reference of its bus connection): take one of ours, or a unit that ends while
+         * nobody holds it (stopped by a close) is collected before we read its end. */
+        r = systemd_unit_call_async(m->pid1, c->unit_path, "Ref", NULL, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to hold %s, ignoring: %m", c->unit);
         r = command_watch(c);
         if (r < 0)
                 goto fail;
@@ -1172,7 +1204,9 @@ int command_signal(Command *c, int sig) {
 }
 
 int command_stop(Command *c) {
-        if (!command_status_is_running(c))
+        /* a pending command too: the stop reaches PID 1 after the start (pid1-gate keeps the
+         * order), and replaces the start job if its process has not started yet */
+        if (command_status_is_terminal(c->result.status))
                 return 0;
         return systemd_stop_unit_async(c->session->manager->pid1, c->unit, NULL, NULL);
 }
@@ -1266,13 +1300,21 @@ void command_remove(Command *c) {
         command_free(c);
 }
 
-void command_abandon_start(Command *c) {
+void command_abandon_waiters(Command *c) {
         CommandStartedFn fn = TAKE_PTR(c->started_fn);
+        StdinWaiter *w;
 
         /* PID 1 may have the call already: the record written before it says so, and
          * the next sandboxd finds the unit if it was made */
         if (fn)
                 fn(NULL, -ESHUTDOWN, "sandboxd is stopping", c->started_userdata);
+        /* the stdin pipe stays open (it is in the fd store for the next sandboxd) */
+        while ((w = c->stdin_waiters)) {
+                LIST_REMOVE(waiters, c->stdin_waiters, w);
+                w->fn(c, -ESHUTDOWN, w->userdata);
+                free(w);
+        }
+        output_detach_readers(c->output);
 }
 
 Command *command_free(Command *c) {

@@ -50,6 +50,7 @@ struct Command {
         StdinWaiter *stdin_waiters;
 
         sd_bus_slot *match_slot;
+        bool start_unconfirmed; /* recovered while PID 1 had not answered its start */
         Pid1Call *start_call, *state_call;
         bool refresh_again;
         UnitState state;
@@ -83,8 +84,10 @@ int command_record_decode(Session *s, json_object *record, Command **ret);
 
 /* Forgets the command and its spool (it must be terminal). */
 void command_remove(Command *c);
-/* At exit: whoever waits for the start of c is told -ESHUTDOWN, once. */
-void command_abandon_start(Command *c);
+/* sandboxd stops: whoever waits for the start of c or for its stdin to be written is
+ * told -ESHUTDOWN, once; its streams end where they are (a client re-attaches at its
+ * offset). The command itself goes on. */
+void command_abandon_waiters(Command *c);
 Command *command_free(Command *c);
 
 /* The signals a caller may send, by name ("SIGTERM"); -EINVAL for any other. */

@@ -210,6 +210,9 @@ static int route_metrics(HttpRequest *r) {
                                  "# TYPE sandboxd_pid1_calls gauge\n"
                                  "sandboxd_pid1_calls{state=\"in_flight\"} %u\n"
                                  "sandboxd_pid1_calls{state=\"waiting\"} %u\n"
+                                 "# HELP sandboxd_http_requests_waiting HTTP requests waiting for an answer (on systemd, a session, stdin).\n"
+                                 "# TYPE sandboxd_http_requests_waiting gauge\n"
+                                 "sandboxd_http_requests_waiting %u\n"
                                  "# HELP sandboxd_draining 1 while sandboxd drains.\n"
                                  "# TYPE sandboxd_draining gauge\n"
                                  "sandboxd_draining %d\n"
@@ -220,7 +223,8 @@ static int route_metrics(HttpRequest *r) {
                                  "# TYPE sandboxd_build_info gauge\n"
                                  "sandboxd_build_info{version=\"%s\"} 1\n",
                                  m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections,
-                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), m->draining,
+                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), m->n_http_waiting,
+                                 m->draining,
                                  (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
                                  PROJECT_VERSION);
         if (ret >= 0)
@@ -331,8 +335,7 @@ static int route_create_session(HttpRequest *r) {
         r->session = s;
         ret = session_wait_ready(s, on_session_ready, r);
         if (ret < 0) {
-                r->suspended = false;
-                MHD_resume_connection(r->connection);
+                http_resume(r);
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         }
         return MHD_YES;
@@ -403,8 +406,7 @@ static int route_delete_session(HttpRequest *r) {
         http_suspend(r);
         ret = session_close(s, "deleted", purge, on_session_closed, r);
         if (ret < 0) {
-                r->suspended = false;
-                MHD_resume_connection(r->connection);
+                http_resume(r);
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         }
         return MHD_YES;

@@ -65,17 +65,25 @@ int http_queue_json(HttpRequest *r, unsigned status, Buf *json) {
 }
 
 void http_suspend(HttpRequest *r) {
+        if (r->suspended)
+                return;
         r->suspended = true;
+        r->server->manager->n_http_waiting++;
         MHD_suspend_connection(r->connection);
+}
+
+void http_resume(HttpRequest *r) {
+        if (!r->suspended)
+                return;
+        r->suspended = false;
+        r->server->manager->n_http_waiting--;
+        MHD_resume_connection(r->connection);
 }
 
 void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
         r->status = status;
         r->response = resp;
-        if (r->suspended) {
-                r->suspended = false;
-                MHD_resume_connection(r->connection);
-        }
+        http_resume(r);
 }
 
 /* --- streaming a command's event log ------------------------------------------- */
@@ -312,6 +320,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (!request_authorize(r, &status, &resp))
                 return http_queue(r, status, resp);
 
+        if (r->server->manager->stopping) {
+                resp = http_error_response("stopping", "sandboxd is stopping; ask again once it is back.");
+                if (resp)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        }
         return http_route(r);
 }
 
@@ -323,6 +337,10 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                 return;
         if (r->command && r->command->started_userdata == r)
                 r->command->started_fn = NULL; /* the start callback must not touch us anymore */
+        if (r->suspended) {
+                r->suspended = false;
+                r->server->manager->n_http_waiting--;
+        }
         if (r->response)
                 MHD_destroy_response(r->response);
         if (r->upload) {

@@ -69,6 +69,8 @@ int http_queue_json(HttpRequest *r, unsigned status, Buf *json);
 
 /* For asynchronous handlers: park the request, then complete it later. */
 void http_suspend(HttpRequest *r);
+/* Back from http_suspend() without an answer yet (the handler queues one itself). */
+void http_resume(HttpRequest *r);
 void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp);
 
 /* Serves the NDJSON event log of a command from `offset`, following it until exit. */

@@ -71,6 +71,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         sd_event_source_disable_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->stop_defer);
+        sd_event_source_disable_unref(m->stop_timer);
         pid1_gate_free(m->pid1);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
@@ -247,6 +249,9 @@ Session *manager_find_session(Manager *m, const char *id) {
         return NULL;
 }
 
+/* at a stop, how long the answers to waiting requests may take to go out */
+#define STOP_FLUSH_MSEC 2000
+
 #define IN_SET_STATE(st) ((st) == SESSION_STARTING || (st) == SESSION_ACTIVE)
 
 Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
@@ -371,13 +376,46 @@ void manager_check_idle(Manager *m) {
                 log_warning_errno(r, "Failed to arm the idle timer, ignoring: %m");
 }
 
+static int on_stop(sd_event_source *s, void *userdata) {
+        return sd_event_exit(((Manager *) userdata)->event, 0);
+}
+
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        log_warning("Stopping: answers not sent within %d ms, exiting all the same.", STOP_FLUSH_MSEC);
+        return sd_event_exit(((Manager *) userdata)->event, 0);
+}
+
+/* Every request that waits (on PID 1, a freeze, stdin, a stream) is answered while the
+ * loop still runs, so that libmicrohttpd and sd-bus send the answers; the loop ends once
+ * nothing but idle work is left (or after STOP_FLUSH_MSEC). libmicrohttpd would abort on
+ * a connection still suspended at its stop. */
+static void manager_stop(Manager *m) {
+        Session *s;
+        int r;
+
+        if (m->stopping)
+                return;
+        m->stopping = true;
+        LIST_FOREACH(sessions, s, m->sessions)
+                session_abandon_waiters(s);
+        r = sd_event_add_defer(m->event, &m->stop_defer, on_stop, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(m->stop_defer, SD_EVENT_PRIORITY_IDLE);
+        if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC,
+                                               STOP_FLUSH_MSEC * USEC_PER_MSEC, 0, on_stop_timer, m);
+        if (r < 0)
+                (void) sd_event_exit(m->event, 0);
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
         log_info("Received %s, exiting; running commands go on under systemd.",
                  si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down.");
-        return sd_event_exit(m->event, 0);
+        manager_stop(m);
+        return 0;
 }
 
 static int setup_bus(Manager *m) {

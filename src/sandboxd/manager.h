@@ -50,6 +50,9 @@ struct Manager {
         char *cgroup_root; /* PID 1's cgroup: "" on a host (systemd_get_manager_cgroup()) */
         Metrics metrics;
         bool draining;     /* POST /v1/drain: no new work; exit once the running commands end */
+        unsigned n_http_waiting; /* suspended HTTP requests (http_suspend()) */
+        bool stopping;     /* SIGTERM: waiting requests answered, the loop ends once they are sent */
+        sd_event_source *stop_defer, *stop_timer;
         unsigned n_connections;
         unsigned n_running;
 

@@ -95,15 +95,21 @@ fail:
         return r;
 }
 
-Output *output_free(Output *o) {
+void output_detach_readers(Output *o) {
         OutputReader *r;
 
         if (!o)
-                return NULL;
+                return;
         while ((r = o->readers)) {
                 output_detach(r);
                 r->notify(r); /* tells the reader its output is gone */
         }
+}
+
+Output *output_free(Output *o) {
+        if (!o)
+                return NULL;
+        output_detach_readers(o);
         close_spools(o);
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 buf_done(&o->partial[st]);

@@ -59,6 +59,8 @@ struct Output {
 
 /* Opens (create: creates) the spool files <dir>/<name>.{ndjson,stdout,stderr}. */
 int output_open(const char *dir, const char *name, uint64_t cap, bool create, Output **ret);
+/* Ends every reader's stream where it is (each is notified once). */
+void output_detach_readers(Output *o);
 Output *output_free(Output *o);
 int output_remove(const char *dir, const char *name);
 

@@ -544,20 +544,24 @@ fail:
 
 static void freeze_done(Session *s, int r, const char *message);
 
+void session_abandon_waiters(Session *s) {
+        Command *c;
+
+        run_waiters(&s->waiters, s, -ESHUTDOWN);
+        run_waiters(&s->close_waiters, s, -ESHUTDOWN);
+        if (s->freeze_fn)
+                freeze_done(s, -ESHUTDOWN, "sandboxd is stopping");
+        LIST_FOREACH(commands, c, s->commands)
+                command_abandon_waiters(c);
+}
+
 Session *session_free(Session *s) {
         Command *cmd;
 
         if (!s)
                 return NULL;
 
-        /* Every request that waits on this session gets its answer now: at exit, sandboxd
-         * stops with no request left waiting (libmicrohttpd aborts on a suspended one). */
-        run_waiters(&s->waiters, s, -ESHUTDOWN);
-        run_waiters(&s->close_waiters, s, -ESHUTDOWN);
-        if (s->freeze_fn)
-                freeze_done(s, -ESHUTDOWN, "sandboxd is stopping");
-        LIST_FOREACH(commands, cmd, s->commands)
-                command_abandon_start(cmd);
+        session_abandon_waiters(s);
         while ((cmd = s->commands))
                 command_free(cmd);
 
@@ -747,7 +751,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         (void) session_save(s);
 
         LIST_FOREACH(commands, c, s->commands)
-                if (command_status_is_running(c))
+                if (!command_status_is_terminal(c->result.status))
                         (void) command_stop(c);
         session_closing_step(s);
         return 0;
@@ -1097,8 +1101,16 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
                         log_warning_errno(r, "Failed to set up the egress proxy of session %s, ignoring: %m", s->id);
         }
         session_arm_expiry(s);
-        if (s->state == SESSION_CLOSING)
+        if (s->state == SESSION_CLOSING) {
+                Command *c;
+
+                /* the stops asked before the restart may never have reached PID 1: again
+                 * (the purge, if it runs, is part of the closing) */
+                LIST_FOREACH(commands, c, s->commands)
+                        if (!command_status_is_terminal(c->result.status) && !streq(c->request_id, PURGE_REQUEST_ID))
+                                (void) command_stop(c);
                 session_closing_step(s);
+        }
         *ret = s;
         return 0;
 

@@ -95,6 +95,9 @@ struct Session {
  * validates the request against the configured ceilings (a clear *error otherwise) and
  * starts a new session's slice, or takes a prepared one from the pool (1). */
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error);
+/* sandboxd stops: whoever waits on s or its commands (start, close, freeze, stdin, a
+ * stream) is answered now, with -ESHUTDOWN, or their stream ends; nothing else changes. */
+void session_abandon_waiters(Session *s);
 Session *session_free(Session *s);
 
 /* Mode proxy: starts sandboxd-<sid>-proxy.socket and its service (an existing one is fine). */
