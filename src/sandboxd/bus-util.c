@@ -19,6 +19,7 @@ static const struct {
         { "unsupported", BUS_ERROR_NOT_SUPPORTED },
         { "session_not_active", BUS_ERROR_SESSION_NOT_ACTIVE },
         { "draining", BUS_ERROR_DRAINING },
+        { "overloaded", BUS_ERROR_OVERLOADED },
         { "forbidden", SD_BUS_ERROR_ACCESS_DENIED },
 };
 

@@ -23,7 +23,7 @@ static unsigned status_for_request_error(const RequestError *e) {
                 return MHD_HTTP_CONTENT_TOO_LARGE;
         if (streq_ptr(e->code, "conflict") || streq_ptr(e->code, "session_not_active"))
                 return MHD_HTTP_CONFLICT;
-        if (streq_ptr(e->code, "draining"))
+        if (streq_ptr(e->code, "draining") || streq_ptr(e->code, "overloaded"))
                 return MHD_HTTP_SERVICE_UNAVAILABLE;
         if (streq_ptr(e->code, "forbidden"))
                 return MHD_HTTP_FORBIDDEN;
@@ -31,9 +31,17 @@ static unsigned status_for_request_error(const RequestError *e) {
 }
 
 static int queue_request_error(HttpRequest *r, int ret, const RequestError *e) {
+        struct MHD_Response *resp;
+        unsigned status;
+
         if (ret == -ENOMEM || !e->code)
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
-        return http_queue_error(r, status_for_request_error(e), e->code, e->message);
+        status = status_for_request_error(e);
+        resp = http_error_response(e->code, e->message);
+        if (resp && status == MHD_HTTP_SERVICE_UNAVAILABLE)
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
+                                               streq(e->code, "overloaded") ? "1" : "30");
+        return http_queue(r, status, resp);
 }
 
 static int method_not_allowed(HttpRequest *r, const char *allow) {

@@ -10,6 +10,9 @@
 #include <systemd/sd-bus.h>
 
 #define PID1_CALLS_MAX 16
+/* New sessions and commands are refused (503 overloaded) while this many calls wait;
+ * the calls that end or clean up are never refused. */
+#define PID1_WAITING_MAX 1024
 
 typedef struct Pid1Gate Pid1Gate;
 typedef struct Pid1Call Pid1Call;

@@ -353,6 +353,13 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
         return 0;
 }
 
+static int refuse_overloaded(Manager *m, RequestError *e) {
+        e->code = "overloaded";
+        snprintf(e->message, sizeof(e->message),
+                 "sandboxd has %u calls to systemd waiting, its most: ask again in a moment.", pid1_gate_waiting(m->pid1));
+        return -EINVAL;
+}
+
 static int refuse_draining(RequestError *e) {
         e->code = "draining";
         snprintf(e->message, sizeof(e->message),
@@ -436,6 +443,8 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         }
         if (m->draining)
                 return refuse_draining(error);
+        if (pid1_gate_waiting(m->pid1) >= PID1_WAITING_MAX)
+                return refuse_overloaded(m, error);
 
         r = limit_check(error, "limits.memory_max", req->has_memory_max, req->memory_max,
                         c->session_limits_max.memory_max, c->session_limits.memory_max, &l.memory_max);
@@ -873,6 +882,8 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
         }
         if (s->manager->draining)
                 return refuse_draining(e);
+        if (pid1_gate_waiting(s->manager->pid1) >= PID1_WAITING_MAX)
+                return refuse_overloaded(s->manager, e);
         r = session_check_active(s, e);
         if (r < 0)
                 return r;
