@@ -709,6 +709,9 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         Buf line = {};
         int r;
 
+        if (m->n_starting > 0)
+                m->n_starting--;
+
         c->start_call = pid1_call_cancel(c->start_call);
 
         if (sd_bus_message_is_method_error(reply, NULL)) {
@@ -999,6 +1002,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 log_error_errno(r, "Failed to ask systemd to start %s: %m", c->unit);
                 goto fail;
         }
+        m->n_starting++;
         /* Recorded before PID 1 answers: if we die in between, the next start still knows it. */
         (void) command_save(c);
 
@@ -1323,6 +1327,8 @@ Command *command_free(Command *c) {
 
         if (command_status_is_running(c) && c->session->manager && c->session->manager->n_running > 0)
                 c->session->manager->n_running--;
+        if (c->start_call && c->session->manager && c->session->manager->n_starting > 0)
+                c->session->manager->n_starting--;
 
         output_free(c->output);
         LIST_REMOVE(commands, c->session->commands, c);

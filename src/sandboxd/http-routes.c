@@ -218,6 +218,9 @@ static int route_metrics(HttpRequest *r) {
                                  "# TYPE sandboxd_pid1_calls gauge\n"
                                  "sandboxd_pid1_calls{state=\"in_flight\"} %u\n"
                                  "sandboxd_pid1_calls{state=\"waiting\"} %u\n"
+                                 "# HELP sandboxd_pid1_jobs Jobs of systemd asked by sandboxd and not finished.\n"
+                                 "# TYPE sandboxd_pid1_jobs gauge\n"
+                                 "sandboxd_pid1_jobs %u\n"
                                  "# HELP sandboxd_http_requests_waiting HTTP requests waiting for an answer (on systemd, a session, stdin).\n"
                                  "# TYPE sandboxd_http_requests_waiting gauge\n"
                                  "sandboxd_http_requests_waiting %u\n"
@@ -231,7 +234,8 @@ static int route_metrics(HttpRequest *r) {
                                  "# TYPE sandboxd_build_info gauge\n"
                                  "sandboxd_build_info{version=\"%s\"} 1\n",
                                  m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections,
-                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), m->n_http_waiting,
+                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), pid1_gate_jobs(m->pid1),
+                                 m->n_http_waiting,
                                  m->draining,
                                  (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
                                  PROJECT_VERSION);

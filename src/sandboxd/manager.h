@@ -55,6 +55,7 @@ struct Manager {
         sd_event_source *stop_defer, *stop_timer;
         unsigned n_connections;
         unsigned n_running;
+        unsigned n_starting;    /* commands asked of PID 1, not yet answered */
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
 

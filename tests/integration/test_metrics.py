@@ -122,6 +122,7 @@ def test_metrics_parse_and_have_every_family(api):
         "sandboxd_pool_slices": "gauge",
         "sandboxd_http_connections": "gauge",
         "sandboxd_pid1_calls": "gauge",
+        "sandboxd_pid1_jobs": "gauge",
         "sandboxd_http_requests_waiting": "gauge",
         "sandboxd_draining": "gauge",
         "sandboxd_uptime_seconds": "gauge",
