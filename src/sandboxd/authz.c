@@ -115,8 +115,11 @@ AuthzVerdict authz_decide(const AuthzCaller *c, AuthzTransport t, AuthzOp op, co
         if (op == AUTHZ_CREATE && !(target && target->session))
                 return say(ret_reason, dbus ? AUTHZ_ASK_OWN : AUTHZ_ALLOW, "A scope of the caller's own.");
 
-        /* An existing session (for CREATE: the active one of the scope, which it would return). */
-        if (target && authz_caller_created(c, target->creator))
+        /* An existing session (for CREATE: the active one of the scope, which it would return).
+         * A uid's own is also of its login name, as every session it could create: a uid
+         * given again to another user after userdel does not inherit the old one's. */
+        if (target && authz_caller_created(c, target->creator) &&
+            (c->is_tenant || (c->name && target->user && streq(c->name, target->user))))
                 return say(ret_reason, dbus ? AUTHZ_ASK_OWN : AUTHZ_ALLOW, "The caller created the session.");
         if (dbus)
                 return say(ret_reason, AUTHZ_ASK_ALL, "Another caller created the session.");
@@ -127,8 +130,8 @@ AuthzVerdict authz_decide(const AuthzCaller *c, AuthzTransport t, AuthzOp op, co
         return say(ret_reason, AUTHZ_HIDDEN, "No such session.");
 }
 
-bool authz_may_see(const AuthzCaller *c, AuthzTransport t, const char *creator) {
-        AuthzTarget target = { .session = true, .creator = creator };
+bool authz_may_see(const AuthzCaller *c, AuthzTransport t, const char *creator, const char *user) {
+        AuthzTarget target = { .user = user, .session = true, .creator = creator };
         AuthzVerdict v = authz_decide(c, t, AUTHZ_GET, &target, NULL);
 
         return v == AUTHZ_ALLOW || v == AUTHZ_ASK_OWN;

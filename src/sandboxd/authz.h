@@ -57,7 +57,7 @@ typedef struct AuthzCaller {
 } AuthzCaller;
 
 typedef struct AuthzTarget {
-        const char *user;    /* CREATE: the scope's user */
+        const char *user;    /* the scope's user (a uid's own sessions are of its login name) */
         bool session;        /* there is a session (CREATE: an active one of the scope) */
         const char *creator; /* its creator: a tenant, "unix:<uid>", "dbus:<uid>"; NULL: unknown */
 } AuthzTarget;
@@ -84,4 +84,4 @@ AuthzVerdict authz_decide(const AuthzCaller *c, AuthzTransport t, AuthzOp op, co
 
 /* May the caller see the session at all (list entries, D-Bus object reads without polkit)?
  * ALLOW and ASK_OWN for GET. */
-bool authz_may_see(const AuthzCaller *c, AuthzTransport t, const char *creator);
+bool authz_may_see(const AuthzCaller *c, AuthzTransport t, const char *creator, const char *user);

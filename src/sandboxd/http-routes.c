@@ -102,7 +102,7 @@ static struct MHD_Response *session_response(Session *s) {
 /* authz_decide(): a tenant sees only its sessions, a member of group sandboxd the ones it
  * created, root and AdminGroup= all. */
 static bool session_visible(HttpRequest *r, Session *s) {
-        return authz_may_see(&r->caller, http_transport(r), s->tenant);
+        return authz_may_see(&r->caller, http_transport(r), s->tenant, s->user);
 }
 
 /* --- health ----------------------------------------------------------------- */
@@ -1109,7 +1109,7 @@ static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_res
                         s = manager_find_session(r->server->manager, r->params[0]);
                 if (s)
                         v = authz_decide(&r->caller, http_transport(r), route_op(r),
-                                         &(AuthzTarget) { .session = true, .creator = s->tenant }, &reason);
+                                         &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);
                 if (v == AUTHZ_FORBIDDEN)
                         return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden", reason);
                 if (v != AUTHZ_ALLOW)

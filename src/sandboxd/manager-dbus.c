@@ -258,7 +258,7 @@ static int method_list_sessions(sd_bus_message *call, void *userdata, sd_bus_err
                 _cleanup_free_ char *path = NULL;
 
                 /* the caller's own: the sessions it created */
-                if (!all && !authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant))
+                if (!all && !authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user))
                         continue;
                 r = session_bus_path(s, &path);
                 if (r < 0)

@@ -47,7 +47,7 @@ int session_check_read_access(sd_bus *bus, Session *s, sd_bus_error *error) {
         if (!call || sd_bus_message_get_type(call, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL ||
             !streq_ptr(sd_bus_message_get_interface(call), "org.freedesktop.DBus.Properties"))
                 return 0;
-        if (bus_caller_identity(s->manager, call, &caller) >= 0 && authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant))
+        if (bus_caller_identity(s->manager, call, &caller) >= 0 && authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user))
                 return 0;
         return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                  "Only root, AdminGroup= and the caller that created session %s may read its properties.",
@@ -88,7 +88,7 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
         /* The direct children of `path` only, so that every node can be introspected. */
         if (!streq(path, BUS_SESSION_PREFIX)) {
                 one = session_from_path(m, path, &rest);
-                if (!one || !authz_may_see(&caller.authz, AUTHZ_DBUS, one->tenant) || (*rest && !streq(rest, "/command")))
+                if (!one || !authz_may_see(&caller.authz, AUTHZ_DBUS, one->tenant, one->user) || (*rest && !streq(rest, "/command")))
                         return 0;
         }
         if (!one)
@@ -103,7 +103,7 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
 
         if (!one) {
                 LIST_FOREACH(sessions, s, m->sessions)
-                        if (authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant) && session_bus_path(s, &l[n++]) < 0)
+                        if (authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user) && session_bus_path(s, &l[n++]) < 0)
                                 return -ENOMEM;
         } else if (!*rest) {
                 if (one->commands && asprintf(&l[n++], "%s/command", path) < 0)

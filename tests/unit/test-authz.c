@@ -131,8 +131,18 @@ static void test_unknown_creator(void) {
         ASSERT(authz_decide(&callers[MEMBER_A], AUTHZ_DBUS, AUTHZ_EXEC, &old, NULL) == AUTHZ_ASK_ALL);
         ASSERT(authz_decide(&callers[TENANT_1], AUTHZ_HTTP_TCP, AUTHZ_GET, &old, NULL) == AUTHZ_HIDDEN);
         ASSERT(authz_decide(&callers[ROOT], AUTHZ_HTTP_UNIX, AUTHZ_CLOSE, &old, NULL) == AUTHZ_ALLOW);
-        ASSERT(!authz_may_see(&callers[MEMBER_A], AUTHZ_HTTP_UNIX, NULL));
-        ASSERT(authz_may_see(&callers[ADMIN_GROUP], AUTHZ_HTTP_UNIX, NULL));
+        ASSERT(!authz_may_see(&callers[MEMBER_A], AUTHZ_HTTP_UNIX, NULL, "alice"));
+        ASSERT(authz_may_see(&callers[ADMIN_GROUP], AUTHZ_HTTP_UNIX, NULL, "alice"));
+}
+
+static void test_uid_reused(void) {
+        /* uid 1001 was another user's, deleted; its sessions are not the new user's */
+        AuthzTarget old = { .user = "zed", .session = true, .creator = "dbus:1001" };
+
+        ASSERT(authz_decide(&callers[MEMBER_A], AUTHZ_HTTP_UNIX, AUTHZ_GET, &old, NULL) == AUTHZ_HIDDEN);
+        ASSERT(authz_decide(&callers[MEMBER_A], AUTHZ_DBUS, AUTHZ_CLOSE, &old, NULL) == AUTHZ_ASK_ALL);
+        ASSERT(!authz_may_see(&callers[MEMBER_A], AUTHZ_DBUS, "dbus:1001", "zed"));
+        ASSERT(authz_may_see(&callers[MEMBER_A], AUTHZ_DBUS, "dbus:1001", "alice"));
 }
 
 static void test_created(void) {
@@ -163,6 +173,7 @@ int main(void) {
         test_tables();
         test_create_new_scope();
         test_unknown_creator();
+        test_uid_reused();
         test_created();
         test_names();
         return TESTS_DONE();
