@@ -196,17 +196,16 @@ bool auth_tenant_is_admin(Manager *m, const char *tenant) {
         return false;
 }
 
-bool auth_uid_is_allowed(uid_t uid, pid_t pid) {
-        struct passwd *pw;
+/* Is the user of pw in group `name` (primary or supplementary)? */
+static bool user_in_group(const struct passwd *pw, const char *name) {
         struct group *gr;
         gid_t groups[256];
         int n = (int) ELEMENTSOF(groups);
 
-        if (uid == 0)
-                return true;
-        gr = getgrnam(SANDBOXD_GROUP);
-        pw = getpwuid(uid);
-        if (!gr || !pw)
+        if (!name)
+                return false;
+        gr = getgrnam(name);
+        if (!gr)
                 return false;
         if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
                 return false;
@@ -214,6 +213,30 @@ bool auth_uid_is_allowed(uid_t uid, pid_t pid) {
                 if (groups[i] == gr->gr_gid)
                         return true;
         return false;
+}
+
+int auth_uid_caller(Manager *m, uid_t uid, AuthzCaller *ret, char **ret_name) {
+        struct passwd *pw = getpwuid(uid);
+        _cleanup_free_ char *name = NULL;
+
+        if (pw && pw->pw_name && !(name = strdup(pw->pw_name)))
+                return -ENOMEM;
+        *ret = (AuthzCaller) {
+                .uid = uid,
+                .member = pw && user_in_group(pw, SANDBOXD_GROUP),
+                .admin = uid == 0 || (pw && user_in_group(pw, m->config.admin_group)),
+                .name = name,
+        };
+        *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
+void auth_tenant_caller(Manager *m, const char *tenant, AuthzCaller *ret) {
+        *ret = (AuthzCaller) {
+                .is_tenant = true,
+                .name = tenant,
+                .admin = auth_tenant_is_admin(m, tenant),
+        };
 }
 
 int auth_hash_key(const char *key, char **ret) {

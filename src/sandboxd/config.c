@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "config.h"
 #include "encoding.h"
+#include "validate.h"
 
 void config_init(Config *c) {
         *c = (Config) {
@@ -92,6 +93,8 @@ void config_done(Config *c) {
         c->path = NULL;
         free(c->admin_tenants);
         c->admin_tenants = NULL;
+        free(c->admin_group);
+        c->admin_group = NULL;
         strv_free(c->host_mode_tenants);
         strv_free(c->denied_domains);
         strv_free(c->allowed_domains);
@@ -296,6 +299,14 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         if (parse_duration(value, &c->idle_exit_usec) < 0)
                                 return set_error(st, section, key, value, "expected a duration like 60s or 5min, or infinity");
                         return 1;
+                }
+                if (streq(key, "AdminGroup")) {
+                        /* empty: none; a group name otherwise (whether it exists is asked per caller) */
+                        if (*value && !user_name_is_valid(value))
+                                return set_error(st, section, key, value, "expected a group name, or empty for none");
+                        free(c->admin_group);
+                        c->admin_group = !*value ? NULL : strdup(value);
+                        return *value && !c->admin_group ? set_oom(st) : 1;
                 }
         } else if (streq(section, "HTTP")) {
                 if (streq(key, "MaxBodySize")) {

@@ -33,6 +33,7 @@ typedef struct Config {
         unsigned max_connections_per_ip; /* on TCP; 0: no limit */
         unsigned connection_timeout_sec;
         char *admin_tenants; /* space-separated tenant names */
+        char *admin_group;   /* [Daemon] AdminGroup=: its members manage every session; NULL: none */
 
         /* [Session]: defaults and the ceiling a request may ask for */
         Limits session_limits;

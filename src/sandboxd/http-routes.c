@@ -14,6 +14,7 @@
 #include "ndjson.h"
 #include "parse-util.h"
 #include "pool.h"
+#include "scope.h"
 #include "session.h"
 #include "time-util.h"
 #include "validate.h"
@@ -106,9 +107,10 @@ static struct MHD_Response *session_response(Session *s) {
         return resp;
 }
 
-/* A tenant sees only its sessions; local (unix socket) callers see all. */
+/* authz_decide(): a tenant sees only its sessions, a member of group sandboxd the ones it
+ * created, root and AdminGroup= all. */
 static bool session_visible(HttpRequest *r, Session *s) {
-        return r->server->is_unix || streq_ptr(r->tenant, s->tenant);
+        return authz_may_see(&r->caller, http_transport(r), s->tenant, s->user);
 }
 
 /* --- health ----------------------------------------------------------------- */
@@ -331,6 +333,16 @@ static int route_create_session(HttpRequest *r) {
         ret = session_request_parse(r->body.data, r->body.len, &req, &e);
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
+
+        /* May the caller have a session of this scope, and the active one if there is one? */
+        s = manager_find_session_by_scope(m, scope_tenant(r->tenant), req.user, req.workspace);
+        {
+                AuthzTarget target = { .user = req.user, .session = s, .creator = s ? s->tenant : NULL };
+                const char *reason = NULL;
+
+                if (authz_decide(&r->caller, http_transport(r), AUTHZ_CREATE, &target, &reason) != AUTHZ_ALLOW)
+                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+        }
 
         ret = session_create(m, &req, r->tenant, &s, &e);
         if (ret < 0) {
@@ -1003,38 +1015,49 @@ int http_route_upload_finish(HttpRequest *r) {
 
 /* --- dispatch ------------------------------------------------------------- */
 
-#define GET(h) { "GET", h }
-#define POST(h) { "POST", h }
-#define PUT(h) { "PUT", h }
-#define DELETE(h) { "DELETE", h }
+#define GET(h, op) { "GET", h, op }
+#define POST(h, op) { "POST", h, op }
+#define PUT(h, op) { "PUT", h, op }
+#define DELETE(h, op) { "DELETE", h, op }
+#define ANYONE _AUTHZ_OP_INVALID
 
 /* Every route served. The first pattern that matches the path wins; then the method picks
  * the handler (405 with Allow for another), GET serving HEAD too. Placeholders are looked up
- * before the method is: a session another tenant owns is 404 whatever the method. */
+ * before the method is: a session the caller may not see is 404 whatever the method. Each
+ * method names the operation authz_decide() is asked about. */
 const HttpRoute http_routes[] = {
-        { "/healthz", HTTP_ROUTE_PUBLIC, { GET(route_healthz) } },
-        { "/readyz", HTTP_ROUTE_PUBLIC, { GET(route_readyz) } },
-        { "/metrics", 0, { GET(route_metrics) } },
-        { "/v1/health", 0, { GET(route_health) } },
-        { "/v1/pool", 0, { GET(route_pool) } },
-        { "/v1/drain", HTTP_ROUTE_ADMIN, { GET(route_drain_state), POST(route_drain), DELETE(route_undrain) } },
-        { "/v1/sessions", 0, { GET(route_list_sessions), POST(route_create_session) } },
-        { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION, { GET(route_get_session), DELETE(route_delete_session) } },
-        { "/v1/sessions/{sid}/activity", HTTP_ROUTE_SESSION, { POST(route_activity) } },
-        { "/v1/sessions/{sid}/freeze", HTTP_ROUTE_SESSION, { POST(route_freeze) } },
-        { "/v1/sessions/{sid}/thaw", HTTP_ROUTE_SESSION, { POST(route_thaw) } },
+        { "/healthz", HTTP_ROUTE_PUBLIC, { GET(route_healthz, ANYONE) } },
+        { "/readyz", HTTP_ROUTE_PUBLIC, { GET(route_readyz, ANYONE) } },
+        { "/metrics", HTTP_ROUTE_ADMIN, { GET(route_metrics, AUTHZ_METRICS) } },
+        { "/v1/health", 0, { GET(route_health, ANYONE) } },
+        { "/v1/pool", 0, { GET(route_pool, ANYONE) } },
+        { "/v1/drain", HTTP_ROUTE_ADMIN,
+          { GET(route_drain_state, AUTHZ_DRAIN), POST(route_drain, AUTHZ_DRAIN), DELETE(route_undrain, AUTHZ_DRAIN) } },
+        /* creating is decided in the handler, with the scope of the body */
+        { "/v1/sessions", 0, { GET(route_list_sessions, AUTHZ_LIST), POST(route_create_session, AUTHZ_CREATE) } },
+        { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION,
+          { GET(route_get_session, AUTHZ_GET), DELETE(route_delete_session, AUTHZ_CLOSE) } },
+        { "/v1/sessions/{sid}/activity", HTTP_ROUTE_SESSION, { POST(route_activity, AUTHZ_GET) } },
+        { "/v1/sessions/{sid}/freeze", HTTP_ROUTE_SESSION, { POST(route_freeze, AUTHZ_FREEZE) } },
+        { "/v1/sessions/{sid}/thaw", HTTP_ROUTE_SESSION, { POST(route_thaw, AUTHZ_FREEZE) } },
         { "/v1/sessions/{sid}/commands", HTTP_ROUTE_SESSION,
-          { GET(route_list_commands), POST(route_start_command) } },
-        { "/v1/sessions/{sid}/commands/{rid}", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { GET(route_get_command) } },
-        { "/v1/sessions/{sid}/commands/{rid}/events", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { GET(route_events) } },
-        { "/v1/sessions/{sid}/commands/{rid}/signal", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { POST(route_signal) } },
-        { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { POST(route_stdin) } },
+          { GET(route_list_commands, AUTHZ_GET), POST(route_start_command, AUTHZ_EXEC) } },
+        { "/v1/sessions/{sid}/commands/{rid}", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { GET(route_get_command, AUTHZ_GET) } },
+        { "/v1/sessions/{sid}/commands/{rid}/events", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { GET(route_events, AUTHZ_GET) } },
+        { "/v1/sessions/{sid}/commands/{rid}/signal", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { POST(route_signal, AUTHZ_SIGNAL) } },
+        { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { POST(route_stdin, AUTHZ_STDIN) } },
         /* The top of the workspace, then a path in it ("files/" is the top too). A plain PUT
          * is an upload, which http_route_upload_begin() takes before its body. */
         { "/v1/sessions/{sid}/files", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES,
-          { GET(route_files), PUT(route_files), POST(route_files), DELETE(route_files) } },
+          { GET(route_files, AUTHZ_FILES), PUT(route_files, AUTHZ_FILES), POST(route_files, AUTHZ_FILES),
+            DELETE(route_files, AUTHZ_FILES) } },
         { "/v1/sessions/{sid}/files/{path}", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES | HTTP_ROUTE_TAIL,
-          { GET(route_files), PUT(route_files), POST(route_files), DELETE(route_files) } },
+          { GET(route_files, AUTHZ_FILES), PUT(route_files, AUTHZ_FILES), POST(route_files, AUTHZ_FILES),
+            DELETE(route_files, AUTHZ_FILES) } },
 };
 
 const size_t http_routes_n = ELEMENTSOF(http_routes);
@@ -1072,14 +1095,38 @@ int http_route_match(HttpRequest *r) {
         return 0;
 }
 
+/* The method's entry of the route; NULL for a method it does not serve. */
+static const HttpMethod *route_method(const HttpRoute *route, const char *method) {
+        for (size_t i = 0; i < HTTP_METHODS_MAX && route->methods[i].name; i++)
+                if (streq(route->methods[i].name, method) || (streq(method, "HEAD") && streq(route->methods[i].name, "GET")))
+                        return &route->methods[i];
+        return NULL;
+}
+
+/* What authz_decide() is asked for this request: the method's operation, else (a method
+ * the route does not serve: 405 comes later) the route's first. */
+static AuthzOp route_op(HttpRequest *r) {
+        const HttpMethod *hm = route_method(r->route, r->method);
+
+        return hm ? hm->op : r->route->methods[0].op;
+}
+
 /* Looks up the session and command the path names: 0, or the status of the refusal. */
 static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_resp) {
         Session *s = NULL;
 
         if (FLAGS_SET(r->route->flags, HTTP_ROUTE_SESSION)) {
+                AuthzVerdict v = AUTHZ_HIDDEN;
+                const char *reason = "No such session.";
+
                 if (session_id_is_valid(r->params[0]))
                         s = manager_find_session(r->server->manager, r->params[0]);
-                if (!s || !session_visible(r, s))
+                if (s)
+                        v = authz_decide(&r->caller, http_transport(r), route_op(r),
+                                         &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);
+                if (v == AUTHZ_FORBIDDEN)
+                        return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                if (v != AUTHZ_ALLOW)
                         return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such session.");
                 r->target = s;
         }
@@ -1094,14 +1141,12 @@ static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_res
 }
 
 static HttpHandler route_handler(const HttpRoute *route, const char *method) {
-        for (size_t i = 0; i < HTTP_METHODS_MAX && route->methods[i].name; i++)
-                if (streq(route->methods[i].name, method) || (streq(method, "HEAD") && streq(route->methods[i].name, "GET")))
-                        return route->methods[i].handler;
-        return NULL;
+        const HttpMethod *hm = route_method(route, method);
+
+        return hm ? hm->handler : NULL;
 }
 
 int http_route(HttpRequest *r) {
-        Manager *m = r->server->manager;
         struct MHD_Response *resp = NULL;
         HttpHandler handler;
         unsigned status;
@@ -1113,9 +1158,12 @@ int http_route(HttpRequest *r) {
         if (!r->route)
                 return not_found(r, "No such route.");
 
-        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_ADMIN) && !r->server->is_unix && !auth_tenant_is_admin(m, r->tenant))
-                return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
-                                        "Only local callers and admin keys may do this.");
+        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_ADMIN)) {
+                const char *reason = NULL;
+
+                if (authz_decide(&r->caller, http_transport(r), route_op(r), NULL, &reason) != AUTHZ_ALLOW)
+                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+        }
 
         status = http_route_resolve(r, &resp);
         if (status > 0)

@@ -155,30 +155,34 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, ui
 
 /* --- the MHD callbacks ------------------------------------------------------- */
 
-static bool peer_is_allowed(struct MHD_Connection *connection, char **ret_tenant) {
+/* The peer of the unix socket, as a caller: false if its credentials cannot be read. */
+static bool peer_caller(HttpRequest *r) {
         const union MHD_ConnectionInfo *info;
         struct ucred cred;
         socklen_t l = sizeof(cred);
 
-        info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        info = MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!info || getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0)
                 return false;
-        if (!auth_uid_is_allowed(cred.uid, cred.pid))
+        if (auth_uid_caller(r->server->manager, cred.uid, &r->caller, &r->caller_name) < 0)
                 return false;
-        return asprintf(ret_tenant, "unix:%u", (unsigned) cred.uid) >= 0;
+        return asprintf(&r->tenant, "unix:%u", (unsigned) cred.uid) >= 0;
 }
 
-/* Who is asking: peer credentials on the unix socket, a bearer key on TCP. On refusal,
- * false and the answer to give. */
+/* Who is asking: peer credentials on the unix socket, a bearer key on TCP; then whether
+ * the transport serves that caller (authz_decide() with the list, which every admitted
+ * caller may ask for). On refusal, false and the answer to give. */
 static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_Response **ret_resp) {
         HttpServer *server = r->server;
 
         if (server->is_unix) {
-                if (!peer_is_allowed(r->connection, &r->tenant)) {
+                const char *reason = "Could not read the peer's credentials.";
+
+                if (!peer_caller(r) ||
+                    authz_decide(&r->caller, AUTHZ_HTTP_UNIX, AUTHZ_LIST, NULL, &reason) != AUTHZ_ALLOW) {
                         server->manager->metrics.auth_failures++;
                         *ret_status = MHD_HTTP_FORBIDDEN;
-                        *ret_resp = http_error_response("forbidden",
-                                                        "Only root and members of group sandboxd may use this socket.");
+                        *ret_resp = http_error_response("forbidden", reason);
                         return false;
                 }
         } else if (!(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_PUBLIC))) {
@@ -194,6 +198,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                                 (void) MHD_add_response_header(*ret_resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
                         return false;
                 }
+                auth_tenant_caller(server->manager, r->tenant, &r->caller);
         }
         r->authorized = true;
         return true;
@@ -353,6 +358,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
         route_path_done(&r->path);
         free(r->url);
         free(r->tenant);
+        free(r->caller_name);
         free(r->upload_path);
         free(r);
         *con_cls = NULL;

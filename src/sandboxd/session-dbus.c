@@ -47,10 +47,11 @@ int session_check_read_access(sd_bus *bus, Session *s, sd_bus_error *error) {
         if (!call || sd_bus_message_get_type(call, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL ||
             !streq_ptr(sd_bus_message_get_interface(call), "org.freedesktop.DBus.Properties"))
                 return 0;
-        if (bus_caller_identity(bus, &caller) >= 0 && bus_caller_owns(&caller, s->user))
+        if (bus_caller_identity(s->manager, call, &caller) >= 0 && authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user))
                 return 0;
         return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                 "Only root and the user %s may read the properties of session %s.", s->user, s->id);
+                                 "Only root, AdminGroup= and the caller that created session %s may read its properties.",
+                                 s->id);
 }
 
 int session_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
@@ -80,14 +81,14 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
         int r;
 
         /* Only what the caller may read; root sees everything. */
-        r = bus_caller_identity(bus, &caller);
+        r = bus_caller_identity(m, sd_bus_get_current_message(bus), &caller);
         if (r < 0)
                 return 0;
 
         /* The direct children of `path` only, so that every node can be introspected. */
         if (!streq(path, BUS_SESSION_PREFIX)) {
                 one = session_from_path(m, path, &rest);
-                if (!one || !bus_caller_owns(&caller, one->user) || (*rest && !streq(rest, "/command")))
+                if (!one || !authz_may_see(&caller.authz, AUTHZ_DBUS, one->tenant, one->user) || (*rest && !streq(rest, "/command")))
                         return 0;
         }
         if (!one)
@@ -102,7 +103,7 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
 
         if (!one) {
                 LIST_FOREACH(sessions, s, m->sessions)
-                        if (bus_caller_owns(&caller, s->user) && session_bus_path(s, &l[n++]) < 0)
+                        if (authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user) && session_bus_path(s, &l[n++]) < 0)
                                 return -ENOMEM;
         } else if (!*rest) {
                 if (one->commands && asprintf(&l[n++], "%s/command", path) < 0)
@@ -279,7 +280,7 @@ int bus_session_exec(sd_bus_message *call, Session *s, bool run, sd_bus_error *e
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
 
-        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(m, call, AUTHZ_EXEC, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 
@@ -347,7 +348,7 @@ int bus_session_close(sd_bus_message *call, Session *s, bool purge, sd_bus_error
 
         POLKIT_SCOPE(m, call);
 
-        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(m, call, AUTHZ_CLOSE, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         if (s->state == SESSION_STARTING)
@@ -403,7 +404,7 @@ static int session_freeze_thaw(sd_bus_message *call, Session *s, bool freeze, sd
 
         POLKIT_SCOPE(m, call);
 
-        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(m, call, AUTHZ_FREEZE, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         r = session_check_active(s, &e);
@@ -443,7 +444,7 @@ static int method_touch(sd_bus_message *call, void *userdata, sd_bus_error *erro
 
         POLKIT_SCOPE(s->manager, call);
 
-        r = bus_verify_session_access(s->manager, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         r = session_check_active(s, &e);

@@ -306,6 +306,33 @@ static void test_parsers(void) {
         ASSERT(parse_percent("%", &v) < 0);
 }
 
+static void test_admin_group(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(!c.admin_group);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Daemon]\nAdminGroup=wheel\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.admin_group && streq(c.admin_group, "wheel"));
+        config_done(&c);
+
+        /* empty: none again */
+        write_file("sandboxd.conf", "[Daemon]\nAdminGroup=wheel\nAdminGroup=\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(!c.admin_group);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Daemon]\nAdminGroup=Not A Group\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "AdminGroup="));
+        free(error), error = NULL;
+        config_done(&c);
+}
+
 int main(void) {
         ASSERT(mkdtemp(dir));
         test_defaults_when_missing();
@@ -316,5 +343,6 @@ int main(void) {
         test_network();
         test_sandbox();
         test_parsers();
+        test_admin_group();
         return TESTS_DONE();
 }
