@@ -70,7 +70,10 @@ typedef struct Config {
         size_t n_ip_allow;
         AddressRange *ip_deny;            /* IPAddressDeny= of commands in mode host */
         size_t n_ip_deny;
-        unsigned proxy_max_connections;
+        unsigned proxy_max_connections;             /* in total */
+        unsigned proxy_max_connections_per_session;
+        unsigned proxy_max_lookups;                 /* name lookups in flight, in total */
+        unsigned proxy_max_lookups_per_session;
         uint64_t proxy_connect_timeout_usec;
         uint64_t proxy_idle_timeout_usec;
 
