@@ -15,6 +15,8 @@ void config_init(Config *c) {
                 .max_body_bytes = 1024 * 1024,
                 .max_connections = 512,
                 .connection_timeout_sec = 60,
+                .max_unauthenticated = 64,
+                .authentication_timeout_usec = 5 * USEC_PER_SEC,
                 .session_limits = {
                         .memory_max = 1024ULL * 1024 * 1024,
                         .cpu_quota_percent = 100,
@@ -318,6 +320,18 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         else if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
                                 return set_error(st, section, key, value, "expected a number between 1 and 65536, or infinity");
                         c->max_connections_per_ip = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "MaxUnauthenticatedConnections")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        c->max_unauthenticated = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "AuthenticationTimeoutSec")) {
+                        if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC / 10 || v > 3600 * USEC_PER_SEC)
+                                return set_error(st, section, key, value, "expected a duration between 100ms and 1h");
+                        c->authentication_timeout_usec = v;
                         return 1;
                 }
                 if (streq(key, "AdminTenants")) {

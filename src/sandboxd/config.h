@@ -32,6 +32,8 @@ typedef struct Config {
         unsigned max_connections;        /* on each listening socket */
         unsigned max_connections_per_ip; /* on TCP; 0: no limit */
         unsigned connection_timeout_sec;
+        unsigned max_unauthenticated;    /* TCP connections without an authenticated request yet */
+        uint64_t authentication_timeout_usec; /* to send one, from the connection's start */
         char *admin_tenants; /* space-separated tenant names */
 
         /* [Session]: defaults and the ceiling a request may ask for */

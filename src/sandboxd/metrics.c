@@ -78,7 +78,11 @@ int metrics_format(const Metrics *m, Buf *b) {
                                "a session over its share, or the proxy's totals reached.\n"
                                "# TYPE sandboxd_proxy_refused_total counter\n"
                                "sandboxd_proxy_refused_total{reason=\"session_share\"} %" PRIu64 "\n"
-                               "sandboxd_proxy_refused_total{reason=\"total\"} %" PRIu64 "\n",
-                               m->proxy_refused_share, m->proxy_refused_busy);
+                               "sandboxd_proxy_refused_total{reason=\"total\"} %" PRIu64 "\n"
+                               "# HELP sandboxd_http_unauthenticated_closed_total TCP connections closed before "
+                               "they sent an authenticated request (too slow, or too many such).\n"
+                               "# TYPE sandboxd_http_unauthenticated_closed_total counter\n"
+                               "sandboxd_http_unauthenticated_closed_total %" PRIu64 "\n",
+                               m->proxy_refused_share, m->proxy_refused_busy, m->http_unauthenticated_closed);
         return r;
 }
