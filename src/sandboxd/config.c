@@ -16,6 +16,8 @@ void config_init(Config *c) {
                 .max_body_bytes = 1024 * 1024,
                 .max_connections = 512,
                 .connection_timeout_sec = 60,
+                .max_unauthenticated = 64,
+                .authentication_timeout_usec = 5 * USEC_PER_SEC,
                 .session_limits = {
                         .memory_max = 1024ULL * 1024 * 1024,
                         .cpu_quota_percent = 100,
@@ -39,7 +41,10 @@ void config_init(Config *c) {
                 .output_max_bytes = 1024 * 1024,
                 .max_file_bytes = 1024ULL * 1024 * 1024,
                 .default_network_mode = NETWORK_PROXY,
-                .proxy_max_connections = 256,
+                .proxy_max_connections = 1024,
+                .proxy_max_connections_per_session = 64,
+                .proxy_max_lookups = 64,
+                .proxy_max_lookups_per_session = 8,
                 .proxy_connect_timeout_usec = 30 * USEC_PER_SEC,
                 .proxy_idle_timeout_usec = 600 * USEC_PER_SEC,
                 .limit_fsize = UINT64_MAX,
@@ -328,6 +333,18 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         c->max_connections_per_ip = (unsigned) v;
                         return 1;
                 }
+                if (streq(key, "MaxUnauthenticatedConnections")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        c->max_unauthenticated = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "AuthenticationTimeoutSec")) {
+                        if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC / 10 || v > 3600 * USEC_PER_SEC)
+                                return set_error(st, section, key, value, "expected a duration between 100ms and 1h");
+                        c->authentication_timeout_usec = v;
+                        return 1;
+                }
                 if (streq(key, "AdminTenants")) {
                         free(c->admin_tenants);
                         c->admin_tenants = strdup(value);
@@ -426,10 +443,23 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         return set_ranges(st, &c->ip_allow, &c->n_ip_allow, section, key, value);
                 if (streq(key, "IPAddressDeny"))
                         return set_ranges(st, &c->ip_deny, &c->n_ip_deny, section, key, value);
-                if (streq(key, "ProxyMaxConnections")) {
+                if (streq(key, "ProxyMaxConnections") || streq(key, "ProxyMaxConnectionsPerSession")) {
                         if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
                                 return set_error(st, section, key, value, "expected a number between 1 and 65536");
-                        c->proxy_max_connections = (unsigned) v;
+                        if (streq(key, "ProxyMaxConnections"))
+                                c->proxy_max_connections = (unsigned) v;
+                        else
+                                c->proxy_max_connections_per_session = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "ProxyMaxLookups") || streq(key, "ProxyMaxLookupsPerSession")) {
+                        /* each one a thread while it runs */
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 1024)
+                                return set_error(st, section, key, value, "expected a number between 1 and 1024");
+                        if (streq(key, "ProxyMaxLookups"))
+                                c->proxy_max_lookups = (unsigned) v;
+                        else
+                                c->proxy_max_lookups_per_session = (unsigned) v;
                         return 1;
                 }
                 if (streq(key, "ProxyConnectTimeoutSec") || streq(key, "ProxyIdleTimeoutSec")) {

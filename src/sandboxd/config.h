@@ -32,6 +32,8 @@ typedef struct Config {
         unsigned max_connections;        /* on each listening socket */
         unsigned max_connections_per_ip; /* on TCP; 0: no limit */
         unsigned connection_timeout_sec;
+        unsigned max_unauthenticated;    /* TCP connections without an authenticated request yet */
+        uint64_t authentication_timeout_usec; /* to send one, from the connection's start */
         char *admin_tenants; /* space-separated tenant names */
         char *admin_group;   /* [Daemon] AdminGroup=: its members manage every session; NULL: none */
 
@@ -71,7 +73,10 @@ typedef struct Config {
         size_t n_ip_allow;
         AddressRange *ip_deny;            /* IPAddressDeny= of commands in mode host */
         size_t n_ip_deny;
-        unsigned proxy_max_connections;
+        unsigned proxy_max_connections;             /* in total */
+        unsigned proxy_max_connections_per_session;
+        unsigned proxy_max_lookups;                 /* name lookups in flight, in total */
+        unsigned proxy_max_lookups_per_session;
         uint64_t proxy_connect_timeout_usec;
         uint64_t proxy_idle_timeout_usec;
 

@@ -14,12 +14,21 @@
 typedef struct HttpRequest HttpRequest;
 typedef struct HttpRoute HttpRoute;
 
+typedef struct HttpConnection HttpConnection;
+
 struct HttpServer {
         Manager *manager;
         struct MHD_Daemon *daemon;
         sd_event_source *io;
         sd_event_source *timer;
         bool is_unix; /* peer credentials instead of bearer keys */
+
+        /* TCP connections that have not yet sent an authenticated request, newest first: at
+         * most MaxUnauthenticatedConnections=, each for AuthenticationTimeoutSec=. */
+        HttpConnection *unauthenticated, *unauthenticated_oldest;
+        unsigned n_unauthenticated;
+        bool unauth_full_logged;
+        sd_event_source *auth_timer;
 };
 
 /* One HTTP request, from its first header to the response being done. */

@@ -82,7 +82,7 @@ static void slot_start_proxy(PoolSlot *p) {
         r = proxy_session_dir(m, p->id, &dir);
         if (r >= 0)
                 r = systemd_start_proxy_async(m->pid1, &p->proxy_call, p->id, p->slice, dir,
-                                              m->config.proxy_max_connections, on_slot_proxy_started, p);
+                                              proxy_relay_max_connections(&m->config), on_slot_proxy_started, p);
         if (r < 0) {
                 log_warning_errno(r, "Failed to prepare the proxy units of %s, ignoring: %m", p->slice);
                 return;

@@ -294,7 +294,7 @@ int session_start_proxy_units(Session *s) {
         r = proxy_session_dir(m, s->id, &dir);
         if (r < 0)
                 return r;
-        r = systemd_start_proxy_async(m->pid1, NULL, s->id, s->slice, dir, m->config.proxy_max_connections,
+        r = systemd_start_proxy_async(m->pid1, NULL, s->id, s->slice, dir, proxy_relay_max_connections(&m->config),
                                       on_proxy_started, s);
         if (r < 0)
                 return log_error_errno(r, "Failed to ask systemd for the egress proxy units of session %s: %m", s->id);

@@ -133,6 +133,8 @@ def test_metrics_parse_and_have_every_family(api):
         "sandboxd_stream_bytes_total": "counter",
         "sandboxd_auth_failures_total": "counter",
         "sandboxd_network_denials_total": "counter",
+        "sandboxd_proxy_refused_total": "counter",
+        "sandboxd_http_unauthenticated_closed_total": "counter",
     }
     for name, typ in want.items():
         assert name in m.families and m.families[name]["type"] == typ, name
