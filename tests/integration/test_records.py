@@ -3,11 +3,10 @@
 that cannot be read is logged, set aside and skipped while the others load; a slice that
 still has units but no record is never handed to a new session."""
 
-import ctypes
 import glob
 import os
 import re
-import struct
+import threading
 import time
 
 import pytest
@@ -18,36 +17,32 @@ from conftest import (assert_error, commands_path, daemon_pid, is_active, journa
 pytestmark = pytest.mark.restarts_daemon
 
 SESSIONS_DIR = "/var/lib/sandboxd/sessions"
-IN_MOVED_TO = 0x80
 
 
-class RenameWatch:
-    """Counts renames onto NAME in DIR (inotify IN_MOVED_TO): each is one record written."""
+class InodeWatch(threading.Thread):
+    """The inodes PATH had while it ran: each rename of a new file onto it is a new one.
+    (inotify sees only some of the renames sandboxd makes on the testbed's overlayfs.)"""
 
-    def __init__(self, directory, name):
-        self.libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        assert self.fd >= 0, os.strerror(ctypes.get_errno())
-        assert self.libc.inotify_add_watch(self.fd, directory.encode(), IN_MOVED_TO) >= 0
-        self.name = name.encode()
-        self.count = 0
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path = path
+        self.inodes = []
+        self.running = True
 
-    def poll(self):
-        while True:
+    def run(self):
+        while self.running:
             try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return self.count
-            off = 0
-            while off < len(data):
-                _, mask, _, n = struct.unpack_from("iIII", data, off)
-                name = data[off + 16:off + 16 + n].rstrip(b"\0")
-                off += 16 + n
-                if mask & IN_MOVED_TO and name == self.name:
-                    self.count += 1
+                ino = os.stat(self.path).st_ino
+            except FileNotFoundError:
+                continue
+            if not self.inodes or self.inodes[-1] != ino:
+                self.inodes.append(ino)
+            time.sleep(0.0005)
 
-    def close(self):
-        os.close(self.fd)
+    def stop(self):
+        self.running = False
+        self.join()
+        return len(self.inodes) - 1  # changes seen
 
 
 def metric(api, name):
@@ -68,23 +63,24 @@ def test_activity_pings_are_coalesced(api, session):
     sid = session["id"]
     N = 200
     time.sleep(0.5)  # the writes of its creation are done
-    watch = RenameWatch(os.path.join(SESSIONS_DIR, sid), "session.json")
+    watch = InodeWatch(os.path.join(SESSIONS_DIR, sid, "session.json"))
+    watch.start()
+    time.sleep(0.05)
     writes_before = metric(api, "sandboxd_record_writes_total")
     t0 = time.monotonic()
     for _ in range(N):
         assert api.post("/v1/sessions/%s/activity" % sid).status == 200
     took = time.monotonic() - t0
     time.sleep(0.6)  # the last coalesced write is due 250 ms after the first ping it holds
-    renames = watch.poll()
-    watch.close()
+    renames = watch.stop()
     writes = metric(api, "sandboxd_record_writes_total") - writes_before
-    print("%d activity pings in %.2f s: %d writes of session.json (inotify), %d record writes (/metrics)"
+    print("%d activity pings in %.2f s: %d new session.json seen, %d record writes (/metrics)"
           % (N, took, renames, writes))
     # one write a 250 ms at most, plus the one that was due when the burst began
     bound = int(took / 0.25) + 2
-    assert 1 <= renames <= bound, "%d pings in %.2f s wrote session.json %d times (at most %d)" % (
+    assert renames <= bound, "%d pings in %.2f s wrote session.json %d times (at most %d)" % (
         N, took, renames, bound)
-    assert writes >= renames
+    assert 1 <= writes <= bound + 2, writes  # a command or pool record may be written meanwhile
     # the last ping is what is on disk
     last = api.get_session(sid)["last_activity_usec"]
     assert read_record(sid)["last_activity_usec"] == last
@@ -194,6 +190,7 @@ def test_slice_with_units_and_no_record_is_not_pooled(api):
     acc = start_command(api, sid, {"argv": ["sleep", "300"], "request_id": "orphan"})
     assert acc["status"] == "running", acc
     unit, slice_ = acc["unit"], "sandboxd-%s.slice" % sid
+    wait_for(lambda: is_active(unit) == "active", timeout=10, what="%s to run" % unit)
 
     cursor = journal_cursor()
     stop_daemon()
