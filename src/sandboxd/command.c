@@ -216,8 +216,12 @@ int command_save(Command *c) {
                 }
 
         r = command_record_path(c, path, sizeof(path));
-        if (r >= 0)
-                r = store_write(path, o);
+        if (r >= 0) {
+                char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                              JSON_C_TO_STRING_NOSLASHESCAPE) ?: "");
+
+                r = text ? store_writer_put(c->session->manager->writer, &c->save_job, path, text) : -ENOMEM;
+        }
         if (r < 0)
                 log_warning_errno(r, "Failed to save the record of %s, ignoring: %m", c->unit);
         return r;
@@ -1299,7 +1303,7 @@ void command_remove(Command *c) {
         snprintf(name, sizeof(name), "%u", c->n);
         (void) output_remove(dir, name);
         if (command_record_path(c, path, sizeof(path)) >= 0)
-                (void) unlink(path);
+                (void) store_writer_remove(c->session->manager->writer, &c->save_job, path, false);
         exec_env_remove(c);
         command_free(c);
 }
@@ -1340,6 +1344,8 @@ Command *command_free(Command *c) {
         sd_bus_slot_unref(c->match_slot);
         pid1_call_cancel(c->state_call);
         sd_event_source_disable_unref(c->sample_timer);
+        if (c->session->manager)
+                store_writer_release(c->session->manager->writer, &c->save_job);
         strv_free(c->argv);
         free(c->request_id);
         free(c->unit);

@@ -62,6 +62,7 @@ struct Command {
         uint64_t accepted_monotonic_usec;
         uint64_t memory_peak, tasks_peak, cpu_sampled_usec;
         sd_event_source *sample_timer; /* reads the cgroup while the command runs */
+        StoreJob *save_job;            /* its record's write queued for the writer thread */
         char *cgroup;                  /* ControlGroup=, kept once seen: it empties at the end */
 
         bool unit_running;    /* PID 1 forked the process: signals reach it now */

@@ -241,6 +241,29 @@ static int route_metrics(HttpRequest *r) {
                                  m->draining,
                                  (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
                                  PROJECT_VERSION);
+        if (ret >= 0) {
+                StoreWriterStats ws;
+
+                store_writer_stats(m->writer, &ws);
+                ret = buf_printf(&b,
+                                 "# HELP sandboxd_records_queued Records waiting for the writer thread.\n"
+                                 "# TYPE sandboxd_records_queued gauge\n"
+                                 "sandboxd_records_queued %u\n"
+                                 "# HELP sandboxd_record_write_max_seconds The longest record write, fsync()s included.\n"
+                                 "# TYPE sandboxd_record_write_max_seconds gauge\n"
+                                 "sandboxd_record_write_max_seconds %.6f\n"
+                                 "# HELP sandboxd_record_writes_total Session and command records written to disk.\n"
+                                 "# TYPE sandboxd_record_writes_total counter\n"
+                                 "sandboxd_record_writes_total %" PRIu64 "\n"
+                                 "# HELP sandboxd_record_write_errors_total Record writes and removals that failed.\n"
+                                 "# TYPE sandboxd_record_write_errors_total counter\n"
+                                 "sandboxd_record_write_errors_total %" PRIu64 "\n"
+                                 "# HELP sandboxd_record_write_seconds_total Time spent writing records, fsync()s included.\n"
+                                 "# TYPE sandboxd_record_write_seconds_total counter\n"
+                                 "sandboxd_record_write_seconds_total %.6f\n",
+                                 ws.queued, (double) ws.write_max_usec / USEC_PER_SEC, ws.writes, ws.errors,
+                                 (double) ws.write_usec / USEC_PER_SEC);
+        }
         if (ret >= 0)
                 ret = metrics_format(&m->metrics, &b);
         if (ret < 0) {

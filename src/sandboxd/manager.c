@@ -55,8 +55,13 @@ Manager *manager_free(Manager *m) {
 
         if (!m)
                 return NULL;
+        /* Nothing is lost at exit: coalesced writes still due go now, and the writer
+         * writes all that is queued before it stops. */
+        LIST_FOREACH(sessions, s, m->sessions)
+                session_save_pending(s);
         while ((s = m->sessions))
                 session_free(s);
+        m->writer = store_writer_free(m->writer);
         proxy_free(m->proxy);
         manager_bus_free(m);
         pool_free(m);
@@ -119,10 +124,47 @@ int manager_take_stored_fd(Manager *m, const char *name) {
         return -EBADF;
 }
 
+/* A session slice no record owns, about to go into the pool: what is still in it, if anything
+ * (a unit of a session whose record was lost: a command, a proxy relay that runs), so that no
+ * new scope ever gets it. NULL if it is empty. all: sandboxd's units (names, active states). */
+static char *slice_first_user(Manager *m, const char *slice, char **all, char **all_states) {
+        _cleanup_free_ char *proxy_socket = NULL, *proxy_service = NULL;
+        const char *id = startswith(slice, "sandboxd-");
+        char sid[17], prefix[64], *ret;
+        unsigned n = 0;
+        int r;
+
+        /* pool_adopt() takes only sandboxd-<16 hex>.slice */
+        if (!id || strlen(id) != 16 + strlen(".slice"))
+                return NULL;
+        snprintf(sid, sizeof(sid), "%.16s", id);
+        snprintf(prefix, sizeof(prefix), "sandboxd-%s-", sid);
+        if (systemd_proxy_unit_names(sid, &proxy_socket, &proxy_service) < 0)
+                return strdup("?");
+        for (size_t i = 0; all && all[i]; i++) {
+                if (!startswith(all[i], prefix))
+                        continue;
+                /* a prepared slice's own proxy socket (in sandboxd.slice), and its relay while it does not run */
+                if (streq(all[i], proxy_socket))
+                        continue;
+                if (streq(all[i], proxy_service) && !streq_ptr(all_states[i], "active") &&
+                    !streq_ptr(all_states[i], "activating") && !streq_ptr(all_states[i], "deactivating"))
+                        continue;
+                return strdup(all[i]);
+        }
+        /* anything else placed in it, whatever its name */
+        r = systemd_count_unit_processes(m->bus, slice, &n);
+        if (r < 0)
+                log_debug_errno(r, "Failed to list the processes of %s, ignoring: %m", slice);
+        else if (n > 0 && asprintf(&ret, "%u process(es)", n) >= 0)
+                return ret;
+        return NULL;
+}
+
 /* After a restart: sessions and commands from their records, the units and pipes that
  * still exist, slices nobody owns. */
 static int manager_recover(Manager *m) {
-        _cleanup_strv_free_ char **slices = NULL, **sockets = NULL;
+        _cleanup_strv_free_ char **slices = NULL, **sockets = NULL, **all = NULL, **all_states = NULL;
         Session *ps;
         char dir[PATH_MAX];
         struct dirent *de;
@@ -149,7 +191,7 @@ static int manager_recover(Manager *m) {
                         continue;
                 snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
                 r = session_recover(m, sub, &s);
-                if (r < 0)
+                if (r < 0 && r != -EBADMSG) /* set aside, and logged */
                         log_warning_errno(r, "Failed to recover session %s, ignoring: %m", de->d_name);
         }
         closedir(d);
@@ -208,14 +250,20 @@ static int manager_recover(Manager *m) {
                         session_arm_expiry(s);
                 }
         }
+        r = systemd_list_units(m->bus, "sandboxd-*", &all, &all_states);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list sandboxd's units: %m");
         for (char **sl = slices; *sl; sl++) {
                 Session *s, *owner = NULL;
 
                 LIST_FOREACH(sessions, s, m->sessions)
                         if (streq(*sl, s->slice))
                                 owner = s;
-                if (!owner)
-                        pool_adopt(m, *sl);
+                if (!owner) {
+                        _cleanup_free_ char *user = slice_first_user(m, *sl, all, all_states);
+
+                        pool_adopt(m, *sl, user);
+                }
                 else if (owner->state == SESSION_CLOSED)
                         (void) systemd_stop_unit_async(m->pid1, *sl, NULL, NULL); /* closing did not finish */
         }
@@ -570,6 +618,9 @@ int manager_startup(Manager *m, const char *listen_path) {
         r = proxy_new(m, &m->proxy);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the egress proxy: %m");
+        r = store_writer_new(&m->writer);
+        if (r < 0)
+                log_warning_errno(r, "Failed to start the thread that writes records, writing them on the loop: %m");
         r = manager_recover(m);
         if (r < 0)
                 return r;

@@ -9,6 +9,7 @@
 #include "list.h"
 #include "metrics.h"
 #include "pid1-gate.h"
+#include "store-writer.h"
 
 typedef struct Manager Manager;
 typedef struct Session Session;
@@ -35,6 +36,7 @@ struct Manager {
         sd_event *event;
         sd_bus *bus;
         Pid1Gate *pid1;         /* every call to PID 1 that is not at start-up */
+        StoreWriter *writer;    /* writes the records, off the loop */
 
         HttpServer *http[HTTP_SERVERS_MAX];
         size_t n_http;

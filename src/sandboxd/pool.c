@@ -171,7 +171,7 @@ int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
         return -EAGAIN;
 }
 
-void pool_adopt(Manager *m, const char *slice) {
+void pool_adopt(Manager *m, const char *slice, const char *in_use_by) {
         const char *id = startswith(slice, "sandboxd-");
         char buf[17];
         PoolSlot *p;
@@ -183,6 +183,14 @@ void pool_adopt(Manager *m, const char *slice) {
         if (!session_id_is_valid(buf))
                 return;
 
+        if (in_use_by) {
+                /* A session whose record was lost: its processes must never share a slice,
+                 * its limits and its freezer with a new scope. Nobody can reach them any more. */
+                log_warning("Stopping %s: no session record owns it, and %s is still in it, so it is not reused "
+                            "for a new session.", slice, in_use_by);
+                (void) systemd_stop_unit_async(m->pid1, slice, NULL, NULL);
+                return;
+        }
         if (m->config.pool_profile == POOL_SHARED && pool_count(m) + pool_in_use(m) < m->config.pool_size &&
             (p = slot_new(m, buf))) {
                 /* Its limits may be a former session's: reset them to the defaults. */

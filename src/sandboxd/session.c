@@ -175,15 +175,49 @@ int session_save(Session *s) {
         json_object_object_add(o, "network", network_to_json(s));
 
         r = session_dir(s, dir, sizeof(dir));
-        if (r >= 0)
-                r = store_mkdir_p(dir, 0700);
         if (r >= 0) {
+                _cleanup_free_ char *text = NULL;
+
                 snprintf(path, sizeof(path), "%s/session.json", dir);
-                r = store_write(path, o);
+                text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) ?: "");
+                r = text ? store_writer_put(s->manager->writer, &s->save_job, path, TAKE_PTR(text)) : -ENOMEM;
         }
         if (r < 0)
                 log_warning_errno(r, "Failed to save the record of session %s, ignoring: %m", s->id);
+        /* this write has all the coalesced ones had */
+        (void) sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
         return r;
+}
+
+static int on_save_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        (void) session_save(userdata);
+        return 0;
+}
+
+void session_save_soon(Session *s) {
+        int r;
+
+        if (s->save_timer && sd_event_source_get_enabled(s->save_timer, NULL) > 0)
+                return; /* due already: it will write what is current then */
+        if (!s->save_timer) {
+                r = sd_event_add_time_relative(s->manager->event, &s->save_timer, CLOCK_MONOTONIC,
+                                               SESSION_SAVE_DELAY_USEC, 10 * USEC_PER_MSEC, on_save_timer, s);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(s->save_timer, "session-save");
+        } else {
+                r = sd_event_source_set_time_relative(s->save_timer, SESSION_SAVE_DELAY_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(s->save_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                log_debug_errno(r, "Failed to defer saving session %s, saving it now: %m", s->id);
+                (void) session_save(s);
+        }
+}
+
+void session_save_pending(Session *s) {
+        if (s->save_timer && sd_event_source_get_enabled(s->save_timer, NULL) > 0)
+                (void) session_save(s);
 }
 
 /* --- expiry ---------------------------------------------------------------------- */
@@ -209,8 +243,14 @@ static int on_expiry(sd_event_source *es, uint64_t usec, void *userdata) {
         case SESSION_CLOSED:
                 /* Results were kept long enough: forget the session. */
                 log_info("Forgetting closed session %s.", s->id);
-                if (session_dir(s, dir, sizeof(dir)) >= 0)
-                        (void) store_rm_rf(dir);
+                if (session_dir(s, dir, sizeof(dir)) >= 0) {
+                        Command *cmd;
+
+                        /* what is queued of its records goes with them, after what is being written */
+                        LIST_FOREACH(commands, cmd, s->commands)
+                                store_writer_drop(s->manager->writer, &cmd->save_job);
+                        (void) store_writer_remove(s->manager->writer, &s->save_job, dir, true);
+                }
                 snprintf(dir, sizeof(dir), "%s/spool/%s", s->manager->runtime_dir, s->id);
                 (void) store_rm_rf(dir);
                 session_free(s);
@@ -255,7 +295,7 @@ void session_touch(Session *s) {
         s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
         session_arm_expiry(s);
         session_send_changed(s, "LastActivity");
-        (void) session_save(s);
+        session_save_soon(s);
 }
 
 int session_check_active(Session *s, RequestError *e) {
@@ -587,6 +627,9 @@ Session *session_free(Session *s) {
         pid1_call_cancel(s->start_call);
         pid1_call_cancel(s->freeze_call);
         sd_event_source_disable_unref(s->expiry_timer);
+        sd_event_source_disable_unref(s->save_timer);
+        if (s->manager)
+                store_writer_release(s->manager->writer, &s->save_job);
         strv_free(s->net_deny);
         strv_free(s->net_allow);
         free(s->user);
@@ -1064,22 +1107,53 @@ int session_record_decode(Session *s, json_object *o, const Config *c) {
         return 0;
 }
 
+/* A record that cannot be read is not fatal, and not read again at the next start either:
+ * it goes aside (store_quarantine()), logged with why. */
+static void record_set_aside(const char *path, const char *what, const char *reason) {
+        _cleanup_free_ char *aside = NULL;
+        int r;
+
+        r = store_quarantine(path, now_usec(CLOCK_REALTIME), &aside);
+        if (r < 0)
+                log_error_errno(r, "The %s %s cannot be read (%s), and it cannot be set aside, skipping it: %m", what,
+                                path, reason);
+        else
+                log_error("The %s %s cannot be read (%s): moved it to %s, skipping it.", what, path, reason, aside);
+}
+
 int session_recover(Manager *m, const char *dir, Session **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         char path[PATH_MAX];
+        const char *reason = NULL, *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
         struct dirent **list = NULL;
         Session *s;
         int r, n;
 
         snprintf(path, sizeof(path), "%s/session.json", dir);
-        r = store_read(path, &o);
-        if (r < 0)
-                return r;
+        r = store_read_full(path, &o, &reason);
+        if (r == -ENOENT)
+                reason = "session.json is missing";
+        else if (r == -EBADMSG)
+                reason = reason ?: "not JSON";
+        else if (r < 0)
+                return r; /* it may be readable next time */
 
         s = session_alloc(m);
         if (!s)
                 return -ENOMEM;
-        r = session_record_decode(s, o, &m->config);
+        if (!reason) {
+                r = session_record_decode(s, o, &m->config);
+                if (r == -EBADMSG)
+                        reason = "not a valid session record";
+                else if (r >= 0 && !streq(s->id, base))
+                        reason = "the id in it is not its directory's";
+        }
+        if (reason) {
+                /* its commands with it: they are nothing without their session */
+                record_set_aside(dir, "session record directory", reason);
+                r = -EBADMSG;
+                goto fail;
+        }
         if (r >= 0 && (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING))
                 r = session_prepare_dirs(s);
         if (r < 0)
@@ -1090,15 +1164,32 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         for (int i = 0; i < n; i++) {
                 _cleanup_(json_object_putp) json_object *co = NULL;
                 char cpath[PATH_MAX + 256];
+                unsigned file_n = 0;
                 Command *c;
 
                 snprintf(cpath, sizeof(cpath), "%s/%s", dir, list[i]->d_name);
+                (void) sscanf(list[i]->d_name, "%u.json", &file_n);
                 free(list[i]);
-                if (store_read(cpath, &co) < 0) {
-                        log_warning("Unreadable command record %s, ignoring.", cpath);
+                reason = NULL;
+                r = store_read_full(cpath, &co, &reason);
+                if (r == -EBADMSG) {
+                        record_set_aside(cpath, "command record", reason ?: "not JSON");
+                        continue;
+                }
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to read the command record %s, ignoring: %m", cpath);
+                        continue;
+                }
+                if (store_get_u64(co, "n", 0) != file_n) {
+                        record_set_aside(cpath, "command record", "the number in it is not its file's");
                         continue;
                 }
                 r = command_recover(s, co, &c);
+                if (r == -EBADMSG || r == -EEXIST) {
+                        record_set_aside(cpath, "command record",
+                                         r == -EEXIST ? "a second record of its command" : "not a valid command record");
+                        continue;
+                }
                 if (r < 0) {
                         log_warning_errno(r, "Failed to recover command record %s, ignoring: %m", cpath);
                         continue;

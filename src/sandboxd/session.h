@@ -83,6 +83,8 @@ struct Session {
         SessionFreezeFn freeze_fn;
         void *freeze_userdata;
         sd_event_source *expiry_timer;
+        sd_event_source *save_timer; /* a coalesced write of the record is due */
+        StoreJob *save_job;          /* its write queued for the writer thread */
         SessionWaiter *waiters;       /* for the slice */
         SessionWaiter *close_waiters; /* for the end of closing */
         Command *commands;
@@ -141,7 +143,14 @@ void session_command_finished(Session *s, Command *c);
 
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
+/* Queues the record for the writer (store-writer.h): for changes that matter after a
+ * restart (state, close reason, frozen, the command counter). */
 int session_save(Session *s);
+/* The same, coalesced: at most one write a SESSION_SAVE_DELAY_USEC, for what only moves an
+ * expiry (activity). A pending one is written at exit (session_save_pending()). */
+#define SESSION_SAVE_DELAY_USEC (250 * USEC_PER_MSEC)
+void session_save_soon(Session *s);
+void session_save_pending(Session *s);
 void session_arm_expiry(Session *s);
 
 int session_append_json(Session *s, Buf *b);

@@ -706,6 +706,27 @@ int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char
         return 0;
 }
 
+int systemd_count_unit_processes(sd_bus *bus, const char *unit, unsigned *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        unsigned n = 0;
+        int r;
+
+        r = sd_bus_call_method(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses", &error, &reply,
+                               "s", unit);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(sus)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, "(sus)", NULL, NULL, NULL)) > 0)
+                n++;
+        if (r < 0)
+                return r;
+        *ret = n;
+        return 0;
+}
+
 int systemd_kill_unit_async(Pid1Gate *g, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
                             void *userdata) {
         return call_method(g, NULL, SYSTEMD_PATH, SYSTEMD_MANAGER, "KillUnit", cb,
