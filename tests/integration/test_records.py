@@ -144,7 +144,7 @@ def test_corrupt_records_are_set_aside_and_skipped(api):
             f.write({"truncated": text[:-10], "garbage": b"{{{]]]", "empty": b""}[kind])
     start_daemon()
 
-    log = journal_since(cursor, "sandboxd.service", lines=400)
+    log = journal_since(cursor, "sandboxd.service", lines=100000)
     reasons = {"trunc": "truncated JSON", "junk": "NUL byte", "empty": "empty",
                "wrong-n": "the number in it is not its file's"}
     for rid, reason in reasons.items():
@@ -181,7 +181,7 @@ def test_corrupt_records_are_set_aside_and_skipped(api):
     cursor = journal_cursor()
     stop_daemon()
     start_daemon()
-    assert "cannot be read" not in journal_since(cursor, "sandboxd.service", lines=400)
+    assert "cannot be read" not in journal_since(cursor, "sandboxd.service", lines=100000)
 
 
 @pytest.mark.time_limit(90)
@@ -201,7 +201,7 @@ def test_slice_with_units_and_no_record_is_not_pooled(api):
 
     wait_for(lambda: is_active(slice_) != "active", timeout=20, what="%s to be stopped" % slice_)
     assert is_active(unit) != "active"
-    log = journal_since(cursor, "sandboxd.service", lines=400)
+    log = journal_since(cursor, "sandboxd.service", lines=100000)
     assert re.search(r"Stopping %s: no session record owns it, and %s is still in it" % (
         re.escape(slice_), re.escape(unit)), log), log
     # never handed out: every slice the pool has ready now goes to new sessions, none is it
