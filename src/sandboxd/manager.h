@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "fdstore.h"
+#include "file-ops.h"
 #include "list.h"
 #include "metrics.h"
 #include "pid1-gate.h"
@@ -37,6 +38,7 @@ struct Manager {
         sd_bus *bus;
         Pid1Gate *pid1;         /* every call to PID 1 that is not at start-up */
         StoreWriter *writer;    /* writes the records, off the loop */
+        FileOps *file_ops;      /* the file API's work and the disk usage, off the loop */
 
         HttpServer *http[HTTP_SERVERS_MAX];
         size_t n_http;
