@@ -62,6 +62,7 @@ Manager *manager_free(Manager *m) {
         while ((s = m->sessions))
                 session_free(s);
         m->file_ops = file_ops_free(m->file_ops);
+        auth_cache_flush(m);
         m->writer = store_writer_free(m->writer);
         proxy_free(m->proxy);
         manager_bus_free(m);
