@@ -8,6 +8,7 @@
 #include "encoding.h"
 #include "log.h"
 #include "scope.h"
+#include "time-util.h"
 #include "validate.h"
 
 static int unhex(char c) {
@@ -215,16 +216,77 @@ static bool user_in_group(const struct passwd *pw, const char *name) {
         return false;
 }
 
-int auth_uid_caller(Manager *m, uid_t uid, AuthzCaller *ret, char **ret_name) {
-        struct passwd *pw = getpwuid(uid);
-        _cleanup_free_ char *name = NULL;
+void auth_cache_flush(Manager *m) {
+        for (size_t i = 0; i < UID_CACHE_MAX; i++) {
+                free(m->uid_cache[i].name);
+                m->uid_cache[i] = (UidCacheEntry) {};
+        }
+        for (size_t i = 0; i < SENDER_CACHE_MAX; i++) {
+                free(m->sender_cache[i].sender);
+                m->sender_cache[i] = (SenderCacheEntry) {};
+        }
+}
 
-        if (pw && pw->pw_name && !(name = strdup(pw->pw_name)))
+static bool same_file(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* useradd, usermod and userdel replace these files: what NSS said before may be wrong now
+ * (a uid given to a new user, a member taken out of a group). Two stat()s, no NSS. */
+static void uid_cache_check(Manager *m) {
+        struct stat p = {}, g = {};
+
+        (void) stat("/etc/passwd", &p);
+        (void) stat("/etc/group", &g);
+        if (same_file(&p, &m->uid_cache_passwd) && same_file(&g, &m->uid_cache_group))
+                return;
+        for (size_t i = 0; i < UID_CACHE_MAX; i++) {
+                free(m->uid_cache[i].name);
+                m->uid_cache[i] = (UidCacheEntry) {};
+        }
+        m->uid_cache_passwd = p;
+        m->uid_cache_group = g;
+}
+
+int auth_uid_caller(Manager *m, uid_t uid, AuthzCaller *ret, char **ret_name) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        _cleanup_free_ char *name = NULL;
+        UidCacheEntry *e = NULL, *oldest = &m->uid_cache[0];
+        struct passwd *pw;
+
+        uid_cache_check(m);
+        /* At most UID_CACHE_MAX entries: a scan is cheaper than one question to NSS. */
+        for (size_t i = 0; i < UID_CACHE_MAX; i++) {
+                UidCacheEntry *c = &m->uid_cache[i];
+
+                if (c->until > now && c->uid == uid) {
+                        e = c;
+                        break;
+                }
+                if (c->until < oldest->until)
+                        oldest = c;
+        }
+        if (!e) {
+                pw = getpwuid(uid);
+                if (pw && pw->pw_name && !(name = strdup(pw->pw_name)))
+                        return -ENOMEM;
+                e = oldest;
+                free(e->name);
+                *e = (UidCacheEntry) {
+                        .uid = uid,
+                        .name = TAKE_PTR(name),
+                        .member = pw && user_in_group(pw, SANDBOXD_GROUP),
+                        .admin = uid == 0 || (pw && user_in_group(pw, m->config.admin_group)),
+                        .until = now + UID_CACHE_USEC,
+                };
+        }
+        if (e->name && !(name = strdup(e->name)))
                 return -ENOMEM;
         *ret = (AuthzCaller) {
                 .uid = uid,
-                .member = pw && user_in_group(pw, SANDBOXD_GROUP),
-                .admin = uid == 0 || (pw && user_in_group(pw, m->config.admin_group)),
+                .member = e->member,
+                .admin = e->admin,
                 .name = name,
         };
         *ret_name = TAKE_PTR(name);

@@ -33,8 +33,10 @@ bool auth_tenant_is_admin(Manager *m, const char *tenant);
 
 /* Who uid is, for authz_decide(): its login name (*ret_name, which ret->name points to;
  * NULL if it has none), whether it is in group sandboxd, whether it is root or in
- * AdminGroup=. Asks NSS. */
+ * AdminGroup=. Asks NSS, or remembers what it said (manager.h: UID_CACHE_*). */
 int auth_uid_caller(Manager *m, uid_t uid, AuthzCaller *ret, char **ret_name);
+/* Forgets what auth_uid_caller() and bus_caller_identity() remember. */
+void auth_cache_flush(Manager *m);
 /* An API key's tenant, for authz_decide(); ret->name points to tenant. */
 void auth_tenant_caller(Manager *m, const char *tenant, AuthzCaller *ret);
 

@@ -7,6 +7,7 @@
 #include "auth.h"
 #include "cgroup.h"
 #include "command.h"
+#include "file-ops.h"
 #include "files.h"
 #include "http.h"
 #include "json-util.h"
@@ -786,11 +787,9 @@ static const char *files_path(HttpRequest *r) {
         return FLAGS_SET(r->route->flags, HTTP_ROUTE_TAIL) ? r->params[r->n_params - 1] : "";
 }
 
-/* The workspace of a file request's session, opened (and made if it is new); 0, or the
- * status of the refusal. */
-static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_ws, struct MHD_Response **ret_resp) {
+/* May a file request go on: 0, or the status of the refusal. */
+static unsigned files_check(HttpRequest *r, const char *path, struct MHD_Response **ret_resp) {
         Session *s = r->target;
-        int ret;
 
         if (s->state != SESSION_ACTIVE)
                 return refuse(ret_resp, MHD_HTTP_CONFLICT, "session_not_active",
@@ -800,25 +799,38 @@ static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_w
         if (path[0] == '/')
                 return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
                               "The path must be relative to the workspace, not absolute.");
+        session_touch(s);
+        return 0;
+}
 
+/* The workspace of an upload's session, opened (and made if it is new); 0, or the status
+ * of the refusal. */
+static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_ws, struct MHD_Response **ret_resp) {
+        Session *s = r->target;
+        unsigned status;
+        int ret;
+
+        status = files_check(r, path, ret_resp);
+        if (status > 0)
+                return status;
         ret = workspace_open(s->workspace_host_dir, true, ret_ws);
         if (ret < 0) {
                 log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", s->workspace_host_dir, s->id);
                 return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "The workspace cannot be opened.");
         }
-        session_touch(s);
         return 0;
 }
 
 /* {"name":..,"path":..,"type":..,...} of one entry. */
-static int queue_entry(HttpRequest *r, unsigned status, const char *path, const struct stat *st) {
+static struct MHD_Response *entry_response(const char *path, const struct stat *st) {
         _cleanup_free_ char *p = strdup(path);
+        struct MHD_Response *resp;
         const char *name;
         size_t n;
         Buf b = {};
 
         if (!p)
-                return MHD_NO;
+                return NULL;
         n = strlen(p);
         while (n > 0 && p[n - 1] == '/')
                 p[--n] = 0;
@@ -827,78 +839,160 @@ static int queue_entry(HttpRequest *r, unsigned status, const char *path, const 
         if (buf_puts(&b, "{") < 0 || files_append_entry_fields(&b, name, st, NULL) < 0 || buf_puts(&b, ",") < 0 ||
             files_append_name(&b, "path", p) < 0 || buf_puts(&b, "}") < 0) {
                 buf_done(&b);
-                return MHD_NO;
+                return NULL;
         }
-        return http_queue_json(r, status, &b);
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
 }
 
-static int route_files_get(HttpRequest *r, Workspace *ws, const char *path) {
-        _cleanup_close_ int fd = -EBADF;
+static int queue_entry(HttpRequest *r, unsigned status, const char *path, const struct stat *st) {
+        struct MHD_Response *resp = entry_response(path, st);
+
+        return resp ? http_queue(r, status, resp) : MHD_NO;
+}
+
+/* A file, straight from its fd (sendfile()): nothing of it is buffered here. */
+static struct MHD_Response *file_response(int *fd, const struct stat *st) {
         struct MHD_Response *resp;
-        struct stat st;
-        int ret;
 
-        if (query(r, "stat")) {
-                ret = files_stat(ws, path, &st);
-                return ret < 0 ? queue_files_error(r, ret) : queue_entry(r, MHD_HTTP_OK, path, &st);
-        }
-
-        ret = files_open(ws, path, &fd, &st);
-        if (ret < 0)
-                return queue_files_error(r, ret);
-
-        if (S_ISDIR(st.st_mode)) {
-                Buf b = {};
-
-                if (buf_puts(&b, "{") < 0 || files_append_name(&b, "path", path) < 0 || buf_puts(&b, ",") < 0) {
-                        buf_done(&b);
-                        return MHD_NO;
-                }
-                ret = files_append_listing(ws, fd, FILES_LIST_MAX, &b);
-                if (ret >= 0)
-                        ret = buf_puts(&b, "}");
-                if (ret < 0) {
-                        buf_done(&b);
-                        return queue_files_error(r, ret);
-                }
-                return http_queue_json(r, MHD_HTTP_OK, &b);
-        }
-
-        /* Straight from the file (sendfile()): nothing of it is buffered here. */
-        (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-        resp = MHD_create_response_from_fd64((uint64_t) st.st_size, fd);
+        (void) fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
+        resp = MHD_create_response_from_fd64((uint64_t) st->st_size, *fd);
         if (!resp)
-                return MHD_NO;
-        TAKE_FD(fd);
+                return NULL;
+        *fd = -EBADF;
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
         (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
         (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-        return http_queue(r, MHD_HTTP_OK, resp);
+        return resp;
 }
 
-static int route_files_delete(HttpRequest *r, Workspace *ws, Session *s, const char *path) {
-        int recursive = query_bool(r, "recursive", false), ret;
+static struct MHD_Response *deleted_response(const char *path) {
+        struct MHD_Response *resp;
         Buf b = {};
-
-        if (recursive < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?recursive= must be true or false.");
-        ret = files_remove(ws, path, recursive);
-        if (ret < 0)
-                return queue_files_error(r, ret);
-        s->disk_checked_usec = 0;
 
         if (buf_puts(&b, "{") < 0 || files_append_name(&b, "path", path) < 0 || buf_puts(&b, ",\"deleted\":true}") < 0) {
                 buf_done(&b);
-                return MHD_NO;
+                return NULL;
         }
-        return http_queue_json(r, MHD_HTTP_OK, &b);
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
 }
 
-static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const char *path) {
+static void on_file_op_done(FileOp *op, int ret, void *userdata) {
+        HttpRequest *r = userdata;
+        Manager *m = r->server->manager;
+        struct MHD_Response *resp = NULL;
+        unsigned status = MHD_HTTP_OK;
+        Session *s;
+
+        r->file_op = NULL;
+        if (ret == -ESHUTDOWN) {
+                complete_stopping(r, "ask again once it is back.");
+                return;
+        }
+        if (op->workspace_failed) {
+                log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", op->dir, op->key);
+                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                              http_error_response("internal", "The workspace cannot be opened."));
+                return;
+        }
+        if (ret < 0) {
+                status = files_error(m, ret, &resp);
+                http_complete(r, status, resp);
+                return;
+        }
+
+        /* What it changed shows in the next count of the disk usage. */
+        s = manager_find_session(m, op->key);
+        if (s && (op->kind == FILE_OP_MKDIR || op->kind == FILE_OP_REMOVE))
+                s->disk_checked_usec = 0;
+
+        switch (op->kind) {
+        case FILE_OP_STAT:
+                resp = entry_response(op->path, &op->st);
+                break;
+        case FILE_OP_READ:
+                if (op->fd >= 0)
+                        resp = file_response(&op->fd, &op->st);
+                else
+                        resp = http_json_response(op->listing.data, op->listing.len);
+                break;
+        case FILE_OP_MKDIR:
+                status = op->created ? MHD_HTTP_CREATED : MHD_HTTP_OK;
+                resp = entry_response(op->path, &op->st);
+                break;
+        case FILE_OP_REMOVE:
+                resp = deleted_response(op->path);
+                break;
+        case FILE_OP_MOVE:
+                resp = entry_response(op->to, &op->st);
+                break;
+        default:
+                break;
+        }
+        if (!resp) {
+                status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+                resp = http_error_response("internal", "Out of memory.");
+        }
+        http_complete(r, status, resp);
+}
+
+/* Hands op to the file API's threads and parks the request until it is done. */
+static int queue_file_op(HttpRequest *r, FileOp *op) {
+        Manager *m = r->server->manager;
+        struct MHD_Response *resp;
+        char msg[192];
+        int ret;
+
+        ret = file_ops_submit(m->file_ops, op, false, on_file_op_done, r);
+        if (ret == -EBUSY) {
+                snprintf(msg, sizeof(msg),
+                         "This session has %u file operations queued or running; wait for one to finish.",
+                         FILE_OPS_SESSION_MAX);
+                resp = http_error_response("too_many_file_operations", msg);
+                if (resp)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+                return http_queue(r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+        }
+        if (ret == -EAGAIN || ret == -ESHUTDOWN) {
+                snprintf(msg, sizeof(msg), "sandboxd has %u file operations queued or running; ask again shortly.",
+                         FILE_OPS_MAX);
+                resp = http_error_response("overloaded", msg);
+                if (resp)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        }
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+        r->file_op = op;
+        http_suspend(r);
+        return MHD_YES;
+}
+
+static int route_files_get(HttpRequest *r, FileOp *op) {
+        op->kind = query(r, "stat") ? FILE_OP_STAT : FILE_OP_READ;
+        op->max_entries = FILES_LIST_MAX;
+        return queue_file_op(r, op);
+}
+
+static int route_files_delete(HttpRequest *r, FileOp *op) {
+        int recursive = query_bool(r, "recursive", false);
+
+        if (recursive < 0) {
+                file_op_free(op);
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?recursive= must be true or false.");
+        }
+        op->kind = FILE_OP_REMOVE;
+        op->flag = recursive;
+        return queue_file_op(r, op);
+}
+
+static int route_files_change(HttpRequest *r, FileOp *op) {
+        _cleanup_(file_op_freep) FileOp *o = op;
         const char *move_to = query(r, "move_to");
-        int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false), ret;
-        bool created;
-        struct stat st;
+        int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false);
 
         if (!query(r, "mkdir") && !move_to)
                 return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
@@ -909,11 +1003,8 @@ static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const c
         if (!move_to) {
                 if (mkdir <= 0)
                         return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir takes no value, or true.");
-                ret = files_mkdir_p(ws, path, 0700, &created, &st);
-                if (ret < 0)
-                        return queue_files_error(r, ret);
-                s->disk_checked_usec = 0;
-                return queue_entry(r, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, path, &st);
+                o->kind = FILE_OP_MKDIR;
+                return queue_file_op(r, TAKE_PTR(o));
         }
 
         if (overwrite < 0)
@@ -921,28 +1012,37 @@ static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const c
         if (move_to[0] == '/')
                 return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_path",
                                         "?move_to= must be relative to the workspace, not absolute.");
-        ret = files_move(ws, path, move_to, overwrite, &st);
-        if (ret < 0)
-                return queue_files_error(r, ret);
-        return queue_entry(r, MHD_HTTP_OK, move_to, &st);
+        o->kind = FILE_OP_MOVE;
+        o->flag = overwrite;
+        o->to = strdup(move_to);
+        if (!o->to)
+                return MHD_NO;
+        return queue_file_op(r, TAKE_PTR(o));
 }
 
-/* GET, HEAD, DELETE; PUT and POST with ?mkdir or ?move_to= (a plain PUT is an upload). */
+/* GET, HEAD, DELETE; PUT and POST with ?mkdir or ?move_to= (a plain PUT is an upload). All
+ * of it on the file API's threads (file-ops.h). */
 static int route_files(HttpRequest *r) {
-        _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         struct MHD_Response *resp = NULL;
         const char *path = files_path(r);
+        Session *s = r->target;
+        FileOp *op = NULL;
         unsigned status;
+        int ret;
 
-        status = files_prepare(r, path, &ws, &resp);
+        status = files_check(r, path, &resp);
         if (status > 0)
                 return http_queue(r, status, resp);
+        /* the kind is set below */
+        ret = file_op_new(FILE_OP_STAT, s->id, s->workspace_host_dir, path, &op);
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
 
         if (streq(r->method, "GET") || streq(r->method, "HEAD"))
-                return route_files_get(r, &ws, path);
+                return route_files_get(r, op);
         if (streq(r->method, "DELETE"))
-                return route_files_delete(r, &ws, r->target, path);
-        return route_files_change(r, &ws, r->target, path);
+                return route_files_delete(r, op);
+        return route_files_change(r, op);
 }
 
 bool http_route_is_upload(HttpRequest *r) {

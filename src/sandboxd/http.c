@@ -471,6 +471,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                 return;
         if (r->command && r->command->started_userdata == r)
                 r->command->started_fn = NULL; /* the start callback must not touch us anymore */
+        file_op_detach(r->file_op); /* nor a file operation's */
         if (r->suspended) {
                 r->suspended = false;
                 r->server->manager->n_http_waiting--;

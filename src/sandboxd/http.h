@@ -65,6 +65,7 @@ struct HttpRequest {
         struct MHD_Response *response;
         unsigned status;
 
+        FileOp *file_op;           /* the file API's work, on its threads */
         Session *session;          /* waited for */
         Command *command;          /* being started */
 };

@@ -11,6 +11,7 @@
 #include "polkit.h"
 #include "scope.h"
 #include "session-dbus.h"
+#include "time-util.h"
 #include "validate.h"
 
 /* --- calls answered later ---------------------------------------------------------- */
@@ -59,16 +60,42 @@ void manager_bus_free(Manager *m) {
 
 /* --- who is calling ------------------------------------------------------------------ */
 
-static int caller_uid(sd_bus_message *call, uid_t *ret) {
+static int caller_uid(Manager *m, sd_bus_message *call, uid_t *ret) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        const char *sender = sd_bus_message_get_sender(call);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        SenderCacheEntry *oldest = &m->sender_cache[0];
+        char *copy;
+        uid_t uid;
         int r;
+
+        /* Asking the bus is a synchronous call to dbus-daemon: once per sender, whose unique
+         * name is never given to another connection. At most SENDER_CACHE_MAX to scan. */
+        for (size_t i = 0; sender && i < SENDER_CACHE_MAX; i++) {
+                SenderCacheEntry *c = &m->sender_cache[i];
+
+                if (c->until > now && streq(c->sender, sender)) {
+                        *ret = c->uid;
+                        return 0;
+                }
+                if (c->until < oldest->until)
+                        oldest = c;
+        }
 
         /* The bus daemon vouches for the uid of a connection: SO_PEERCRED when it connected,
          * which is the effective uid. Never augmented from /proc, which could race. */
         r = sd_bus_query_sender_creds(call, SD_BUS_CREDS_EUID, &creds);
         if (r < 0)
                 return r;
-        return sd_bus_creds_get_euid(creds, ret);
+        r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return r;
+        if (sender && (copy = strdup(sender))) {
+                free(oldest->sender);
+                *oldest = (SenderCacheEntry) { .sender = copy, .uid = uid, .until = now + SENDER_CACHE_USEC };
+        }
+        *ret = uid;
+        return 0;
 }
 
 int bus_caller_identity(Manager *m, sd_bus_message *call, BusCaller *ret) {
@@ -77,7 +104,7 @@ int bus_caller_identity(Manager *m, sd_bus_message *call, BusCaller *ret) {
 
         if (!call)
                 return -ENXIO;
-        r = caller_uid(call, &uid);
+        r = caller_uid(m, call, &uid);
         if (r < 0)
                 return r;
         ret->uid = uid;
@@ -184,7 +211,7 @@ static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_er
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
 
-        r = caller_uid(call, &uid);
+        r = caller_uid(m, call, &uid);
         if (r < 0)
                 return r;
         if (asprintf(&tenant, "dbus:%u", (unsigned) uid) < 0)

@@ -61,6 +61,8 @@ Manager *manager_free(Manager *m) {
                 session_save_pending(s);
         while ((s = m->sessions))
                 session_free(s);
+        m->file_ops = file_ops_free(m->file_ops);
+        auth_cache_flush(m);
         m->writer = store_writer_free(m->writer);
         proxy_free(m->proxy);
         manager_bus_free(m);
@@ -446,6 +448,7 @@ static void manager_stop(Manager *m) {
         m->stopping = true;
         LIST_FOREACH(sessions, s, m->sessions)
                 session_abandon_waiters(s);
+        file_ops_abandon(m->file_ops);
         r = sd_event_add_defer(m->event, &m->stop_defer, on_stop, m);
         if (r >= 0)
                 r = sd_event_source_set_priority(m->stop_defer, SD_EVENT_PRIORITY_IDLE);
@@ -621,6 +624,9 @@ int manager_startup(Manager *m, const char *listen_path) {
         r = store_writer_new(&m->writer);
         if (r < 0)
                 log_warning_errno(r, "Failed to start the thread that writes records, writing them on the loop: %m");
+        r = file_ops_new(m->event, &m->file_ops);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the threads of the file API: %m");
         r = manager_recover(m);
         if (r < 0)
                 return r;

@@ -626,6 +626,7 @@ Session *session_free(Session *s) {
                 proxy_listener_close(s->proxy);
         pid1_call_cancel(s->start_call);
         pid1_call_cancel(s->freeze_call);
+        file_op_detach(s->disk_op);
         sd_event_source_disable_unref(s->expiry_timer);
         sd_event_source_disable_unref(s->save_timer);
         if (s->manager)
@@ -965,18 +966,47 @@ unsigned session_count_running(Session *s) {
         return n;
 }
 
-/* A walk of the whole workspace: not more often than every few seconds. */
+static void on_disk_counted(FileOp *op, int r, void *userdata) {
+        Session *s = userdata;
+
+        s->disk_op = NULL;
+        if (r == -ESHUTDOWN)
+                return;
+        if (r < 0) {
+                log_debug_errno(r, "Failed to count the disk usage of %s, ignoring: %m", s->workspace_host_dir);
+                return;
+        }
+        s->disk_bytes = op->bytes;
+        /* disk_checked_usec is 0 if the file API changed something while we counted: count
+         * again on the next look. */
+}
+
+/* A walk of the whole workspace, on a file API thread, not more often than every few
+ * seconds: the answer is the last count, never a wait for one. */
 static uint64_t session_disk_bytes(Session *s) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC), v;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        FileOp *op = NULL;
         int r;
 
-        if (s->disk_checked_usec != 0 && now - s->disk_checked_usec < DISK_USAGE_MAX_AGE_USEC)
+        if (s->disk_op || (s->disk_checked_usec != 0 && now - s->disk_checked_usec < DISK_USAGE_MAX_AGE_USEC))
                 return s->disk_bytes;
-        r = files_disk_usage(s->workspace_host_dir, &v);
-        if (r < 0)
-                log_debug_errno(r, "Failed to count the disk usage of %s, ignoring: %m", s->workspace_host_dir);
-        else
-                s->disk_bytes = v;
+        if (!s->manager->file_ops) { /* no threads (tools, tests): count here */
+                uint64_t v;
+
+                r = files_disk_usage(s->workspace_host_dir, &v);
+                if (r >= 0)
+                        s->disk_bytes = v;
+                s->disk_checked_usec = now;
+                return s->disk_bytes;
+        }
+        r = file_op_new(FILE_OP_DISK_USAGE, s->id, s->workspace_host_dir, NULL, &op);
+        if (r >= 0)
+                r = file_ops_submit(s->manager->file_ops, op, true, on_disk_counted, s);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to queue a count of the disk usage of %s, ignoring: %m", s->workspace_host_dir);
+                return s->disk_bytes;
+        }
+        s->disk_op = op;
         s->disk_checked_usec = now;
         return s->disk_bytes;
 }

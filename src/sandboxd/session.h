@@ -75,7 +75,8 @@ struct Session {
         uint64_t oom_seen;    /* OOM counter of the slice when last looked at (0 when new) */
 
         uint64_t disk_bytes;        /* the workspace's, as last counted */
-        uint64_t disk_checked_usec; /* CLOCK_MONOTONIC of that; 0: count again */
+        uint64_t disk_checked_usec; /* CLOCK_MONOTONIC of that (or of the count under way); 0: count again */
+        FileOp *disk_op;            /* the count under way, on a file API thread */
 
         Pid1Call *start_call;
         Pid1Call *freeze_call;     /* FreezeUnit/ThawUnit, then the look at FreezerState */

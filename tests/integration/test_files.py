@@ -397,12 +397,15 @@ def test_disk_bytes(api, session):
     sid = session["id"]
     assert api.get_session(sid)["disk_bytes"] < 64 << 10
     put(api, sid, "mb", os.urandom(1 << 20))
+    # counted in the background: the answer is the last count, the new one follows at once
+    wait_for(lambda: api.get_session(sid)["disk_bytes"] >= 1 << 20, timeout=5, what="the upload to count")
     used = api.get_session(sid)["disk_bytes"]
     assert (1 << 20) <= used < (2 << 20), used
     # what commands write counts too (seen within a few seconds at most)
     sh_in(api, sid, "head -c 2097152 /dev/zero > two-mb; ln -s /etc/passwd link")
     wait_for(lambda: api.get_session(sid)["disk_bytes"] >= 3 << 20, timeout=10, what="disk_bytes to grow")
     api.request("DELETE", url(sid, "mb"))
+    wait_for(lambda: api.get_session(sid)["disk_bytes"] < 3 << 20, timeout=5, what="the removal to count")
     used = api.get_session(sid)["disk_bytes"]
     assert (2 << 20) <= used < (3 << 20), used
     listed = [s for s in api.get("/v1/sessions").json["sessions"] if s["id"] == sid]
