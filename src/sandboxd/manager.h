@@ -8,6 +8,7 @@
 #include "fdstore.h"
 #include "list.h"
 #include "metrics.h"
+#include "output.h"
 #include "pid1-gate.h"
 #include "store-writer.h"
 
@@ -58,6 +59,7 @@ struct Manager {
         unsigned n_connections;
         unsigned n_running;
         unsigned n_starting;    /* commands asked of PID 1, not yet answered */
+        SpoolAccount spool;     /* every command's spool files (SpoolMax=) */
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
 
