@@ -33,8 +33,7 @@ const char *authz_verdict_to_string(AuthzVerdict v) {
         return v >= 0 && v < _AUTHZ_VERDICT_MAX ? verdict_names[v] : NULL;
 }
 
-/* "unix:<uid>" or "dbus:<uid>": the uid; else -EINVAL. */
-static int creator_uid(const char *creator, uid_t *ret) {
+int authz_creator_uid(const char *creator, uid_t *ret) {
         const char *p;
         uint64_t v;
 
@@ -54,7 +53,7 @@ bool authz_caller_created(const AuthzCaller *c, const char *creator) {
                 return false;
         if (c->is_tenant)
                 return c->name && streq(c->name, creator);
-        return creator_uid(creator, &uid) >= 0 && uid == c->uid;
+        return authz_creator_uid(creator, &uid) >= 0 && uid == c->uid;
 }
 
 static AuthzVerdict say(const char **ret_reason, AuthzVerdict v, const char *reason) {

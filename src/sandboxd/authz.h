@@ -73,6 +73,9 @@ typedef enum AuthzVerdict {
 
 const char *authz_verdict_to_string(AuthzVerdict v);
 
+/* "unix:<uid>" or "dbus:<uid>": the uid; else (an API tenant, NULL) -EINVAL. */
+int authz_creator_uid(const char *creator, uid_t *ret);
+
 /* Did this caller create the session? A uid: "unix:<uid>" or "dbus:<uid>" of its uid; a
  * tenant: the creator is its name. An unknown creator (NULL, records from before) is no
  * one's. */

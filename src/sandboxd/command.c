@@ -823,6 +823,7 @@ static int command_open_output(Command *c, bool create) {
                 return r;
         c->output->on_unpause = on_unpause;
         c->output->userdata = c;
+        output_set_account(c->output, &c->session->spool);
         return 0;
 }
 

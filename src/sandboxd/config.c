@@ -32,6 +32,8 @@ void config_init(Config *c) {
                 .max_idle_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .max_lifetime_usec = 24 * 3600 * USEC_PER_SEC,
                 .retain_closed_usec = 3600 * USEC_PER_SEC,
+                .max_sessions_per_tenant = 64,
+                .max_sessions_per_user = 16,
                 .pool_profile = POOL_SHARED,
                 .pool_size = 16,
                 .pool_min_ready = 4,
@@ -39,6 +41,10 @@ void config_init(Config *c) {
                 .max_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .kill_grace_usec = 5 * USEC_PER_SEC,
                 .output_max_bytes = 1024 * 1024,
+                .max_commands_per_session = 256,
+                .max_running_per_session = 64,
+                .spool_max_per_session = 32 * 1024 * 1024,
+                .spool_max = 256 * 1024 * 1024,
                 .max_file_bytes = 1024ULL * 1024 * 1024,
                 .default_network_mode = NETWORK_PROXY,
                 .proxy_max_connections = 1024,
@@ -377,6 +383,15 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 c->retain_closed_usec = v;
                         return 1;
                 }
+                if (streq(key, "MaxSessionsPerTenant") || streq(key, "MaxSessionsPerUser")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        if (streq(key, "MaxSessionsPerTenant"))
+                                c->max_sessions_per_tenant = (unsigned) v;
+                        else
+                                c->max_sessions_per_user = (unsigned) v;
+                        return 1;
+                }
         } else if (streq(section, "Pool")) {
                 if (streq(key, "Profile")) {
                         if (streq(value, "shared"))
@@ -411,6 +426,24 @@ static int handler(void *userdata, const char *section, const char *key, const c
                 if (streq(key, "OutputMax")) {
                         if (parse_size(value, &c->output_max_bytes) < 0)
                                 return set_error(st, section, key, value, "expected a size like 1M");
+                        return 1;
+                }
+                if (streq(key, "MaxCommandsPerSession") || streq(key, "MaxRunningCommandsPerSession")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        if (streq(key, "MaxCommandsPerSession"))
+                                c->max_commands_per_session = (unsigned) v;
+                        else
+                                c->max_running_per_session = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "SpoolMaxPerSession") || streq(key, "SpoolMax")) {
+                        if (parse_size(value, &v) < 0)
+                                return set_error(st, section, key, value, "expected a size like 32M");
+                        if (streq(key, "SpoolMax"))
+                                c->spool_max = v;
+                        else
+                                c->spool_max_per_session = v;
                         return 1;
                 }
                 if (streq(key, "Path")) {
@@ -655,6 +688,10 @@ int config_check(const Config *c, char **ret_error) {
                 what = "IdleTimeoutSec= is above MaxIdleTimeoutSec=";
         else if (c->pool_min_ready > c->pool_size)
                 what = "MinReady= is above PoolSize=";
+        else if (c->max_running_per_session > c->max_commands_per_session)
+                what = "MaxRunningCommandsPerSession= is above MaxCommandsPerSession=";
+        else if (c->spool_max_per_session > c->spool_max)
+                what = "SpoolMaxPerSession= is above SpoolMax=";
         if (!what)
                 return 0;
 

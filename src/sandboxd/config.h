@@ -44,6 +44,8 @@ typedef struct Config {
         uint64_t max_idle_timeout_usec; /* the most a request's ttl_s may ask for */
         uint64_t max_lifetime_usec;     /* hard limit from creation */
         uint64_t retain_closed_usec;    /* how long results of a closed session stay */
+        unsigned max_sessions_per_tenant; /* not closed, of one API tenant */
+        unsigned max_sessions_per_user;   /* not closed, created by one local uid other than root */
 
         /* [Pool] */
         PoolProfile pool_profile;
@@ -55,6 +57,10 @@ typedef struct Config {
         uint64_t max_timeout_usec;
         uint64_t kill_grace_usec; /* SIGTERM to SIGKILL on timeout or stop */
         uint64_t output_max_bytes; /* per stream, kept for replay */
+        unsigned max_commands_per_session;  /* kept: past it the oldest finished one goes */
+        unsigned max_running_per_session;   /* running or starting */
+        uint64_t spool_max_per_session;     /* bytes of a session's spool files */
+        uint64_t spool_max;                 /* bytes of every spool file together */
         char *path;                /* PATH inside commands and for resolving argv[0] */
 
         /* [Files] */

@@ -29,6 +29,11 @@ static unsigned status_for_request_error(const RequestError *e) {
                 return MHD_HTTP_SERVICE_UNAVAILABLE;
         if (streq_ptr(e->code, "forbidden"))
                 return MHD_HTTP_FORBIDDEN;
+        if (streq_ptr(e->code, "too_many_sessions") || streq_ptr(e->code, "too_many_running") ||
+            streq_ptr(e->code, "too_many_commands"))
+                return MHD_HTTP_TOO_MANY_REQUESTS;
+        if (streq_ptr(e->code, "spool_full"))
+                return MHD_HTTP_INSUFFICIENT_STORAGE;
         return MHD_HTTP_BAD_REQUEST;
 }
 

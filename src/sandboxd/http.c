@@ -313,11 +313,12 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                         *ret_resp = http_error_response("forbidden", reason);
                         return false;
                 }
-        } else if (!(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_PUBLIC)) && !r->tenant) {
+        } else if (!(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_PUBLIC))) {
                 const char *h = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
                 const char *token = h ? startswith(h, "Bearer ") : NULL;
 
-                if (!token || auth_check_key(server->manager, token, &r->tenant) < 0) {
+                /* the key may have been checked already, when the request began */
+                if (!r->tenant && (!token || auth_check_key(server->manager, token, &r->tenant) < 0)) {
                         server->manager->metrics.auth_failures++;
                         *ret_status = MHD_HTTP_UNAUTHORIZED;
                         *ret_resp = http_error_response(

@@ -32,6 +32,7 @@ int manager_new(Manager **ret) {
         if (!m)
                 return -ENOMEM;
         config_init(&m->config);
+        m->spool.max = m->config.spool_max;
         m->state_dir = strdup(getenv("STATE_DIRECTORY") ?: "/var/lib/sandboxd");
         m->runtime_dir = strdup(getenv("RUNTIME_DIRECTORY") ?: "/run/sandboxd");
         if (!m->state_dir || !m->runtime_dir) {
@@ -100,6 +101,7 @@ int manager_load_config(Manager *m, const char *path) {
         r = config_load(&m->config, path, warn_config, &error);
         if (r < 0)
                 return log_error_errno(r, "Invalid configuration: %s", error ?: strerror(-r));
+        m->spool.max = m->config.spool_max;
         return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "file-ops.h"
 #include "list.h"
 #include "metrics.h"
+#include "output.h"
 #include "pid1-gate.h"
 #include "store-writer.h"
 
@@ -85,6 +86,7 @@ struct Manager {
         unsigned n_connections;
         unsigned n_running;
         unsigned n_starting;    /* commands asked of PID 1, not yet answered */
+        SpoolAccount spool;     /* every command's spool files (SpoolMax=) */
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
 

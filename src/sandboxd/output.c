@@ -9,6 +9,46 @@
 
 static const char *const stream_names[_OUTPUT_STREAM_MAX] = { "stdout", "stderr" };
 static const char *const suffixes[] = { ".ndjson", ".stdout", ".stderr" };
+static const char *const limit_names[_OUTPUT_LIMIT_MAX] = {
+        [OUTPUT_LIMIT_OUTPUT_MAX] = "output_max",
+        [OUTPUT_LIMIT_SESSION_SPOOL] = "session_spool",
+        [OUTPUT_LIMIT_SPOOL] = "spool",
+};
+
+/* What one byte of output may cost in the spool at worst: \u00XX in the event, itself raw. */
+#define SPOOL_BYTES_PER_BYTE 7
+/* ...and room for the frame of that event and for the events that end the command. */
+#define SPOOL_EVENT_FRAME 1024
+
+static void charge(Output *o, int64_t n) {
+        for (SpoolAccount *a = o->account; a; a = a->parent) {
+                a->used = n < 0 && a->used < (uint64_t) -n ? 0 : a->used + (uint64_t) n;
+                if (n < 0)
+                        a->full = false;
+        }
+        o->charged += (uint64_t) n;
+}
+
+void output_set_account(Output *o, SpoolAccount *a) {
+        charge(o, -(int64_t) o->charged);
+        o->account = a;
+        charge(o, (int64_t) (o->log_size + o->kept[OUTPUT_STDOUT] + o->kept[OUTPUT_STDERR]));
+}
+
+/* The smallest room left in the accounts, and which one it is. */
+static uint64_t spool_room(Output *o, SpoolAccount **ret_account) {
+        uint64_t room = UINT64_MAX;
+
+        for (SpoolAccount *a = o->account; a; a = a->parent) {
+                uint64_t left = a->used >= a->max ? 0 : a->max - a->used;
+
+                if (left <= room) {
+                        room = left;
+                        *ret_account = a;
+                }
+        }
+        return room;
+}
 
 static int open_spool(const char *dir, const char *name, const char *suffix, bool create, uint64_t *ret_size) {
         char path[512];
@@ -110,6 +150,7 @@ Output *output_free(Output *o) {
         if (!o)
                 return NULL;
         output_detach_readers(o);
+        output_set_account(o, NULL);
         close_spools(o);
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 buf_done(&o->partial[st]);
@@ -208,18 +249,20 @@ int output_append_event(Output *o, const char *line, size_t n) {
         if (r < 0)
                 return r;
         o->log_size += n;
+        charge(o, (int64_t) n);
         r = live_append(o, line, n);
         notify_readers(o);
         return r;
 }
 
-static int mark_truncated(Output *o, OutputStream st) {
-        char line[128];
+static int mark_truncated(Output *o, OutputStream st, OutputLimit limit) {
+        char line[160];
         int n;
 
         o->truncated[st] = true;
-        n = snprintf(line, sizeof(line), "{\"type\":\"truncated\",\"stream\":\"%s\",\"kept_bytes\":%llu}\n",
-                     stream_names[st], (unsigned long long) o->kept[st]);
+        n = snprintf(line, sizeof(line),
+                     "{\"type\":\"truncated\",\"stream\":\"%s\",\"kept_bytes\":%llu,\"reason\":\"%s\"}\n",
+                     stream_names[st], (unsigned long long) o->kept[st], limit_names[limit]);
         return output_append_event(o, line, (size_t) n);
 }
 
@@ -255,8 +298,10 @@ static int emit_kept(Output *o, OutputStream st, const char *data, size_t n, boo
                 r = loop_write(o->raw_fd[st], data, *ret_consumed);
         if (r >= 0 && line.len > 0)
                 r = output_append_event(o, line.data, line.len);
-        if (r >= 0)
+        if (r >= 0) {
                 o->kept[st] += *ret_consumed;
+                charge(o, (int64_t) *ret_consumed);
+        }
         buf_done(&line);
         return r;
 }
@@ -280,26 +325,39 @@ int output_add_data(Output *o, OutputStream st, const char *data, size_t n, bool
         if (n == 0)
                 return 0;
 
-        if (!o->truncated[st] && o->kept[st] + n > o->cap) {
-                /* Keep up to the cap, then say so in the kept log. */
-                size_t room = (size_t) (o->cap - o->kept[st]);
+        if (!o->truncated[st]) {
+                OutputLimit limit = OUTPUT_LIMIT_OUTPUT_MAX;
+                SpoolAccount *a = NULL;
+                uint64_t spool = spool_room(o, &a), room = o->cap - MIN(o->kept[st], o->cap);
 
-                if (room > 0) {
-                        r = emit_kept(o, st, data, room, true, &consumed);
+                /* What surely fits the spool's room, escaped at worst: near its end a little
+                 * less is kept than might have fit, never more. */
+                spool = spool <= SPOOL_EVENT_FRAME ? 0 : (spool - SPOOL_EVENT_FRAME) / SPOOL_BYTES_PER_BYTE;
+                if (a && spool < n && spool < room) {
+                        room = spool;
+                        limit = a->parent ? OUTPUT_LIMIT_SESSION_SPOOL : OUTPUT_LIMIT_SPOOL;
+                        a->full = true; /* no new command until bytes are given back */
+                }
+
+                if (n > room) {
+                        /* Keep what fits, then say so in the kept log. */
+                        if (room > 0) {
+                                r = emit_kept(o, st, data, (size_t) room, true, &consumed);
+                                if (r < 0)
+                                        return r;
+                        }
+                        r = mark_truncated(o, st, limit);
                         if (r < 0)
                                 return r;
-                }
-                r = mark_truncated(o, st);
-                if (r < 0)
-                        return r;
-                data += consumed;
-                n -= consumed;
-                final = true;
-                consumed = 0;
-                if (p->len > 0) {
-                        memmove(p->data, p->data + (p->len - n), n);
-                        p->len = n;
-                        data = p->data;
+                        data += consumed;
+                        n -= consumed;
+                        final = true;
+                        consumed = 0;
+                        if (p->len > 0) {
+                                memmove(p->data, p->data + (p->len - n), n);
+                                p->len = n;
+                                data = p->data;
+                        }
                 }
         }
 

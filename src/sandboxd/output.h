@@ -24,6 +24,29 @@ typedef enum OutputStream {
 typedef struct Output Output;
 typedef struct OutputReader OutputReader;
 
+/* Bytes of spool files charged to a session, and through `parent` to the host's total:
+ * output that does not fit the smallest room left is not kept (as past the cap). */
+typedef struct SpoolAccount SpoolAccount;
+struct SpoolAccount {
+        uint64_t used;
+        uint64_t max;
+        bool full; /* output was cut at max since bytes were last given back */
+        SpoolAccount *parent;
+};
+
+static inline bool spool_account_full(const SpoolAccount *a) {
+        return a->full || a->used >= a->max;
+}
+
+/* Why a stream stopped being kept: the "reason" of its "truncated" event. */
+typedef enum OutputLimit {
+        OUTPUT_LIMIT_OUTPUT_MAX,    /* "output_max": OutputMax= */
+        OUTPUT_LIMIT_SESSION_SPOOL, /* "session_spool": SpoolMaxPerSession= */
+        OUTPUT_LIMIT_SPOOL,         /* "spool": SpoolMax= */
+        _OUTPUT_LIMIT_MAX,
+        _OUTPUT_LIMIT_INVALID = -EINVAL,
+} OutputLimit;
+
 struct OutputReader {
         Output *output;
         uint64_t log_pos;  /* replaying the spool */
@@ -44,6 +67,8 @@ struct Output {
         bool truncated[_OUTPUT_STREAM_MAX];
         Buf partial[_OUTPUT_STREAM_MAX]; /* a UTF-8 character cut by a read, held back */
         uint64_t cap;
+        SpoolAccount *account; /* charged with what the spool files hold; NULL: none */
+        uint64_t charged;
         bool finished; /* the exit event is in: nothing more comes */
 
         Buf live;           /* events since the oldest live reader's position, from live_head on */
@@ -62,6 +87,9 @@ int output_open(const char *dir, const char *name, uint64_t cap, bool create, Ou
 /* Ends every reader's stream where it is (each is notified once). */
 void output_detach_readers(Output *o);
 Output *output_free(Output *o);
+/* Charges the spool files' bytes, those there now and every later one, to `a` (and its
+ * parents) instead of the account before; NULL: to none. */
+void output_set_account(Output *o, SpoolAccount *a);
 int output_remove(const char *dir, const char *name);
 
 /* A kept event line (ends in \n). */

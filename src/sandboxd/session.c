@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "authz.h"
 #include "cgroup.h"
 #include "command.h"
 #include "encoding.h"
@@ -407,6 +408,47 @@ static int refuse_draining(RequestError *e) {
         return -EINVAL;
 }
 
+/* Sessions not closed yet count, starting and closing ones too: each has its slice. */
+static bool session_counts(const Session *s) {
+        return s->state == SESSION_STARTING || s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING;
+}
+
+/* MaxSessionsPerTenant= for API tenants, MaxSessionsPerUser= for local uids (over the
+ * socket and D-Bus together); root is the host's administrator and has no quota. */
+static int session_check_quota(Manager *m, const char *creator, RequestError *e) {
+        unsigned n = 0, max;
+        uid_t uid;
+        Session *s;
+
+        if (authz_creator_uid(creator, &uid) >= 0) {
+                if (uid == 0)
+                        return 0;
+                max = m->config.max_sessions_per_user;
+                LIST_FOREACH(sessions, s, m->sessions) {
+                        uid_t u;
+
+                        if (session_counts(s) && authz_creator_uid(s->tenant, &u) >= 0 && u == uid)
+                                n++;
+                }
+                if (n < max)
+                        return 0;
+                return request_error(e, "too_many_sessions",
+                                     "User %u has %u sessions, its most (MaxSessionsPerUser=): close one first.",
+                                     (unsigned) uid, n);
+        }
+        if (!creator || streq(scope_tenant(creator), SCOPE_TENANT_LOCAL))
+                return 0;
+        max = m->config.max_sessions_per_tenant;
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (session_counts(s) && streq_ptr(s->tenant, creator))
+                        n++;
+        if (n < max)
+                return 0;
+        return request_error(e, "too_many_sessions",
+                             "Tenant '%.64s' has %u sessions, its most (MaxSessionsPerTenant=): close one first.",
+                             creator, n);
+}
+
 static int limit_check(RequestError *e, const char *field, bool has, uint64_t asked, uint64_t max, uint64_t dflt,
                        uint64_t *ret) {
         if (!has) {
@@ -430,6 +472,7 @@ static Session *session_alloc(Manager *m) {
                 return NULL;
         s->manager = m;
         s->state = SESSION_STARTING;
+        s->spool = (SpoolAccount) { .max = m->config.spool_max_per_session, .parent = &m->spool };
         return s;
 }
 
@@ -485,6 +528,9 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 return refuse_draining(error);
         if (pid1_gate_waiting(m->pid1) >= PID1_WAITING_MAX)
                 return refuse_overloaded(m, error);
+        r = session_check_quota(m, tenant, error);
+        if (r < 0)
+                return r;
 
         r = limit_check(error, "limits.memory_max", req->has_memory_max, req->memory_max,
                         c->session_limits_max.memory_max, c->session_limits.memory_max, &l.memory_max);
@@ -914,6 +960,57 @@ int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata) 
         return 0;
 }
 
+/* The finished command that goes first to make room: the oldest. */
+static Command *session_oldest_finished(Session *s) {
+        Command *c, *oldest = NULL;
+
+        LIST_FOREACH(commands, c, s->commands)
+                if (command_status_is_terminal(c->result.status) && (!oldest || c->n < oldest->n))
+                        oldest = c;
+        return oldest;
+}
+
+/* Before a new command: the session's quotas (MaxRunningCommandsPerSession=,
+ * MaxCommandsPerSession=, SpoolMaxPerSession=, SpoolMax=). A refusal changes nothing;
+ * otherwise the session's oldest finished commands are forgotten until the new one fits
+ * (a spool that had to cut output counts as full until bytes are given back). */
+static int session_make_room(Session *s, RequestError *e) {
+        const Config *cfg = &s->manager->config;
+        unsigned n = 0, running = 0, finished;
+        Command *c;
+
+        LIST_FOREACH(commands, c, s->commands) {
+                n++;
+                if (!command_status_is_terminal(c->result.status))
+                        running++;
+        }
+        finished = n - running;
+        if (running >= cfg->max_running_per_session)
+                return request_error(e, "too_many_running",
+                                     "The session has %u commands running, its most (MaxRunningCommandsPerSession=): "
+                                     "wait for one to finish.", running);
+        if (running >= cfg->max_commands_per_session)
+                return request_error(e, "too_many_commands",
+                                     "The session keeps %u commands, all running, its most (MaxCommandsPerSession=).", n);
+        if (spool_account_full(&s->spool) && finished == 0)
+                return request_error(e, "spool_full",
+                                     "The session's running commands hold %" PRIu64 " bytes of output, its most "
+                                     "(SpoolMaxPerSession=): wait for one to finish.", s->spool.used);
+        if (spool_account_full(&s->manager->spool) && finished == 0)
+                return request_error(e, "spool_full",
+                                     "Commands hold %" PRIu64 " bytes of output on this host, the most (SpoolMax=): "
+                                     "ask again later.", s->manager->spool.used);
+
+        while ((n >= cfg->max_commands_per_session || spool_account_full(&s->spool) ||
+                spool_account_full(&s->manager->spool)) && finished > 0 &&
+               (c = session_oldest_finished(s))) {
+                log_debug("Session %s: forgetting command %u (%s) to make room.", s->id, c->n, c->request_id);
+                command_remove(c);
+                n--, finished--;
+        }
+        return 0;
+}
+
 int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
                  RequestError *e) {
         Command *c;
@@ -935,6 +1032,9 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
                 return -EINVAL;
         }
         r = session_check_active(s, e);
+        if (r < 0)
+                return r;
+        r = session_make_room(s, e);
         if (r < 0)
                 return r;
         r = command_start(s, req, fn, userdata, &c, e);

@@ -90,6 +90,7 @@ struct Session {
         SessionWaiter *close_waiters; /* for the end of closing */
         Command *commands;
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
+        SpoolAccount spool;  /* its commands' spool files (SpoolMaxPerSession=), within the manager's */
 
         LIST_FIELDS(Session, sessions);
 };

@@ -356,6 +356,48 @@ static void test_admin_group(void) {
         config_done(&c);
 }
 
+static void test_quotas(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.max_sessions_per_tenant == 64);
+        ASSERT(c.max_sessions_per_user == 16);
+        ASSERT(c.max_commands_per_session == 256);
+        ASSERT(c.max_running_per_session == 64);
+        ASSERT(c.spool_max_per_session == 32ULL * 1024 * 1024);
+        ASSERT(c.spool_max == 256ULL * 1024 * 1024);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Session]\nMaxSessionsPerTenant=3\nMaxSessionsPerUser=2\n"
+                                    "[Command]\nMaxCommandsPerSession=5\nMaxRunningCommandsPerSession=4\n"
+                                    "SpoolMaxPerSession=1M\nSpoolMax=2G\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.max_sessions_per_tenant == 3 && c.max_sessions_per_user == 2);
+        ASSERT(c.max_commands_per_session == 5 && c.max_running_per_session == 4);
+        ASSERT(c.spool_max_per_session == 1024 * 1024 && c.spool_max == 2ULL * 1024 * 1024 * 1024);
+        config_done(&c);
+
+        static const char *const bad[] = {
+                "[Session]\nMaxSessionsPerTenant=0\n",
+                "[Session]\nMaxSessionsPerUser=many\n",
+                "[Command]\nMaxCommandsPerSession=65537\n",
+                "[Command]\nMaxRunningCommandsPerSession=0\n",
+                "[Command]\nSpoolMax=lots\n",
+                /* running ones are kept too; a session's share within the total */
+                "[Command]\nMaxCommandsPerSession=8\nMaxRunningCommandsPerSession=9\n",
+                "[Command]\nSpoolMaxPerSession=2G\nSpoolMax=1G\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_file("sandboxd.conf", bad[i]);
+                ASSERT(load(&c, &error) == -EINVAL);
+                ASSERT(error);
+                free(error), error = NULL;
+                config_done(&c);
+        }
+}
+
 int main(void) {
         ASSERT(mkdtemp(dir));
         test_defaults_when_missing();
@@ -367,5 +409,6 @@ int main(void) {
         test_sandbox();
         test_parsers();
         test_admin_group();
+        test_quotas();
         return TESTS_DONE();
 }
