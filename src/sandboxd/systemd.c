@@ -386,6 +386,9 @@ int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandU
             (r = sd_bus_message_append(m, "(sv)", "StateDirectoryMode", "u", (uint32_t) 0700)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0 ||
             (r = append_u64(m, "RuntimeMaxUSec", s->runtime_max_usec)) < 0 ||
+            /* setting up the sandbox counts against the command's time, not the host's
+             * DefaultTimeoutStartSec= (on a loaded host it can take longer) */
+            (r = append_u64(m, "TimeoutStartUSec", s->runtime_max_usec)) < 0 ||
             (r = append_u64(m, "TimeoutStopUSec", s->timeout_stop_usec)) < 0 ||
             (r = append_string(m, "KillMode", "control-group")) < 0 ||
             (r = append_bool(m, "CPUAccounting", true)) < 0 ||

@@ -68,7 +68,7 @@ def test_300_creates_then_300_commands(scope):
 
     targets = [(sids[i % SESSIONS_FOR_COMMANDS], "burst-%d" % i) for i in range(N)]
     started = burst([lambda sid=sid, rid=rid: Api("unix").post(commands_path(sid) + "?wait=false",
-                                                              {"argv": ["true"], "request_id": rid})
+                                                              {"argv": ["true"], "request_id": rid, "timeout_ms": 600000})
                      for sid, rid in targets])
     refused = check(started, (202,))
     accepted = [(sid, rid) for (sid, rid), a in zip(targets, started) if a.status == 202]
