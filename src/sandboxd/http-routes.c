@@ -270,6 +270,21 @@ static int route_metrics(HttpRequest *r) {
                                  ws.queued, (double) ws.write_max_usec / USEC_PER_SEC, ws.writes, ws.errors,
                                  (double) ws.write_usec / USEC_PER_SEC);
         }
+        if (ret >= 0) {
+                FileOpsStats fs;
+
+                file_ops_stats(m->file_ops, &fs);
+                ret = buf_printf(&b,
+                                 "# HELP sandboxd_file_operations File API operations and disk usage counts off the loop, by state.\n"
+                                 "# TYPE sandboxd_file_operations gauge\n"
+                                 "sandboxd_file_operations{state=\"queued\"} %u\n"
+                                 "sandboxd_file_operations{state=\"running\"} %u\n"
+                                 "# HELP sandboxd_file_operations_total File operations done, or refused for want of room.\n"
+                                 "# TYPE sandboxd_file_operations_total counter\n"
+                                 "sandboxd_file_operations_total{result=\"done\"} %" PRIu64 "\n"
+                                 "sandboxd_file_operations_total{result=\"refused\"} %" PRIu64 "\n",
+                                 fs.queued, fs.running, fs.done, fs.refused);
+        }
         if (ret >= 0)
                 ret = metrics_format(&m->metrics, &b);
         if (ret < 0) {

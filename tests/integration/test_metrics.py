@@ -123,6 +123,8 @@ def test_metrics_parse_and_have_every_family(api):
         "sandboxd_http_connections": "gauge",
         "sandboxd_pid1_calls": "gauge",
         "sandboxd_pid1_jobs": "gauge",
+        "sandboxd_file_operations": "gauge",
+        "sandboxd_file_operations_total": "counter",
         "sandboxd_http_requests_waiting": "gauge",
         "sandboxd_draining": "gauge",
         "sandboxd_uptime_seconds": "gauge",
