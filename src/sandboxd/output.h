@@ -112,5 +112,5 @@ ssize_t output_read(OutputReader *r, char *buf, size_t max);
 /* The kept bytes of a stream, for snapshots. */
 int output_read_raw(Output *o, OutputStream st, Buf *ret);
 
-#define OUTPUT_LIVE_PAUSE (8U * 1024 * 1024)
-#define OUTPUT_LIVE_RESUME (2U * 1024 * 1024)
+#define OUTPUT_LIVE_PAUSE (1024U * 1024)
+#define OUTPUT_LIVE_RESUME (256U * 1024)
