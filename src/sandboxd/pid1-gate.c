@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "list.h"
 #include "macro.h"
 #include "pid1-gate.h"
 
@@ -13,13 +14,14 @@ struct Pid1Call {
         sd_bus_slot *slot;      /* while in flight */
         sd_bus_message_handler_t cb;
         void *userdata;
-        Pid1Call *next, *prev;  /* in the waiting queue, or among those in flight */
+        LIST_FIELDS(Pid1Call, calls); /* among those waiting, or those in flight */
 };
 
 struct Pid1Gate {
         sd_bus *bus;
         unsigned max, in_flight, waiting;
-        Pid1Call *head, *tail;  /* waiting, oldest first */
+        Pid1Call *waiting_list; /* newest first */
+        Pid1Call *oldest;       /* its last: the next to send */
         Pid1Call *flying;
 };
 
@@ -37,33 +39,28 @@ int pid1_gate_new(sd_bus *bus, unsigned max, Pid1Gate **ret) {
         return 0;
 }
 
+static void enqueue(Pid1Call *c) {
+        Pid1Gate *g = c->gate;
+
+        LIST_PREPEND(calls, g->waiting_list, c);
+        if (!g->oldest)
+                g->oldest = c;
+        g->waiting++;
+}
+
 static void dequeue(Pid1Call *c) {
         Pid1Gate *g = c->gate;
 
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                g->head = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        else
-                g->tail = c->prev;
-        c->next = c->prev = NULL;
+        if (g->oldest == c)
+                g->oldest = c->calls_prev;
+        LIST_REMOVE(calls, g->waiting_list, c);
         g->waiting--;
 }
 
 static void land(Pid1Call *c) {
-        Pid1Gate *g = c->gate;
-
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                g->flying = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        c->next = c->prev = NULL;
+        LIST_REMOVE(calls, c->gate->flying, c);
         c->slot = sd_bus_slot_unref(c->slot);
-        g->in_flight--;
+        c->gate->in_flight--;
 }
 
 static void call_free(Pid1Call *c) {
@@ -113,17 +110,14 @@ static int send_call(Pid1Call *c) {
         if (r < 0)
                 return r;
         c->msg = sd_bus_message_unref(c->msg);
-        c->prev = NULL;
-        if ((c->next = c->gate->flying))
-                c->next->prev = c;
-        c->gate->flying = c;
+        LIST_PREPEND(calls, c->gate->flying, c);
         c->gate->in_flight++;
         return 0;
 }
 
 static void pump(Pid1Gate *g) {
-        while (g->head && g->in_flight < g->max) {
-                Pid1Call *c = g->head;
+        while (g->oldest && g->in_flight < g->max) {
+                Pid1Call *c = g->oldest;
                 int r;
 
                 dequeue(c);
@@ -144,21 +138,14 @@ int pid1_call(Pid1Gate *g, Pid1Call **ret_call, sd_bus_message *m, sd_bus_messag
                 return -ENOMEM;
         *c = (Pid1Call) { .gate = g, .msg = sd_bus_message_ref(m), .cb = cb, .userdata = userdata };
 
-        if (g->in_flight < g->max && !g->head) {
+        if (g->in_flight < g->max && !g->oldest) {
                 r = send_call(c);
                 if (r < 0) {
                         call_free(c);
                         return r;
                 }
-        } else {
-                c->prev = g->tail;
-                if (g->tail)
-                        g->tail->next = c;
-                else
-                        g->head = c;
-                g->tail = c;
-                g->waiting++;
-        }
+        } else
+                enqueue(c);
         if (ret_call) {
                 c->owner = ret_call;
                 *ret_call = c;
@@ -186,8 +173,8 @@ Pid1Gate *pid1_gate_free(Pid1Gate *g) {
         if (!g)
                 return NULL;
         g->max = 0; /* nothing more goes out through pump() */
-        while (g->head) {
-                Pid1Call *c = g->head;
+        while (g->oldest) {
+                Pid1Call *c = g->oldest;
 
                 /* what was asked of PID 1 is still asked (a stop, an unref), only the answer
                  * no longer matters: it goes with the flush of the connection */
