@@ -30,6 +30,10 @@ int store_mkdir_p(const char *path, mode_t mode) {
 }
 
 int store_write(const char *path, json_object *o) {
+        return store_write_mode(path, o, 0600);
+}
+
+int store_write_mode(const char *path, json_object *o, mode_t mode) {
         char tmp[PATH_MAX];
         const char *s;
         size_t n;
@@ -42,10 +46,12 @@ int store_write(const char *path, json_object *o) {
         if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
                 return -ENAMETOOLONG;
 
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return -errno;
-        r = loop_write(fd, s, n);
+        r = fchmod(fd, mode) < 0 ? -errno : 0; /* a leftover tmp keeps its old mode */
+        if (r >= 0)
+                r = loop_write(fd, s, n);
         if (r >= 0)
                 r = loop_write(fd, "\n", 1);
         safe_close(fd);

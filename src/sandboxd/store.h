@@ -11,6 +11,8 @@
  * Writes are atomic (a temporary file renamed over the old one). */
 
 int store_write(const char *path, json_object *o);
+/* The same, the file with MODE instead of 0600. */
+int store_write_mode(const char *path, json_object *o, mode_t mode);
 /* A record's JSON object; -EBADMSG if the file holds anything else. */
 int store_read(const char *path, json_object **ret);
 /* The same from text: one JSON object (strict JSON, UTF-8, no NUL), whitespace around it. */
