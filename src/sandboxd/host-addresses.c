@@ -65,6 +65,27 @@ static int dump_start(HostAddresses *h, int family) {
         return 0;
 }
 
+/* One datagram from the kernel into buf (RECV_BUFFER_SIZE): its size, -EAGAIN when none
+ * is there, another -errno on failure. Datagrams of other senders are skipped. */
+static ssize_t recv_from_kernel(int fd, uint8_t *buf) {
+        for (;;) {
+                struct sockaddr_nl from = {};
+                struct iovec iov = { .iov_base = buf, .iov_len = RECV_BUFFER_SIZE };
+                struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1 };
+                ssize_t k = recvmsg(fd, &mh, MSG_DONTWAIT);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (mh.msg_flags & MSG_TRUNC)
+                        return -EMSGSIZE;
+                if (from.nl_pid == 0)
+                        return k;
+        }
+}
+
 /* Reads what the kernel sent for the dump: 1 when it is complete, 0 when more is to come. */
 static int dump_read(HostAddresses *h) {
         _cleanup_free_ uint8_t *buf = malloc(RECV_BUFFER_SIZE);
@@ -72,25 +93,15 @@ static int dump_read(HostAddresses *h) {
         if (!buf)
                 return -ENOMEM;
         for (;;) {
-                struct sockaddr_nl from = {};
-                struct iovec iov = { .iov_base = buf, .iov_len = RECV_BUFFER_SIZE };
-                struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1 };
                 const uint8_t *p = buf;
                 RtnlMessage m;
                 ssize_t k;
                 size_t left;
                 int r;
 
-                k = recvmsg(h->dump_fd, &mh, MSG_DONTWAIT);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return errno == EAGAIN ? 0 : -errno;
-                }
-                if (mh.msg_flags & MSG_TRUNC)
-                        return -EMSGSIZE;
-                if (from.nl_pid != 0)
-                        continue; /* not from the kernel */
+                k = recv_from_kernel(h->dump_fd, buf);
+                if (k < 0)
+                        return k == -EAGAIN ? 0 : (int) k;
 
                 for (left = (size_t) k; (r = rtnl_message_next(&p, &left, &m)) > 0;) {
                         if (m.seq != h->seq)
@@ -191,30 +202,21 @@ static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata
         if (!buf)
                 return 0;
         for (;;) {
-                struct sockaddr_nl from = {};
-                struct iovec iov = { .iov_base = buf, .iov_len = RECV_BUFFER_SIZE };
-                struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1 };
                 const uint8_t *p = buf;
                 RtnlMessage m;
-                ssize_t k;
                 size_t left;
+                ssize_t k = recv_from_kernel(fd, buf);
 
-                k = recvmsg(fd, &mh, MSG_DONTWAIT);
+                if (k == -EAGAIN)
+                        break;
+                /* ENOBUFS: announcements were lost; whatever else, read the table again */
+                changed = true;
+                if (k == -ENOBUFS)
+                        continue;
                 if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN)
-                                break;
-                        /* ENOBUFS: announcements were lost; whatever else, read the table again */
-                        changed = true;
-                        if (errno == ENOBUFS)
-                                continue;
-                        log_debug_errno(-errno, "Egress proxy: reading route announcements failed: %m");
+                        log_debug_errno((int) k, "Egress proxy: reading route announcements failed: %m");
                         break;
                 }
-                if (from.nl_pid != 0)
-                        continue;
-                changed = true;
                 /* A new local route counts at once, not only once the table was read again. */
                 for (left = (size_t) k; rtnl_message_next(&p, &left, &m) > 0;)
                         if (h->known && m.type == RTM_NEWROUTE && m.has_route && rtnl_route_is_local(&m.route))

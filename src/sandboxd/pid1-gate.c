@@ -5,17 +5,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "list.h"
 #include "macro.h"
 #include "pid1-gate.h"
 
 /* a job whose JobRemoved never came (a lost signal) stops counting after this long */
 #define JOB_FORGET_USEC (120ULL * 1000000ULL)
 
-typedef struct Pid1Job {
+typedef struct Pid1Job Pid1Job;
+struct Pid1Job {
         char *path;
         uint64_t since_usec;
-        struct Pid1Job *next;
-} Pid1Job;
+        LIST_FIELDS(Pid1Job, jobs);
+};
 
 struct Pid1Call {
         Pid1Gate *gate;
@@ -24,13 +26,14 @@ struct Pid1Call {
         sd_bus_slot *slot;      /* while in flight */
         sd_bus_message_handler_t cb;
         void *userdata;
-        Pid1Call *next, *prev;  /* in the waiting queue, or among those in flight */
+        LIST_FIELDS(Pid1Call, calls); /* among those waiting, or those in flight */
 };
 
 struct Pid1Gate {
         sd_bus *bus;
         unsigned max, in_flight, waiting, jobs;
-        Pid1Call *head, *tail;  /* waiting, oldest first */
+        Pid1Call *waiting_list; /* newest first */
+        Pid1Call *oldest;       /* its last: the next to send */
         Pid1Call *flying;
         /* Jobs PID 1 queued for our calls and has not finished: each holds a match rule
          * of PID 1 on the bus until JobRemoved, and dbus-daemon allows 512 per
@@ -48,10 +51,8 @@ static uint64_t now_usec(void) {
 
 static void pump(Pid1Gate *g);
 
-static void job_drop(Pid1Gate *g, Pid1Job **link) {
-        Pid1Job *j = *link;
-
-        *link = j->next;
+static void job_drop(Pid1Gate *g, Pid1Job *j) {
+        LIST_REMOVE(jobs, g->job_list, j);
         free(j->path);
         free(j);
         g->jobs--;
@@ -59,24 +60,24 @@ static void job_drop(Pid1Gate *g, Pid1Job **link) {
 
 static void jobs_forget_old(Pid1Gate *g) {
         uint64_t now = now_usec();
+        Pid1Job *j, *n;
 
-        for (Pid1Job **link = &g->job_list; *link;)
-                if (now - (*link)->since_usec > JOB_FORGET_USEC)
-                        job_drop(g, link);
-                else
-                        link = &(*link)->next;
+        LIST_FOREACH_SAFE(jobs, j, n, g->job_list)
+                if (now - j->since_usec > JOB_FORGET_USEC)
+                        job_drop(g, j);
 }
 
 static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         Pid1Gate *g = userdata;
         const char *path = NULL;
         uint32_t id;
+        Pid1Job *j;
 
         if (sd_bus_message_read(m, "uo", &id, &path) < 0 || !path)
                 return 0;
-        for (Pid1Job **link = &g->job_list; *link; link = &(*link)->next)
-                if (strcmp((*link)->path, path) == 0) {
-                        job_drop(g, link);
+        LIST_FOREACH(jobs, j, g->job_list)
+                if (strcmp(j->path, path) == 0) {
+                        job_drop(g, j);
                         pump(g);
                         break;
                 }
@@ -99,8 +100,7 @@ static void job_note(Pid1Gate *g, sd_bus_message *reply) {
                 return;
         }
         j->since_usec = now_usec();
-        j->next = g->job_list;
-        g->job_list = j;
+        LIST_PREPEND(jobs, g->job_list, j);
         g->jobs++;
 }
 
@@ -121,33 +121,28 @@ int pid1_gate_new(sd_bus *bus, unsigned max, Pid1Gate **ret) {
         return 0;
 }
 
+static void enqueue(Pid1Call *c) {
+        Pid1Gate *g = c->gate;
+
+        LIST_PREPEND(calls, g->waiting_list, c);
+        if (!g->oldest)
+                g->oldest = c;
+        g->waiting++;
+}
+
 static void dequeue(Pid1Call *c) {
         Pid1Gate *g = c->gate;
 
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                g->head = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        else
-                g->tail = c->prev;
-        c->next = c->prev = NULL;
+        if (g->oldest == c)
+                g->oldest = c->calls_prev;
+        LIST_REMOVE(calls, g->waiting_list, c);
         g->waiting--;
 }
 
 static void land(Pid1Call *c) {
-        Pid1Gate *g = c->gate;
-
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                g->flying = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        c->next = c->prev = NULL;
+        LIST_REMOVE(calls, c->gate->flying, c);
         c->slot = sd_bus_slot_unref(c->slot);
-        g->in_flight--;
+        c->gate->in_flight--;
 }
 
 static void call_free(Pid1Call *c) {
@@ -196,19 +191,16 @@ static int send_call(Pid1Call *c) {
         if (r < 0)
                 return r;
         c->msg = sd_bus_message_unref(c->msg);
-        c->prev = NULL;
-        if ((c->next = c->gate->flying))
-                c->next->prev = c;
-        c->gate->flying = c;
+        LIST_PREPEND(calls, c->gate->flying, c);
         c->gate->in_flight++;
         return 0;
 }
 
 static void pump(Pid1Gate *g) {
-        if (g->jobs >= PID1_JOBS_MAX && g->head)
+        if (g->jobs >= PID1_JOBS_MAX && g->oldest)
                 jobs_forget_old(g);
-        while (g->head && g->in_flight < g->max && g->jobs < PID1_JOBS_MAX) {
-                Pid1Call *c = g->head;
+        while (g->oldest && g->in_flight < g->max && g->jobs < PID1_JOBS_MAX) {
+                Pid1Call *c = g->oldest;
                 int r;
 
                 dequeue(c);
@@ -231,21 +223,14 @@ int pid1_call(Pid1Gate *g, Pid1Call **ret_call, sd_bus_message *m, sd_bus_messag
 
         if (g->jobs >= PID1_JOBS_MAX)
                 jobs_forget_old(g);
-        if (g->in_flight < g->max && g->jobs < PID1_JOBS_MAX && !g->head) {
+        if (g->in_flight < g->max && g->jobs < PID1_JOBS_MAX && !g->oldest) {
                 r = send_call(c);
                 if (r < 0) {
                         call_free(c);
                         return r;
                 }
-        } else {
-                c->prev = g->tail;
-                if (g->tail)
-                        g->tail->next = c;
-                else
-                        g->head = c;
-                g->tail = c;
-                g->waiting++;
-        }
+        } else
+                enqueue(c);
         if (ret_call) {
                 c->owner = ret_call;
                 *ret_call = c;
@@ -273,8 +258,8 @@ Pid1Gate *pid1_gate_free(Pid1Gate *g) {
         if (!g)
                 return NULL;
         g->max = 0; /* nothing more goes out through pump() */
-        while (g->head) {
-                Pid1Call *c = g->head;
+        while (g->oldest) {
+                Pid1Call *c = g->oldest;
 
                 /* what was asked of PID 1 is still asked (a stop, an unref), only the answer
                  * no longer matters: it goes with the flush of the connection */
@@ -289,7 +274,7 @@ Pid1Gate *pid1_gate_free(Pid1Gate *g) {
                 call_free(c);
         }
         while (g->job_list)
-                job_drop(g, &g->job_list);
+                job_drop(g, g->job_list);
         sd_bus_slot_unref(g->job_match);
         sd_bus_unref(g->bus);
         free(g);

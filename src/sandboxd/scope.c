@@ -251,21 +251,6 @@ int scope_migrate(const char *state_dir, const char *public_root, const char *pr
 
 /* --- userdb records -------------------------------------------------------------------- */
 
-static int write_atomic(const char *dir, const char *name, const char *text) {
-        char tmp[PATH_MAX], path[PATH_MAX];
-        _cleanup_close_ int fd = -EBADF;
-        size_t n = strlen(text);
-
-        snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, text, n) != (ssize_t) n || fchmod(fd, 0644) < 0)
-                return -EIO;
-        return rename(tmp, path) < 0 ? -errno : 0;
-}
-
 static int symlink_atomic(const char *dir, const char *target, const char *name) {
         char tmp[PATH_MAX], path[PATH_MAX];
 
@@ -280,7 +265,7 @@ static int symlink_atomic(const char *dir, const char *target, const char *name)
 int scope_userdb_write(const char *dir, const char *name, uid_t uid, const char *home) {
         _cleanup_(json_object_putp) json_object *u = json_object_new_object(), *g = json_object_new_object();
         _cleanup_(closedirp) DIR *d = NULL;
-        char file[128], link[64];
+        char file[128], path[PATH_MAX], link[64], mine_u[64], mine_g[64];
         struct dirent *de;
         int r;
 
@@ -297,15 +282,18 @@ int scope_userdb_write(const char *dir, const char *name, uid_t uid, const char 
         json_object_object_add(g, "gid", json_object_new_uint64(uid));
         json_object_object_add(g, "disposition", json_object_new_string("dynamic"));
 
+        /* readable by the scope's user: nss-systemd reads them in its own process */
         snprintf(file, sizeof(file), "%s.user", name);
-        r = write_atomic(dir, file, json_object_to_json_string_ext(u, JSON_C_TO_STRING_PLAIN));
+        snprintf(path, sizeof(path), "%s/%s", dir, file);
+        r = store_write_mode(path, u, 0644);
         if (r >= 0) {
                 snprintf(link, sizeof(link), "%u.user", (unsigned) uid);
                 r = symlink_atomic(dir, file, link);
         }
         if (r >= 0) {
                 snprintf(file, sizeof(file), "%s.group", name);
-                r = write_atomic(dir, file, json_object_to_json_string_ext(g, JSON_C_TO_STRING_PLAIN));
+                snprintf(path, sizeof(path), "%s/%s", dir, file);
+                r = store_write_mode(path, g, 0644);
         }
         if (r >= 0) {
                 snprintf(link, sizeof(link), "%u.group", (unsigned) uid);
@@ -315,12 +303,10 @@ int scope_userdb_write(const char *dir, const char *name, uid_t uid, const char 
                 return r;
 
         /* the links of the uid it had before */
+        snprintf(mine_u, sizeof(mine_u), "%u.user", (unsigned) uid);
+        snprintf(mine_g, sizeof(mine_g), "%u.group", (unsigned) uid);
         d = opendir(dir);
         while (d && (de = readdir(d))) {
-                char mine_u[64], mine_g[64];
-
-                snprintf(mine_u, sizeof(mine_u), "%u.user", (unsigned) uid);
-                snprintf(mine_g, sizeof(mine_g), "%u.group", (unsigned) uid);
                 if (de->d_name[0] >= '0' && de->d_name[0] <= '9' && !streq(de->d_name, mine_u) &&
                     !streq(de->d_name, mine_g))
                         (void) unlinkat(dirfd(d), de->d_name, 0);

@@ -51,6 +51,10 @@ static int open_parent(const char *path) {
 }
 
 int store_write_text(const char *path, const char *text, size_t n) {
+        return store_write_text_mode(path, text, n, 0600);
+}
+
+int store_write_text_mode(const char *path, const char *text, size_t n, mode_t mode) {
         _cleanup_close_ int dfd = -EBADF;
         char tmp[PATH_MAX];
         int fd, r = 0;
@@ -58,10 +62,12 @@ int store_write_text(const char *path, const char *text, size_t n) {
         if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int) sizeof(tmp))
                 return -ENAMETOOLONG;
 
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return -errno;
-        r = loop_write(fd, text, n);
+        r = fchmod(fd, mode) < 0 ? -errno : 0; /* a leftover tmp keeps its old mode */
+        if (r >= 0)
+                r = loop_write(fd, text, n);
         if (r >= 0 && (n == 0 || text[n - 1] != '\n'))
                 r = loop_write(fd, "\n", 1);
         /* the content is on disk before the name points at it: a crash leaves the old
@@ -85,12 +91,16 @@ int store_write_text(const char *path, const char *text, size_t n) {
 }
 
 int store_write(const char *path, json_object *o) {
+        return store_write_mode(path, o, 0600);
+}
+
+int store_write_mode(const char *path, json_object *o, mode_t mode) {
         const char *s;
 
         s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!s)
                 return -ENOMEM;
-        return store_write_text(path, s, strlen(s));
+        return store_write_text_mode(path, s, strlen(s), mode);
 }
 
 int store_parse_full(const char *text, size_t size, json_object **ret, const char **ret_reason) {

@@ -14,6 +14,9 @@
 int store_write(const char *path, json_object *o);
 /* The same for text already formatted (a newline is added if it has none). */
 int store_write_text(const char *path, const char *text, size_t n);
+/* The same two, the file with MODE instead of 0600. */
+int store_write_mode(const char *path, json_object *o, mode_t mode);
+int store_write_text_mode(const char *path, const char *text, size_t n, mode_t mode);
 /* A record's JSON object; -EBADMSG if the file holds anything else, and then, with
  * ret_reason, what is wrong with it ("truncated JSON", "empty", ...: a static string). */
 int store_read(const char *path, json_object **ret);
