@@ -557,15 +557,34 @@ static _printf_(2, 0) void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 static void http_server_rearm(HttpServer *s) {
         MHD_UNSIGNED_LONG_LONG timeout_ms;
-        int r;
+        uint64_t now, want, armed, slack;
+        int enabled = SD_EVENT_OFF, r;
 
-        if (MHD_get_timeout(s->daemon, &timeout_ms) == MHD_YES) {
-                /* MHD answers in milliseconds relative to now. */
-                r = sd_event_source_set_time_relative(s->timer, timeout_ms * USEC_PER_MSEC);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
-        } else
-                r = sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        /* Every change of the timer is a timerfd_settime() when sd-event next prepares, and
+         * this runs at every loop iteration: arming and disarming it there was a fifth of
+         * sandboxd's time streaming output. So: work due now goes to a defer source; without
+         * a timeout, a timer still armed stays so (it fires once for nothing); and a timer
+         * armed within an eighth of the timeout of the new deadline stays (MHD's timeouts are
+         * connections' idle timeouts, which move with every byte sent). */
+        if (MHD_get_timeout(s->daemon, &timeout_ms) != MHD_YES)
+                return;
+        if (timeout_ms == 0) {
+                r = sd_event_source_set_enabled(s->now, SD_EVENT_ONESHOT);
+                goto done;
+        }
+        r = sd_event_now(s->manager->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                goto done;
+        timeout_ms = MIN(timeout_ms, (MHD_UNSIGNED_LONG_LONG) 24 * 3600 * 1000);
+        want = now + timeout_ms * USEC_PER_MSEC;
+        slack = timeout_ms * USEC_PER_MSEC / 8;
+        if (sd_event_source_get_enabled(s->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+            sd_event_source_get_time(s->timer, &armed) >= 0 && armed + slack >= want && armed <= want + slack)
+                return;
+        r = sd_event_source_set_time(s->timer, want);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
+done:
         if (r < 0)
                 log_warning_errno(r, "Failed to arm HTTP timer, ignoring: %m");
 }
@@ -579,6 +598,14 @@ static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) 
 }
 
 static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        HttpServer *s = userdata;
+
+        (void) MHD_run(s->daemon);
+        http_server_rearm(s);
+        return 0;
+}
+
+static int on_now(sd_event_source *es, void *userdata) {
         HttpServer *s = userdata;
 
         (void) MHD_run(s->daemon);
@@ -657,6 +684,10 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        r = sd_event_add_defer(m->event, &s->now, on_now, s);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(s->now, SD_EVENT_OFF);
         r = sd_event_add_post(m->event, NULL, on_post, s);
         if (r < 0)
                 goto fail;
@@ -673,6 +704,7 @@ HttpServer *http_server_free(HttpServer *s) {
                 return NULL;
         sd_event_source_disable_unref(s->io);
         sd_event_source_disable_unref(s->timer);
+        sd_event_source_disable_unref(s->now);
         if (s->daemon)
                 MHD_stop_daemon(s->daemon); /* frees every HttpConnection (NOTIFY_CONNECTION) */
         sd_event_source_disable_unref(s->auth_timer);

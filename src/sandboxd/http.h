@@ -21,6 +21,7 @@ struct HttpServer {
         struct MHD_Daemon *daemon;
         sd_event_source *io;
         sd_event_source *timer;
+        sd_event_source *now;   /* MHD has work right away: a defer source, not the timer */
         bool is_unix; /* peer credentials instead of bearer keys */
 
         /* TCP connections that have not yet sent an authenticated request, newest first: at
