@@ -10,8 +10,8 @@ import secrets
 import pytest
 
 import sbxbus as B
-from conftest import (UNIX_SOCKET, Api, assert_error, commands_path, run, sh, snapshot, start_command, units,
-                      wait_daemon_running, wait_for, wait_terminal)
+from conftest import (UNIX_SOCKET, Api, EventStream, assert_error, commands_path, run, sh, snapshot,
+                      start_command, stream_output, units, wait_daemon_running, wait_for, wait_terminal)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-test-quotas.conf"
 SPOOL = "/run/sandboxd/spool"
@@ -142,15 +142,25 @@ def test_spool_per_session(quotas, api, scope):
     user, ws = scope
     sid = api.create_session(user, ws)["id"]
     # 3 MiB of control bytes: kept up to the session's budget, all of it streamed live
-    res = run(api, sid, {"argv": ["sh", "-c", "head -c 3145728 /dev/zero"], "request_id": "big"})
-    assert res["exit"]["status"] == "succeeded"
-    assert len(res["stdout_bytes"]) == 3 << 20
-    trunc = [e for e in res["events"] if e["type"] == "truncated"]
+    with EventStream(api, "POST", commands_path(sid),
+                     {"argv": ["sh", "-c", "head -c 3145728 /dev/zero"], "request_id": "big"}, timeout=60) as first:
+        events = first.read_all()
+    assert events[-1]["type"] == "exit" and events[-1]["status"] == "succeeded", events[-1]
+    assert len(stream_output(events)) == 3 << 20
+    trunc = [e for e in events if e["type"] == "truncated"]
     assert len(trunc) == 1 and trunc[0]["reason"] == "session_spool", trunc
+    # the spool holds raw bytes and an index, not escaped JSON ("\u0000", 6 bytes each): the
+    # session's megabyte keeps nearly a megabyte of them
     kept = trunc[0]["kept_bytes"]
-    assert 0 < kept < (1 << 20) // 6, kept
+    assert (1 << 20) * 9 // 10 < kept < 1 << 20, kept
+    assert len(stream_output(events, live=False)) == kept
     spool = os.path.join(SPOOL, sid)
     assert sum(os.path.getsize(os.path.join(spool, f)) for f in os.listdir(spool)) <= 1 << 20
+    # the log replays as it went out, from the start and from inside an event
+    for offset in (0, 12345):
+        again = api.get(commands_path(sid, "big", "/events?offset=%d" % offset))
+        assert again.status == 200, again
+        assert again.body == first.kept_raw[offset:], (offset, len(again.body), len(first.kept_raw))
 
     # a running command that cannot keep its output: no new one until it ends
     start_command(api, sid, {"argv": ["sh", "-c", "head -c 2097152 /dev/zero; exec sleep 60"], "request_id": "hold"})
