@@ -439,15 +439,141 @@ static bool session_saw_oom(Session *s, const char *command_cgroup) {
         return true;
 }
 
+/* --- letting PID 1 collect the unit of a finished command ----------------------- */
+
+/* Once the result is recorded the unit serves nothing: what still runs in it (what the
+ * command left behind) is stopped, and PID 1 collects a unit nobody references once it is
+ * inactive (CollectMode=inactive, the default). Not a failed one: that waits for a
+ * ResetFailedUnit. And a unit can turn failed after its result: leftovers that ignore
+ * SIGTERM make the stop end in a timeout (Result=timeout, after TimeoutStopSec=). So the
+ * unit is followed until it is down, by a UnitRelease of the manager's, not by the command,
+ * which may be forgotten (or its session go) before then. (CollectMode=inactive-or-failed
+ * would collect it without us, but also the unit of a command that fails while no sandboxd
+ * holds it, a restart, before its result is read.) */
+struct UnitRelease {
+        Manager *manager;
+        char *unit;
+        char *unit_path;
+        UnitState state;
+        sd_bus_slot *match_slot;
+        Pid1Call *state_call;
+        bool stop_sent;
+        LIST_FIELDS(UnitRelease, releases);
+};
+
+UnitRelease *unit_release_free(UnitRelease *u) {
+        if (!u)
+                return NULL;
+        LIST_REMOVE(releases, u->manager->releases, u);
+        sd_bus_slot_unref(u->match_slot);
+        pid1_call_cancel(u->state_call);
+        free(u->unit);
+        free(u->unit_path);
+        free(u);
+        return NULL;
+}
+
+/* Does what the state asks for; true once there is nothing more to do. */
+static bool release_step(Pid1Gate *pid1, const char *unit, const UnitState *st, bool *stop_sent) {
+        if (streq(st->load_state, "not-found") || streq(st->active_state, "inactive"))
+                return true; /* collected, or it is as soon as nobody references it */
+        if (streq(st->active_state, "failed")) {
+                (void) systemd_reset_failed_unit_async(pid1, unit, NULL, NULL); /* inactive: collected */
+                return true;
+        }
+        if (!*stop_sent && (streq(st->active_state, "active") || streq(st->active_state, "activating") ||
+                            streq(st->active_state, "reloading"))) {
+                (void) systemd_stop_unit_async(pid1, unit, NULL, NULL);
+                *stop_sent = true;
+        }
+        return false; /* deactivating, or about to: its end comes in a PropertiesChanged */
+}
+
+static void release_done(UnitRelease *u) {
+        Manager *m = u->manager;
+
+        log_debug("Released %s.", u->unit);
+        unit_release_free(u);
+        manager_check_idle(m);
+}
+
+static int on_release_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        UnitRelease *u = userdata;
+
+        u->state_call = pid1_call_cancel(u->state_call);
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                log_warning("Failed to read state of %s, leaving it to PID 1: %s", u->unit, systemd_error_message(reply));
+                release_done(u);
+                return 0;
+        }
+        if (systemd_read_unit_state(reply, &u->state) < 0)
+                log_warning("Failed to parse state of %s, waiting for its changes.", u->unit);
+        else if (release_step(u->manager->pid1, u->unit, &u->state, &u->stop_sent))
+                release_done(u);
+        return 0;
+}
+
+static int on_release_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        UnitRelease *u = userdata;
+        const char *interface;
+
+        if (sd_bus_message_read(m, "s", &interface) < 0 || systemd_read_unit_state(m, &u->state) < 0) {
+                if (!u->state_call)
+                        (void) systemd_get_unit_state_async(u->manager->pid1, &u->state_call, u->unit_path,
+                                                            "org.freedesktop.systemd1.Unit", on_release_state, u);
+                return 0;
+        }
+        if (release_step(u->manager->pid1, u->unit, &u->state, &u->stop_sent))
+                release_done(u);
+        return 0;
+}
+
+int unit_release(Manager *m, const char *unit, const char *unit_path, const UnitState *known) {
+        UnitRelease *u;
+        bool stop_sent = false;
+        int r;
+
+        if (known && release_step(m->pid1, unit, known, &stop_sent))
+                return 0;
+
+        u = calloc(1, sizeof(UnitRelease));
+        if (!u)
+                return log_oom();
+        u->manager = m;
+        u->stop_sent = stop_sent;
+        if (known)
+                u->state = *known;
+        LIST_PREPEND(releases, m->releases, u);
+        u->unit = strdup(unit);
+        u->unit_path = strdup(unit_path);
+        if (!u->unit || !u->unit_path) {
+                r = log_oom();
+                goto fail;
+        }
+        /* the match first: no change slips between the read and it */
+        r = systemd_match_unit_async(m->bus, &u->match_slot, unit_path, on_release_changed, u);
+        if (r >= 0)
+                r = systemd_get_unit_state_async(m->pid1, &u->state_call, unit_path, "org.freedesktop.systemd1.Unit",
+                                                 on_release_state, u);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to follow %s to its end, it may stay failed: %m", unit);
+                goto fail;
+        }
+        return 0;
+
+fail:
+        unit_release_free(u);
+        return r;
+}
+
 /* The result is recorded: let PID 1 stop what is left and collect the unit. */
 static void release_unit(Command *c) {
-        Pid1Gate *pid1 = c->session->manager->pid1;
+        Manager *m = c->session->manager;
 
-        if (streq(c->state.active_state, "active"))
-                (void) systemd_stop_unit_async(pid1, c->unit, NULL, NULL);
-        else if (streq(c->state.active_state, "failed"))
-                (void) systemd_reset_failed_unit_async(pid1, c->unit, NULL, NULL);
-        (void) systemd_unit_call_async(pid1, c->unit_path, "Unref", NULL, NULL);
+        (void) unit_release(m, c->unit, c->unit_path, &c->state);
+        /* Ours (AddRef=, or Ref at a recovery); whichever comes after it in the gate, a
+         * stop or a reset, still reaches the unit. */
+        (void) systemd_unit_call_async(m->pid1, c->unit_path, "Unref", NULL, NULL);
 }
 
 static void command_set_result(Command *c, const CommandResult *res) {

@@ -96,6 +96,13 @@ void command_remove(Command *c);
 void command_abandon_waiters(Command *c);
 Command *command_free(Command *c);
 
+/* The unit of a finished command (its result recorded, or no command left to record it):
+ * stopped if it still runs, reset if it is failed, followed until it is down if it is on
+ * its way there (a stop that ends failed: leftovers that ignored SIGTERM), so that PID 1
+ * collects it. known: its state as last seen, or NULL to ask PID 1. */
+int unit_release(Manager *m, const char *unit, const char *unit_path, const UnitState *known);
+UnitRelease *unit_release_free(UnitRelease *u);
+
 /* The signals a caller may send, by name ("SIGTERM"); -EINVAL for any other. */
 int command_signal_from_string(const char *name);
 /* Sends `sig` to every process of the command's unit; -ESRCH if it is not running. */

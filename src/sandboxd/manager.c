@@ -62,6 +62,9 @@ Manager *manager_free(Manager *m) {
                 session_save_pending(s);
         while ((s = m->sessions))
                 session_free(s);
+        /* the next sandboxd finds what is left of them (manager_recover()) */
+        while (m->releases)
+                unit_release_free(m->releases);
         m->file_ops = file_ops_free(m->file_ops);
         auth_cache_flush(m);
         m->writer = store_writer_free(m->writer);
@@ -257,6 +260,31 @@ static int manager_recover(Manager *m) {
         r = systemd_list_units(m->bus, "sandboxd-*", &all, &all_states);
         if (r < 0)
                 return log_error_errno(r, "Failed to list sandboxd's units: %m");
+        /* Units of finished commands that are still there: the sandboxd before went away while
+         * their leftovers were being stopped (or before it asked), and they may end failed.
+         * Also a failed one of a command forgotten since: its result was read. */
+        for (size_t i = 0; all[i]; i++) {
+                _cleanup_free_ char *path = NULL;
+                char sid[17];
+                unsigned n;
+                int end = 0;
+                Session *s;
+                Command *c = NULL;
+
+                if (sscanf(all[i], "sandboxd-%16[0-9a-f]-%u.service%n", sid, &n, &end) != 2 || all[i][end] != 0 ||
+                    !(s = manager_find_session(m, sid)) || streq(all_states[i], "inactive"))
+                        continue;
+                LIST_FOREACH(commands, c, s->commands)
+                        if (c->n == n)
+                                break;
+                if (c ? !command_status_is_terminal(c->result.status) : n > s->n_commands || !streq(all_states[i], "failed"))
+                        continue;
+                if (systemd_unit_path(all[i], &path) < 0)
+                        return log_oom();
+                log_info("Releasing %s (%s), the unit of a finished command.", all[i], all_states[i]);
+                (void) unit_release(m, all[i], path, NULL);
+        }
+
         for (char **sl = slices; *sl; sl++) {
                 Session *s, *owner = NULL;
 
@@ -400,7 +428,9 @@ static bool manager_has_live_sessions(Manager *m) {
 }
 
 bool manager_is_idle(Manager *m) {
-        bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->bus_pending && polkit_pending(m) == 0;
+        /* a unit being released: at most TimeoutStopSec= more */
+        bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->bus_pending && polkit_pending(m) == 0 &&
+                     !m->releases;
 
         /* Closed sessions keep their records on disk: they do not keep us running. A drained
          * daemon goes as soon as its commands are done, open sessions or not. */

@@ -17,6 +17,7 @@
 typedef struct Manager Manager;
 typedef struct Session Session;
 typedef struct Command Command;
+typedef struct UnitRelease UnitRelease;
 typedef struct HttpServer HttpServer;
 typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
@@ -86,6 +87,7 @@ struct Manager {
         unsigned n_connections;
         unsigned n_running;
         unsigned n_starting;    /* commands asked of PID 1, not yet answered */
+        UnitRelease *releases;  /* units of finished commands, until PID 1 can collect them */
         SpoolAccount spool;     /* every command's spool files (SpoolMax=) */
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
