@@ -465,6 +465,7 @@ UnitRelease *unit_release_free(UnitRelease *u) {
         if (!u)
                 return NULL;
         LIST_REMOVE(releases, u->manager->releases, u);
+        u->manager->n_releases--;
         sd_bus_slot_unref(u->match_slot);
         pid1_call_cancel(u->state_call);
         free(u->unit);
@@ -544,6 +545,7 @@ int unit_release(Manager *m, const char *unit, const char *unit_path, const Unit
         if (known)
                 u->state = *known;
         LIST_PREPEND(releases, m->releases, u);
+        m->n_releases++;
         u->unit = strdup(unit);
         u->unit_path = strdup(unit_path);
         if (!u->unit || !u->unit_path) {

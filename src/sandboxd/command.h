@@ -14,9 +14,10 @@
 
 /* r >= 0: the unit was accepted by systemd; r < 0: it was not, `message` says why, and the
  * command is already forgotten (c is NULL). */
-/* Commands running or starting on the host at most: systemd holds a match rule on the
- * bus for each (the reference AddRef= gives sandboxd), of the 512 dbus-daemon allows its
- * connection; past this, new commands get 503 overloaded. */
+/* Commands running or starting on the host at most, with the units of finished ones
+ * still being stopped (unit_release()): systemd holds a match rule on the bus for each
+ * (the reference AddRef= gives sandboxd) and sandboxd one, of the 512 dbus-daemon allows
+ * a connection; past this, new commands get 503 overloaded. */
 #define COMMANDS_RUNNING_MAX 256
 
 typedef void (*CommandStartedFn)(Command *c, int r, const char *message, void *userdata);

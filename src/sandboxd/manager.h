@@ -88,6 +88,7 @@ struct Manager {
         unsigned n_running;
         unsigned n_starting;    /* commands asked of PID 1, not yet answered */
         UnitRelease *releases;  /* units of finished commands, until PID 1 can collect them */
+        unsigned n_releases;
         SpoolAccount spool;     /* every command's spool files (SpoolMax=) */
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */

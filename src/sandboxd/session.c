@@ -1025,7 +1025,8 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
                 return refuse_draining(e);
         if (pid1_gate_waiting(s->manager->pid1) >= PID1_WAITING_MAX)
                 return refuse_overloaded(s->manager, e);
-        if (s->manager->n_running + s->manager->n_starting >= COMMANDS_RUNNING_MAX) {
+        /* a unit being released holds a match rule too, as long as its leftovers take to stop */
+        if (s->manager->n_running + s->manager->n_starting + s->manager->n_releases >= COMMANDS_RUNNING_MAX) {
                 e->code = "overloaded";
                 snprintf(e->message, sizeof(e->message),
                          "%u commands run on this host, its most: ask again in a moment.", COMMANDS_RUNNING_MAX);
