@@ -10,6 +10,7 @@ Only the standard library and pytest are used.
 """
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -572,6 +573,36 @@ def wait_daemon_running(not_pid=None, timeout=20.0):
     r = Api("unix").get("/v1/health")
     assert r.status == 200, r
     return pid
+
+
+def restart_daemon(reload=False, timeout=20.0):
+    """Restarts sandboxd.service, after a daemon-reload if RELOAD (a unit drop-in changed),
+    and waits until it answers; returns its pid. reset-failed first: tests that restart it
+    many times in a row must not run into the unit's start rate limit (StartLimitBurst=)."""
+    if reload:
+        sh("systemctl", "daemon-reload")
+    sh("systemctl", "reset-failed", "sandboxd.service", check=False)
+    sh("systemctl", "restart", "sandboxd.service")
+    return wait_daemon_running(timeout=timeout)
+
+
+@contextlib.contextmanager
+def config_dropin(path, reload=False, timeout=20.0):
+    """A drop-in at PATH (of sandboxd.conf, or of the unit with RELOAD): yields write(text),
+    which writes it and restarts sandboxd with it (restart_daemon(RELOAD, TIMEOUT)). On
+    exit the drop-in, if written, is removed and sandboxd restarted without it."""
+    def write(text):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        restart_daemon(reload, timeout)
+
+    try:
+        yield write
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+            restart_daemon(reload, timeout)
 
 
 # --------------------------------------------------------------------------

@@ -7,15 +7,15 @@ list, get, exec, files, signal, stdin, freeze, close, drain, metrics) x every tr
 its own session (where it has one) and on another caller's, and that a refusal changed
 nothing. The expected answers are written out below, not computed."""
 
+import contextlib
 import json
-import os
 import re
 import secrets
 
 import pytest
 
 import sbxbus as B
-from conftest import (API_KEYS_FILE, UNIX_SOCKET, Api, commands_path, hash_key, sh, start_command, wait_daemon_running,
+from conftest import (API_KEYS_FILE, UNIX_SOCKET, Api, commands_path, config_dropin, hash_key, sh, start_command,
                       wait_for)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-authz-table.conf"
@@ -138,13 +138,6 @@ def make_user(groups=()):
     return name
 
 
-def restart_daemon():
-    sh("systemctl", "daemon-reload")
-    sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-    sh("systemctl", "restart", "sandboxd.service")
-    wait_daemon_running()
-
-
 class World:
     """The callers, and a session of each that may have one, each with two running
     commands: "long" (ignores SIGUSR1, so signalling it changes nothing for the next
@@ -161,10 +154,10 @@ class World:
             self.old_keys = f.read()
         with open(API_KEYS_FILE, "a") as f:
             f.write(hash_key(ADMIN_TENANT, self.admin_key) + "\n")
-        os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-        with open(DROPIN, "w") as f:
-            f.write("[Daemon]\nAdminGroup=%s\n[HTTP]\nAdminTenants=%s\n" % (self.group, ADMIN_TENANT))
-        restart_daemon()
+        # removed (and sandboxd restarted without it) by close()
+        self.dropin = contextlib.ExitStack()
+        write = self.dropin.enter_context(config_dropin(DROPIN, reload=True))
+        write("[Daemon]\nAdminGroup=%s\n[HTTP]\nAdminTenants=%s\n" % (self.group, ADMIN_TENANT))
 
         self.callers = {
             "root": Caller("root", user="root"),
@@ -221,10 +214,9 @@ class World:
     def close(self):
         for sid in list(self.sessions.values()) + self.extra:
             Api("unix").delete("/v1/sessions/%s?purge=true" % sid)
-        os.unlink(DROPIN)
         with open(API_KEYS_FILE, "w") as f:
             f.write(self.old_keys)
-        restart_daemon()
+        self.dropin.close()  # the drop-in removed, sandboxd restarted with the old keys
         for u in self.users:
             sh("userdel", u, check=False)
         sh("groupdel", self.group, check=False)

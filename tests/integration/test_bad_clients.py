@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from conftest import (TCP_HOST, TCP_PORT, UNIX_SOCKET, EventStream, assert_error, commands_path, open_events,
-                      replay, sh, units, wait_daemon_running, wait_for, wait_terminal)
+from conftest import (TCP_HOST, TCP_PORT, UNIX_SOCKET, EventStream, assert_error, commands_path, config_dropin,
+                      open_events, replay, units, wait_for, wait_terminal)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-test-bad-clients.conf"
 
@@ -107,23 +107,8 @@ def healthy(api):
 @pytest.fixture
 def dropin():
     """Writes a config drop-in and restarts sandboxd with it; removes it after."""
-    def write(text):
-        os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-        with open(DROPIN, "w") as f:
-            f.write(text)
-        restart()
-
-    yield write
-    if os.path.exists(DROPIN):
-        os.unlink(DROPIN)
-        restart()
-
-
-def restart():
-    # many restarts in a row: not to run into the unit's start rate limit
-    sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-    sh("systemctl", "restart", "sandboxd.service")
-    wait_daemon_running()
+    with config_dropin(DROPIN) as write:
+        yield write
 
 
 # --------------------------------------------------------------------------

@@ -18,8 +18,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import (UNIX_SOCKET, WORKSPACE_HOST_ROOT, Api, assert_error, run, scope_dir, sh, unique_user,
-                      wait_for)
+from conftest import (UNIX_SOCKET, WORKSPACE_HOST_ROOT, Api, assert_error, config_dropin, run, scope_dir, sh,
+                      unique_user, wait_for)
 
 OCTET = {"Content-Type": "application/octet-stream"}
 RSS_LIMIT = 32 << 20
@@ -623,15 +623,9 @@ def test_refusal_before_the_body_with_expect_continue(api, session):
 @pytest.fixture
 def small_file_cap(api):
     """MaxFileSize=1M for the test; sandboxd restarted (sessions survive)."""
-    os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-    with open(DROPIN, "w") as f:
-        f.write("[Files]\nMaxFileSize=1M\n")
-    sh("systemctl", "restart", "sandboxd.service")
-    try:
+    with config_dropin(DROPIN) as write:
+        write("[Files]\nMaxFileSize=1M\n")
         yield 1 << 20
-    finally:
-        os.unlink(DROPIN)
-        sh("systemctl", "restart", "sandboxd.service")
 
 
 @pytest.mark.restarts_daemon

@@ -5,14 +5,13 @@ SIGTERM, then SIGKILL after TimeoutStopSec= (sandboxd.conf(5)), and then its uni
 PID 1 leaves failed (result "timeout"), is collected all the same: with sandboxd watching,
 and when sandboxd was away while it happened."""
 
-import os
 import secrets
 import time
 
 import pytest
 
-from conftest import (daemon_pid, run, sh, snapshot, start_command, systemctl_show, units, wait_daemon_running,
-                      wait_for, wait_terminal)
+from conftest import (config_dropin, daemon_pid, restart_daemon, run, sh, snapshot, start_command, systemctl_show,
+                      units, wait_daemon_running, wait_for, wait_terminal)
 
 KILL_GRACE = 5  # TimeoutStopSec=5s, the default
 LONG_GRACE = 20  # the drop-in of test_leftover_collected_after_a_restart_while_it_is_killed
@@ -89,20 +88,9 @@ def test_leftover_collected_when_it_fails_while_sandboxd_is_stopped(api, session
 @pytest.fixture
 def long_grace():
     """TimeoutStopSec=LONG_GRACE, for a restart of sandboxd well inside the grace."""
-    def restart():
-        sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-        sh("systemctl", "restart", "sandboxd.service")
-        wait_daemon_running(timeout=30)
-
-    os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-    with open(DROPIN, "w") as f:
-        f.write("[Command]\nTimeoutStopSec=%ds\n" % LONG_GRACE)
-    try:
-        restart()
-        yield restart
-    finally:
-        os.unlink(DROPIN)
-        restart()
+    with config_dropin(DROPIN, timeout=30) as write:
+        write("[Command]\nTimeoutStopSec=%ds\n" % LONG_GRACE)
+        yield lambda: restart_daemon(timeout=30)
 
 
 @pytest.mark.restarts_daemon

@@ -10,33 +10,19 @@ import secrets
 import pytest
 
 import sbxbus as B
-from conftest import (UNIX_SOCKET, Api, EventStream, assert_error, commands_path, run, sh, snapshot,
-                      start_command, stream_output, units, wait_daemon_running, wait_for, wait_terminal)
+from conftest import (UNIX_SOCKET, Api, EventStream, assert_error, commands_path, config_dropin, run, sh, snapshot,
+                      start_command, stream_output, units, wait_for, wait_terminal)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-test-quotas.conf"
 SPOOL = "/run/sandboxd/spool"
 CURL = ["curl", "-sS", "--max-time", "20", "--unix-socket", UNIX_SOCKET, "-o", "-", "-w", "\n%{http_code}"]
 
 
-def restart():
-    sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-    sh("systemctl", "restart", "sandboxd.service")
-    wait_daemon_running()
-
-
 @pytest.fixture
 def quotas():
     """Writes the drop-in and restarts sandboxd with it; removes it after."""
-    def write(text):
-        os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-        with open(DROPIN, "w") as f:
-            f.write(text)
-        restart()
-
-    yield write
-    if os.path.exists(DROPIN):
-        os.unlink(DROPIN)
-        restart()
+    with config_dropin(DROPIN) as write:
+        yield write
 
 
 @pytest.fixture
