@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import (SERVER_PORT, SERVER_BODY, restart_sandboxd, run, sh_in, snapshot, start_command, unique_user,
+from conftest import (SERVER_PORT, SERVER_BODY, config_dropin, run, sh_in, snapshot, start_command, unique_user,
                       wait_for)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/91-fair-shares-tests.conf"
@@ -103,14 +103,11 @@ while left:
 def shares(secnet):
     """Small shares, so that floods stay small; idle connections wait long enough for the
     test (ProxyConnectTimeoutSec=)."""
-    with open(DROPIN, "w") as f:
-        f.write("[Network]\nProxyMaxConnections=%d\nProxyMaxConnectionsPerSession=%d\n"
-                "ProxyMaxLookups=%d\nProxyMaxLookupsPerSession=%d\nProxyConnectTimeoutSec=120s\n"
-                % (TOTAL, SHARE, LOOKUPS, LOOKUP_SHARE))
-    restart_sandboxd()
-    yield
-    os.unlink(DROPIN)
-    restart_sandboxd()
+    with config_dropin(DROPIN) as write:
+        write("[Network]\nProxyMaxConnections=%d\nProxyMaxConnectionsPerSession=%d\n"
+              "ProxyMaxLookups=%d\nProxyMaxLookupsPerSession=%d\nProxyConnectTimeoutSec=120s\n"
+              % (TOTAL, SHARE, LOOKUPS, LOOKUP_SHARE))
+        yield
 
 
 def proxy_refused(api, reason):
