@@ -18,6 +18,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -572,6 +573,62 @@ def wait_daemon_running(not_pid=None, timeout=20.0):
     r = Api("unix").get("/v1/health")
     assert r.status == 200, r
     return pid
+
+
+# --------------------------------------------------------------------------
+# requests that wait on PID 1: the system bus paused (SIGSTOP to dbus-daemon), every call
+# of sandboxd to PID 1 waits; systemctl talks to PID 1 over its private socket and keeps
+# working (test_stop_inflight.py, tests/cgroup-v2)
+
+def dbus_daemon_pid():
+    """The system bus (dbus-daemon): SIGSTOP to it holds every call of sandboxd to PID 1.
+    Always SIGCONT it in a finally."""
+    pid = int(systemctl_show("dbus.service", "MainPID")["MainPID"] or 0)
+    assert pid > 0, "no dbus-daemon"
+    return pid
+
+
+def gauge(api, name):
+    """The value of a gauge of /metrics, its labels summed (sandboxd_http_requests_waiting:
+    the requests suspended, waiting on PID 1, stdin, a freeze or a file operation)."""
+    n = 0
+    for line in api.get("/metrics").body.decode().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            n += int(float(line.split()[-1]))
+    return n
+
+
+class Client(threading.Thread):
+    """One request over the unix socket in a thread of its own: .answer, or .error."""
+
+    def __init__(self, method, path, body=None, headers=None):
+        super().__init__(daemon=True)
+        self.method, self.path, self.body, self.headers = method, path, body, headers
+        self.answer = self.error = None
+
+    def run(self):
+        try:
+            self.answer = Api("unix").request(self.method, self.path, self.body, headers=self.headers)
+        except Exception as e:  # noqa: BLE001 - a dropped connection is a failure here
+            self.error = e
+
+
+def exited_cleanly(old_pid):
+    """sandboxd's main process OLD_PID is gone, and systemd saw it exit 0: no abort, no
+    core, no SIGKILL after TimeoutStopSec=."""
+    wait_for(lambda: daemon_pid() != old_pid, timeout=30, what="sandboxd to exit")
+    show = systemctl_show("sandboxd.service", "Result", "ExecMainCode", "ExecMainStatus")
+    assert show["Result"] == "success", show
+    assert show["ExecMainCode"] == "1" and show["ExecMainStatus"] == "0", show  # CLD_EXITED, 0
+
+
+def assert_stopping(c):
+    """Client C was answered 503 stopping, with Retry-After."""
+    assert not c.is_alive(), "%s %s still waiting after the stop" % (c.method, c.path)
+    assert c.error is None, "%s %s: no answer, %r" % (c.method, c.path, c.error)
+    assert c.answer.status == 503, (c.method, c.path, c.answer)
+    assert c.answer.json["error"]["code"] == "stopping", c.answer
+    assert c.answer.headers.get("Retry-After"), c.answer.headers
 
 
 # --------------------------------------------------------------------------
