@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Requests that wait on systemd. Stopping sandboxd while they wait: each waiting client
-gets an answer (503 "stopping", with Retry-After) or the
+gets an answer (503 "stopping", with Retry-After; on D-Bus the error Stopping) or the
 clean end of its stream, sandboxd exits cleanly (it aborted in libmicrohttpd:
 "MHD_stop_daemon() called while we have suspended connections"), and what was asked is
 found after the restart. The stop comes as SIGTERM, as systemctl stop and as systemctl
@@ -15,10 +15,12 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import threading
 
 import pytest
 
+import sbxbus as B
 from conftest import (UNIX_SOCKET, Client, assert_stopping, commands_path, daemon_pid, dbus_daemon_pid, exited_cleanly,
                       gauge, journal_cursor, journal_since, open_events, sh, snapshot, start_command, systemctl_show,
                       wait_daemon_running, wait_for, wait_terminal)
@@ -256,6 +258,102 @@ def test_stop_while_an_upload_is_mid_body(api, session):
         assert f.read() == b"old\n"
     r = api.request("PUT", "/v1/sessions/%s/files/new.bin" % sid, b"whole\n", headers=OCTETS)
     assert r.status == 201, r  # the upload asked again works
+
+
+# --------------------------------------------------------------------------
+# D-Bus: Run waiting on PID 1, and Run waiting for its command's end
+
+# The D-Bus client, in a process of its own. It is known to sandboxd before the bus is
+# paused (sandboxd asks dbus-daemon who a sender is, synchronously, once a minute), starts
+# a Run of a long command, and on "go" a Run whose start is held: dbus-daemon's answer to
+# GetId, on the same connection, says it has passed that Run on to sandboxd.
+_DBUS_CLIENT = r'''
+import json, sys
+import dbus, dbus.lowlevel
+sid = sys.argv[1]
+bus = dbus.SystemBus()
+def msg(method, signature, *args):
+    m = dbus.lowlevel.MethodCallMessage("io.sandboxd.sandbox1", "/io/sandboxd/sandbox1",
+                                        "io.sandboxd.sandbox1.Manager", method)
+    m.append(*args, signature=signature)
+    return m
+def run(argv, rid, answers):
+    return bus.send_message_with_reply(msg("Run", "sasa{sv}", sid, argv, {"request_id": dbus.String(rid)}),
+                                       answers.append, 120, require_main_loop=False)
+bus.send_message_with_reply_and_block(msg("GetSession", "s", sid), 30)
+long_answer, held_answer = [], []
+long_call = run(["sleep", "300"], "dbus-long", long_answer)
+print("ready", flush=True)
+sys.stdin.readline()
+held_call = run(["true"], "dbus-held", held_answer)
+bus.send_message_with_reply_and_block(dbus.lowlevel.MethodCallMessage(
+    "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId"), 30)
+print("sent", flush=True)
+out = {}
+for name, call, answer in (("long", long_call, long_answer), ("held", held_call, held_answer)):
+    call.block()
+    m = answer[0]
+    if isinstance(m, dbus.lowlevel.ErrorMessage):
+        out[name] = {"error": m.get_error_name(), "message": str((m.get_args_list() or [""])[0])}
+    else:
+        out[name] = {"reply": str(m.get_args_list()[0])}
+print(json.dumps(out), flush=True)
+'''
+
+
+def test_stop_while_dbus_run_waits(api, scope):
+    """A D-Bus Run whose StartTransientUnit PID 1 has not answered, and a Run waiting for
+    the end of its command, when sandboxd gets SIGTERM: both callers get the error
+    Stopping (not NoReply after the timeout, nor NoSuchCommand), sandboxd exits cleanly,
+    and both commands are found after the restart.
+
+    To hold the Run at PID 1, its message must reach sandboxd while the bus is paused:
+    sandboxd is paused (SIGSTOP) while dbus-daemon hands it the Run, then dbus-daemon is
+    paused and sandboxd resumed."""
+    sid = api.create_session(*scope)["id"]
+    pid = daemon_pid()
+    bus = dbus_daemon_pid()
+    client = subprocess.Popen([B.PYTHON, "-c", _DBUS_CLIENT, sid], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout.readline().strip() == "ready", client.stderr.read()
+        wait_for(lambda: api.get(commands_path(sid, "dbus-long")).status == 200 and
+                 snapshot(api, sid, "dbus-long")["status"] == "running", timeout=30, what="the long Run to run")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            client.stdin.write("go\n")
+            client.stdin.flush()
+            assert client.stdout.readline().strip() == "sent"
+            os.kill(bus, signal.SIGSTOP)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        try:
+            # the record is written before PID 1 is asked
+            wait_for(lambda: api.get(commands_path(sid, "dbus-held")).status == 200, timeout=15,
+                     what="the held Run to wait on PID 1")
+            assert snapshot(api, sid, "dbus-held")["status"] == "pending"
+            os.kill(pid, signal.SIGTERM)
+            wait_for(lambda: not os.path.exists("/proc/%d" % pid), timeout=20, what="sandboxd to exit")
+        finally:
+            os.kill(bus, signal.SIGCONT)
+        out, err = client.communicate(timeout=30)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    answers = json.loads(out.strip().splitlines()[-1])
+    for name in ("held", "long"):
+        assert answers[name].get("error") == B.ERROR + "Stopping", (name, answers, err)
+        assert answers[name]["message"], answers
+    exited_cleanly(pid)
+
+    assert api.get("/v1/health").status == 200
+    wait_daemon_running(not_pid=pid)
+    held = wait_terminal(api, sid, "dbus-held")
+    assert (held["status"], held["reason"]) in (("succeeded", "success"), ("failed", "not-started")), held
+    long = snapshot(api, sid, "dbus-long")
+    assert long["status"] == "running" and not long["terminal"], long
+    assert api.post(commands_path(sid, "dbus-long", "/signal"), {"signal": "SIGKILL"}).status == 200
 
 
 # --------------------------------------------------------------------------
