@@ -613,6 +613,26 @@ class Client(threading.Thread):
             self.error = e
 
 
+def pid1_quiet(api):
+    """Before the bus is paused: PID 1 has no job under way and the warm pool makes no
+    slice. A unit PID 1 is starting when the bus stops can make PID 1 itself wait on the
+    bus, and with it systemctl and the reaping of sandboxd's exit (seen once in about ten
+    runs, under load: PID 1 logged the start of a command sandboxd had just started, and
+    sandboxd's end, only once the bus went on, 20 s later)."""
+    settle_pool(api)
+    wait_for(lambda: not sh("systemctl", "list-jobs", "--no-legend").stdout.strip(), timeout=30,
+             what="PID 1 to have no job under way")
+
+
+def gone(pid):
+    """PID has exited (a zombie not yet reaped by PID 1 counts)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
 def exited_cleanly(old_pid):
     """sandboxd's main process OLD_PID is gone, and systemd saw it exit 0: no abort, no
     core, no SIGKILL after TimeoutStopSec=."""

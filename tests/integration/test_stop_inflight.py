@@ -22,8 +22,8 @@ import pytest
 
 import sbxbus as B
 from conftest import (UNIX_SOCKET, Client, assert_stopping, commands_path, daemon_pid, dbus_daemon_pid, exited_cleanly,
-                      gauge, journal_cursor, journal_since, open_events, sh, snapshot, start_command, systemctl_show,
-                      wait_daemon_running, wait_for, wait_terminal)
+                      gauge, gone, journal_cursor, journal_since, open_events, pid1_quiet, sh, snapshot, start_command,
+                      systemctl_show, wait_daemon_running, wait_for, wait_terminal)
 from test_files import host_dir, put_head
 
 pytestmark = [pytest.mark.restarts_daemon, pytest.mark.time_limit(120)]
@@ -70,6 +70,7 @@ def test_stop_while_requests_wait(api, scope):
     follower.start()
     wait_for(lambda: follower.stream.events, timeout=10, what="the follower's first event")
 
+    pid1_quiet(api)
     pid = daemon_pid()
     bus = dbus_daemon_pid()
     os.kill(bus, signal.SIGSTOP)
@@ -137,6 +138,7 @@ def test_close_before_the_process_started(api, scope):
     """The start of the command and the stop of the close reach PID 1 in this order, in
     one go: the stop job replaces the start job, the command never runs."""
     sid = api.create_session(*scope)["id"]
+    pid1_quiet(api)
     bus = dbus_daemon_pid()
     os.kill(bus, signal.SIGSTOP)
     try:
@@ -319,6 +321,7 @@ def test_stop_while_dbus_run_waits(api, scope):
         assert client.stdout.readline().strip() == "ready", client.stderr.read()
         wait_for(lambda: api.get(commands_path(sid, "dbus-long")).status == 200 and
                  snapshot(api, sid, "dbus-long")["status"] == "running", timeout=30, what="the long Run to run")
+        pid1_quiet(api)
         os.kill(pid, signal.SIGSTOP)
         try:
             client.stdin.write("go\n")
@@ -333,7 +336,7 @@ def test_stop_while_dbus_run_waits(api, scope):
                      what="the held Run to wait on PID 1")
             assert snapshot(api, sid, "dbus-held")["status"] == "pending"
             os.kill(pid, signal.SIGTERM)
-            wait_for(lambda: not os.path.exists("/proc/%d" % pid), timeout=20, what="sandboxd to exit")
+            wait_for(lambda: gone(pid), timeout=20, what="sandboxd to exit")
         finally:
             os.kill(bus, signal.SIGCONT)
         out, err = client.communicate(timeout=30)
@@ -375,6 +378,7 @@ def test_systemctl_while_requests_wait(api, scope, how):
     start_command(api, other, {"argv": ["sleep", "300"], "request_id": "long"})
     cursor = journal_cursor()
 
+    pid1_quiet(api)
     pid = daemon_pid()
     bus = dbus_daemon_pid()
     os.kill(bus, signal.SIGSTOP)
@@ -395,7 +399,7 @@ def test_systemctl_while_requests_wait(api, scope, how):
         for c in clients:
             c.join(20)
             assert_stopping(c)
-        wait_for(lambda: not os.path.exists("/proc/%d" % pid), timeout=20, what="sandboxd to exit")
+        wait_for(lambda: gone(pid), timeout=20, what="sandboxd to exit")
         if how == "stop":
             exited_cleanly(pid)
     finally:
