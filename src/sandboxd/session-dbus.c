@@ -219,8 +219,16 @@ static void on_run_output(OutputReader *reader) {
         Command *c;
 
         if (!reader->output) {
-                /* The command went away before it ended (sandboxd is exiting). */
-                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NO_SUCH_COMMAND, "The command went away."));
+                /* Let go before it ended. At a stop (command_abandon_waiters()) the command
+                 * goes on under systemd and the next sandboxd has its result: that is
+                 * Stopping, as for every other call waiting then, not NoSuchCommand, which
+                 * would tell the caller there is nothing to look up. */
+                if (p->manager->stopping)
+                        bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING,
+                                                                        "sandboxd is stopping; the command goes on: "
+                                                                        "look it up by its request id once it is back."));
+                else
+                        bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NO_SUCH_COMMAND, "The command went away."));
                 return;
         }
         if (!reader->output->finished)
