@@ -29,7 +29,10 @@ from test_files import host_dir, put_head
 pytestmark = [pytest.mark.restarts_daemon, pytest.mark.time_limit(120)]
 
 OCTETS = {"Content-Type": "application/octet-stream"}
-PIPE_BYTES = 1 << 20  # sandboxd's stdin pipes hold 1 MiB: a write beyond waits for a reader
+# sandboxd's stdin pipes hold 1 MiB at most, and 64 KiB at least (where root's pipe buffers on
+# the host pass fs.pipe-user-pages-soft, the kernel keeps them at that): 32 KiB always fit, and
+# 1 MiB (MaxBodySize=) more than any of them holds then, so that write waits for a reader
+PIPE_BYTES = 1 << 20
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +65,7 @@ def test_stop_while_requests_wait(api, scope):
     other = api.create_session(user, ws + "-2")["id"]
     # a command that never reads its stdin, and a client following its events
     start_command(api, sid, {"argv": ["sleep", "300"], "stdin": "stream", "request_id": "deaf"})
-    fill = api.post(commands_path(sid, "deaf", "/stdin"), b"x" * (PIPE_BYTES - (64 << 10)), headers=OCTETS)
+    fill = api.post(commands_path(sid, "deaf", "/stdin"), b"x" * (32 << 10), headers=OCTETS)
     assert fill.status == 200, fill
     # closing a session waits for its commands to end
     start_command(api, other, {"argv": ["sleep", "300"], "request_id": "long"})
@@ -81,7 +84,7 @@ def test_stop_while_requests_wait(api, scope):
             # waits on PID 1 to stop the session's command
             Client("DELETE", "/v1/sessions/" + other),
             # waits for a reader that never comes
-            Client("POST", commands_path(sid, "deaf", "/stdin"), b"x" * (256 << 10), OCTETS),
+            Client("POST", commands_path(sid, "deaf", "/stdin"), b"x" * PIPE_BYTES, OCTETS),
         ]
         for c in clients:
             c.start()
