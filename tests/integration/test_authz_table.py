@@ -15,8 +15,8 @@ import secrets
 import pytest
 
 import sbxbus as B
-from conftest import (API_KEYS_FILE, UNIX_SOCKET, Api, commands_path, config_dropin, hash_key, sh, start_command,
-                      wait_for)
+from conftest import (API_KEYS_FILE, UNIX_SOCKET, Api, commands_path, config_dropin, hash_key, sh, snapshot,
+                      start_command, wait_for)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-authz-table.conf"
 ADMIN_TENANT = "opsadmin"
@@ -180,9 +180,14 @@ class World:
             else:
                 sid = self.create(c, "authz")
             self.sessions[label] = sid
-            for body in ({"argv": ["sh", "-c", "trap '' USR1; while :; do sleep 1; done"], "request_id": "long"},
+            for body in ({"argv": ["sh", "-c", "trap '' USR1; echo ready; while :; do sleep 1; done"],
+                          "request_id": "long"},
                          {"argv": ["cat"], "stdin": "stream", "request_id": "cat"}):
                 start_command(Api("unix"), sid, dict(body, timeout_ms=600000))
+            # a SIGUSR1 before the trap (sandboxd-exec waits for its user record first) would
+            # end it: the walk signals it only once it ignores the signal
+            wait_for(lambda: snapshot(Api("unix"), sid, "long")["stdout"] == "ready\n", timeout=30,
+                     what="the long command of %s to ignore SIGUSR1" % label)
 
     def scope_user(self, c):
         # tenants all use the same names: their scopes must not meet
