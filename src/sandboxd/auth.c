@@ -8,6 +8,7 @@
 #include "encoding.h"
 #include "log.h"
 #include "scope.h"
+#include "time-util.h"
 #include "validate.h"
 
 static int unhex(char c) {
@@ -196,17 +197,16 @@ bool auth_tenant_is_admin(Manager *m, const char *tenant) {
         return false;
 }
 
-bool auth_uid_is_allowed(uid_t uid, pid_t pid) {
-        struct passwd *pw;
+/* Is the user of pw in group `name` (primary or supplementary)? */
+static bool user_in_group(const struct passwd *pw, const char *name) {
         struct group *gr;
         gid_t groups[256];
         int n = (int) ELEMENTSOF(groups);
 
-        if (uid == 0)
-                return true;
-        gr = getgrnam(SANDBOXD_GROUP);
-        pw = getpwuid(uid);
-        if (!gr || !pw)
+        if (!name)
+                return false;
+        gr = getgrnam(name);
+        if (!gr)
                 return false;
         if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
                 return false;
@@ -214,6 +214,91 @@ bool auth_uid_is_allowed(uid_t uid, pid_t pid) {
                 if (groups[i] == gr->gr_gid)
                         return true;
         return false;
+}
+
+void auth_cache_flush(Manager *m) {
+        for (size_t i = 0; i < UID_CACHE_MAX; i++) {
+                free(m->uid_cache[i].name);
+                m->uid_cache[i] = (UidCacheEntry) {};
+        }
+        for (size_t i = 0; i < SENDER_CACHE_MAX; i++) {
+                free(m->sender_cache[i].sender);
+                m->sender_cache[i] = (SenderCacheEntry) {};
+        }
+}
+
+static bool same_file(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* useradd, usermod and userdel replace these files: what NSS said before may be wrong now
+ * (a uid given to a new user, a member taken out of a group). Two stat()s, no NSS. */
+static void uid_cache_check(Manager *m) {
+        struct stat p = {}, g = {};
+
+        (void) stat("/etc/passwd", &p);
+        (void) stat("/etc/group", &g);
+        if (same_file(&p, &m->uid_cache_passwd) && same_file(&g, &m->uid_cache_group))
+                return;
+        for (size_t i = 0; i < UID_CACHE_MAX; i++) {
+                free(m->uid_cache[i].name);
+                m->uid_cache[i] = (UidCacheEntry) {};
+        }
+        m->uid_cache_passwd = p;
+        m->uid_cache_group = g;
+}
+
+int auth_uid_caller(Manager *m, uid_t uid, AuthzCaller *ret, char **ret_name) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        _cleanup_free_ char *name = NULL;
+        UidCacheEntry *e = NULL, *oldest = &m->uid_cache[0];
+        struct passwd *pw;
+
+        uid_cache_check(m);
+        /* At most UID_CACHE_MAX entries: a scan is cheaper than one question to NSS. */
+        for (size_t i = 0; i < UID_CACHE_MAX; i++) {
+                UidCacheEntry *c = &m->uid_cache[i];
+
+                if (c->until > now && c->uid == uid) {
+                        e = c;
+                        break;
+                }
+                if (c->until < oldest->until)
+                        oldest = c;
+        }
+        if (!e) {
+                pw = getpwuid(uid);
+                if (pw && pw->pw_name && !(name = strdup(pw->pw_name)))
+                        return -ENOMEM;
+                e = oldest;
+                free(e->name);
+                *e = (UidCacheEntry) {
+                        .uid = uid,
+                        .name = TAKE_PTR(name),
+                        .member = pw && user_in_group(pw, SANDBOXD_GROUP),
+                        .admin = uid == 0 || (pw && user_in_group(pw, m->config.admin_group)),
+                        .until = now + UID_CACHE_USEC,
+                };
+        }
+        if (e->name && !(name = strdup(e->name)))
+                return -ENOMEM;
+        *ret = (AuthzCaller) {
+                .uid = uid,
+                .member = e->member,
+                .admin = e->admin,
+                .name = name,
+        };
+        *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
+void auth_tenant_caller(Manager *m, const char *tenant, AuthzCaller *ret) {
+        *ret = (AuthzCaller) {
+                .is_tenant = true,
+                .name = tenant,
+                .admin = auth_tenant_is_admin(m, tenant),
+        };
 }
 
 int auth_hash_key(const char *key, char **ret) {

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include "authz.h"
 #include "manager.h"
 
 #define SANDBOXD_API_KEYS_FILE SYSCONFDIR "/sandboxd/api-keys"
@@ -26,11 +27,18 @@ int auth_load_keys(Manager *m, const char *path);
 /* Compares the key's hash against every stored one in constant time. */
 int auth_check_key(Manager *m, const char *key, char **ret_tenant);
 
-/* Tenants named in [HTTP] AdminTenants= may drain and see every session over TCP. */
+/* Tenants named in [HTTP] AdminTenants= may drain and read the metrics (their sessions are
+ * still only their own). */
 bool auth_tenant_is_admin(Manager *m, const char *tenant);
 
-/* Root, or a member of group sandboxd. */
-bool auth_uid_is_allowed(uid_t uid, pid_t pid);
+/* Who uid is, for authz_decide(): its login name (*ret_name, which ret->name points to;
+ * NULL if it has none), whether it is in group sandboxd, whether it is root or in
+ * AdminGroup=. Asks NSS, or remembers what it said (manager.h: UID_CACHE_*). */
+int auth_uid_caller(Manager *m, uid_t uid, AuthzCaller *ret, char **ret_name);
+/* Forgets what auth_uid_caller() and bus_caller_identity() remember. */
+void auth_cache_flush(Manager *m);
+/* An API key's tenant, for authz_decide(); ret->name points to tenant. */
+void auth_tenant_caller(Manager *m, const char *tenant, AuthzCaller *ret);
 
 /* What an operator adds to the keys file for `key`. */
 int auth_hash_key(const char *key, char **ret_line_part);

@@ -19,6 +19,11 @@ static const struct {
         { "unsupported", BUS_ERROR_NOT_SUPPORTED },
         { "session_not_active", BUS_ERROR_SESSION_NOT_ACTIVE },
         { "draining", BUS_ERROR_DRAINING },
+        { "overloaded", BUS_ERROR_OVERLOADED },
+        { "too_many_sessions", BUS_ERROR_TOO_MANY_SESSIONS },
+        { "too_many_running", BUS_ERROR_TOO_MANY_RUNNING },
+        { "too_many_commands", BUS_ERROR_TOO_MANY_COMMANDS },
+        { "spool_full", BUS_ERROR_SPOOL_FULL },
         { "forbidden", SD_BUS_ERROR_ACCESS_DENIED },
 };
 

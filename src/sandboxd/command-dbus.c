@@ -134,7 +134,7 @@ static int method_signal(sd_bus_message *call, void *userdata, sd_bus_error *err
                                          "Signal '%.32s' is not one of SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2.",
                                          name);
 
-        r = bus_verify_session_access(s->manager, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(s->manager, call, AUTHZ_SIGNAL, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 

@@ -216,8 +216,12 @@ int command_save(Command *c) {
                 }
 
         r = command_record_path(c, path, sizeof(path));
-        if (r >= 0)
-                r = store_write(path, o);
+        if (r >= 0) {
+                char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                              JSON_C_TO_STRING_NOSLASHESCAPE) ?: "");
+
+                r = text ? store_writer_put(c->session->manager->writer, &c->save_job, path, text) : -ENOMEM;
+        }
         if (r < 0)
                 log_warning_errno(r, "Failed to save the record of %s, ignoring: %m", c->unit);
         return r;
@@ -435,15 +439,143 @@ static bool session_saw_oom(Session *s, const char *command_cgroup) {
         return true;
 }
 
+/* --- letting PID 1 collect the unit of a finished command ----------------------- */
+
+/* Once the result is recorded the unit serves nothing: what still runs in it (what the
+ * command left behind) is stopped, and PID 1 collects a unit nobody references once it is
+ * inactive (CollectMode=inactive, the default). Not a failed one: that waits for a
+ * ResetFailedUnit. And a unit can turn failed after its result: leftovers that ignore
+ * SIGTERM make the stop end in a timeout (Result=timeout, after TimeoutStopSec=). So the
+ * unit is followed until it is down, by a UnitRelease of the manager's, not by the command,
+ * which may be forgotten (or its session go) before then. (CollectMode=inactive-or-failed
+ * would collect it without us, but also the unit of a command that fails while no sandboxd
+ * holds it, a restart, before its result is read.) */
+struct UnitRelease {
+        Manager *manager;
+        char *unit;
+        char *unit_path;
+        UnitState state;
+        sd_bus_slot *match_slot;
+        Pid1Call *state_call;
+        bool stop_sent;
+        LIST_FIELDS(UnitRelease, releases);
+};
+
+UnitRelease *unit_release_free(UnitRelease *u) {
+        if (!u)
+                return NULL;
+        LIST_REMOVE(releases, u->manager->releases, u);
+        u->manager->n_releases--;
+        sd_bus_slot_unref(u->match_slot);
+        pid1_call_cancel(u->state_call);
+        free(u->unit);
+        free(u->unit_path);
+        free(u);
+        return NULL;
+}
+
+/* Does what the state asks for; true once there is nothing more to do. */
+static bool release_step(Pid1Gate *pid1, const char *unit, const UnitState *st, bool *stop_sent) {
+        if (streq(st->load_state, "not-found") || streq(st->active_state, "inactive"))
+                return true; /* collected, or it is as soon as nobody references it */
+        if (streq(st->active_state, "failed")) {
+                (void) systemd_reset_failed_unit_async(pid1, unit, NULL, NULL); /* inactive: collected */
+                return true;
+        }
+        if (!*stop_sent && (streq(st->active_state, "active") || streq(st->active_state, "activating") ||
+                            streq(st->active_state, "reloading"))) {
+                (void) systemd_stop_unit_async(pid1, unit, NULL, NULL);
+                *stop_sent = true;
+        }
+        return false; /* deactivating, or about to: its end comes in a PropertiesChanged */
+}
+
+static void release_done(UnitRelease *u) {
+        Manager *m = u->manager;
+
+        log_debug("Released %s.", u->unit);
+        unit_release_free(u);
+        manager_check_idle(m);
+}
+
+static int on_release_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        UnitRelease *u = userdata;
+
+        u->state_call = pid1_call_cancel(u->state_call);
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                log_warning("Failed to read state of %s, leaving it to PID 1: %s", u->unit, systemd_error_message(reply));
+                release_done(u);
+                return 0;
+        }
+        if (systemd_read_unit_state(reply, &u->state) < 0)
+                log_warning("Failed to parse state of %s, waiting for its changes.", u->unit);
+        else if (release_step(u->manager->pid1, u->unit, &u->state, &u->stop_sent))
+                release_done(u);
+        return 0;
+}
+
+static int on_release_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        UnitRelease *u = userdata;
+        const char *interface;
+
+        if (sd_bus_message_read(m, "s", &interface) < 0 || systemd_read_unit_state(m, &u->state) < 0) {
+                if (!u->state_call)
+                        (void) systemd_get_unit_state_async(u->manager->pid1, &u->state_call, u->unit_path,
+                                                            "org.freedesktop.systemd1.Unit", on_release_state, u);
+                return 0;
+        }
+        if (release_step(u->manager->pid1, u->unit, &u->state, &u->stop_sent))
+                release_done(u);
+        return 0;
+}
+
+int unit_release(Manager *m, const char *unit, const char *unit_path, const UnitState *known) {
+        UnitRelease *u;
+        bool stop_sent = false;
+        int r;
+
+        if (known && release_step(m->pid1, unit, known, &stop_sent))
+                return 0;
+
+        u = calloc(1, sizeof(UnitRelease));
+        if (!u)
+                return log_oom();
+        u->manager = m;
+        u->stop_sent = stop_sent;
+        if (known)
+                u->state = *known;
+        LIST_PREPEND(releases, m->releases, u);
+        m->n_releases++;
+        u->unit = strdup(unit);
+        u->unit_path = strdup(unit_path);
+        if (!u->unit || !u->unit_path) {
+                r = log_oom();
+                goto fail;
+        }
+        /* the match first: no change slips between the read and it */
+        r = systemd_match_unit_async(m->bus, &u->match_slot, unit_path, on_release_changed, u);
+        if (r >= 0)
+                r = systemd_get_unit_state_async(m->pid1, &u->state_call, unit_path, "org.freedesktop.systemd1.Unit",
+                                                 on_release_state, u);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to follow %s to its end, it may stay failed: %m", unit);
+                goto fail;
+        }
+        return 0;
+
+fail:
+        unit_release_free(u);
+        return r;
+}
+
 /* The result is recorded: let PID 1 stop what is left and collect the unit. */
 static void release_unit(Command *c) {
-        Pid1Gate *pid1 = c->session->manager->pid1;
+        Manager *m = c->session->manager;
 
-        if (streq(c->state.active_state, "active"))
-                (void) systemd_stop_unit_async(pid1, c->unit, NULL, NULL);
-        else if (streq(c->state.active_state, "failed"))
-                (void) systemd_reset_failed_unit_async(pid1, c->unit, NULL, NULL);
-        (void) systemd_unit_call_async(pid1, c->unit_path, "Unref", NULL, NULL);
+        (void) unit_release(m, c->unit, c->unit_path, &c->state);
+        /* Ours (AddRef=, or Ref at a recovery); whichever comes after it in the gate, a
+         * stop or a reset, still reaches the unit. */
+        (void) systemd_unit_call_async(m->pid1, c->unit_path, "Unref", NULL, NULL);
 }
 
 static void command_set_result(Command *c, const CommandResult *res) {
@@ -586,6 +718,31 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 return 0;
         }
         if (streq(c->state.load_state, "not-found")) {
+                if (c->start_unconfirmed) {
+                        /* PID 1 never answered the start (sandboxd stopped before): with
+                         * AddRef= the unit would still be there had it been made */
+                        CommandResult res = { .status = COMMAND_FAILED, .exit_code = -1 };
+
+                        snprintf(res.reason, sizeof(res.reason), "not-started");
+                        log_info("Command %s (%s) never started.", c->request_id, c->unit);
+                        command_set_result(c, &res);
+                        return 0;
+                }
+                if (c->session->closing) {
+                        /* Stopped by the close while no sandboxd held it (a restart in
+                         * between), then collected: a command that ended by itself stays
+                         * (RemainAfterExit=) until we let it go, so this one was stopped. */
+                        CommandResult res = { .status = COMMAND_SIGNALED, .exit_code = -1 };
+
+                        snprintf(res.reason, sizeof(res.reason), "stopped");
+                        res.usage.cpu_usec = c->cpu_sampled_usec;
+                        res.usage.memory_bytes = c->memory_peak;
+                        res.usage.tasks = c->tasks_peak;
+                        log_info("Command %s (%s) was stopped by the close of its session while sandboxd was away.",
+                                 c->request_id, c->unit);
+                        command_set_result(c, &res);
+                        return 0;
+                }
                 /* Gone from PID 1 (collected while nobody held it, or a reboot): its end is unknown. */
                 command_lose(c, "unit-gone");
                 return 0;
@@ -683,6 +840,9 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         CommandStartedFn fn = TAKE_PTR(c->started_fn);
         Buf line = {};
         int r;
+
+        if (m->n_starting > 0)
+                m->n_starting--;
 
         c->start_call = pid1_call_cancel(c->start_call);
 
@@ -791,6 +951,7 @@ static int command_open_output(Command *c, bool create) {
                 return r;
         c->output->on_unpause = on_unpause;
         c->output->userdata = c;
+        output_set_account(c->output, &c->session->spool);
         return 0;
 }
 
@@ -974,6 +1135,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 log_error_errno(r, "Failed to ask systemd to start %s: %m", c->unit);
                 goto fail;
         }
+        m->n_starting++;
         /* Recorded before PID 1 answers: if we die in between, the next start still knows it. */
         (void) command_save(c);
 
@@ -1084,6 +1246,7 @@ int command_recover(Session *s, json_object *o, Command **ret) {
         if (running) {
                 /* PENDING: sandboxd went away between asking for the unit and hearing back.
                  * Counted now, since command_free() counts it down on failure. */
+                c->start_unconfirmed = c->result.status == COMMAND_PENDING;
                 c->result.status = COMMAND_RUNNING;
                 m->n_running++;
         }
@@ -1131,6 +1294,12 @@ int command_recover(Session *s, json_object *o, Command **ret) {
                 (void) fcntl(c->stdin_fd, F_SETFL, O_NONBLOCK);
         }
 
+        /* The reference AddRef= gave belonged to the sandboxd that started the unit (a
+         * reference of its bus connection): take one of ours, or a unit that ends while
+         * nobody holds it (stopped by a close) is collected before we read its end. */
+        r = systemd_unit_call_async(m->pid1, c->unit_path, "Ref", NULL, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to hold %s, ignoring: %m", c->unit);
         r = command_watch(c);
         if (r < 0)
                 goto fail;
@@ -1172,7 +1341,9 @@ int command_signal(Command *c, int sig) {
 }
 
 int command_stop(Command *c) {
-        if (!command_status_is_running(c))
+        /* a pending command too: the stop reaches PID 1 after the start (pid1-gate keeps the
+         * order), and replaces the start job if its process has not started yet */
+        if (command_status_is_terminal(c->result.status))
                 return 0;
         return systemd_stop_unit_async(c->session->manager->pid1, c->unit, NULL, NULL);
 }
@@ -1261,9 +1432,26 @@ void command_remove(Command *c) {
         snprintf(name, sizeof(name), "%u", c->n);
         (void) output_remove(dir, name);
         if (command_record_path(c, path, sizeof(path)) >= 0)
-                (void) unlink(path);
+                (void) store_writer_remove(c->session->manager->writer, &c->save_job, path, false);
         exec_env_remove(c);
         command_free(c);
+}
+
+void command_abandon_waiters(Command *c) {
+        CommandStartedFn fn = TAKE_PTR(c->started_fn);
+        StdinWaiter *w;
+
+        /* PID 1 may have the call already: the record written before it says so, and
+         * the next sandboxd finds the unit if it was made */
+        if (fn)
+                fn(NULL, -ESHUTDOWN, "sandboxd is stopping", c->started_userdata);
+        /* the stdin pipe stays open (it is in the fd store for the next sandboxd) */
+        while ((w = c->stdin_waiters)) {
+                LIST_REMOVE(waiters, c->stdin_waiters, w);
+                w->fn(c, -ESHUTDOWN, w->userdata);
+                free(w);
+        }
+        output_detach_readers(c->output);
 }
 
 Command *command_free(Command *c) {
@@ -1272,17 +1460,21 @@ Command *command_free(Command *c) {
 
         if (command_status_is_running(c) && c->session->manager && c->session->manager->n_running > 0)
                 c->session->manager->n_running--;
+        if (c->start_call && c->session->manager && c->session->manager->n_starting > 0)
+                c->session->manager->n_starting--;
 
         output_free(c->output);
         LIST_REMOVE(commands, c->session->commands, c);
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 close_stream(c, st);
         c->stdin_fd = safe_close(c->stdin_fd);
-        stdin_close(c, -ECANCELED);
+        stdin_close(c, -ESHUTDOWN);
         pid1_call_cancel(c->start_call);
         sd_bus_slot_unref(c->match_slot);
         pid1_call_cancel(c->state_call);
         sd_event_source_disable_unref(c->sample_timer);
+        if (c->session->manager)
+                store_writer_release(c->session->manager->writer, &c->save_job);
         strv_free(c->argv);
         free(c->request_id);
         free(c->unit);

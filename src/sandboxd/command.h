@@ -14,6 +14,12 @@
 
 /* r >= 0: the unit was accepted by systemd; r < 0: it was not, `message` says why, and the
  * command is already forgotten (c is NULL). */
+/* Commands running or starting on the host at most, with the units of finished ones
+ * still being stopped (unit_release()): systemd holds a match rule on the bus for each
+ * (the reference AddRef= gives sandboxd) and sandboxd one, of the 512 dbus-daemon allows
+ * a connection; past this, new commands get 503 overloaded. */
+#define COMMANDS_RUNNING_MAX 256
+
 typedef void (*CommandStartedFn)(Command *c, int r, const char *message, void *userdata);
 /* A POST .../stdin finished: r < 0 if the command went away first. */
 typedef void (*CommandStdinFn)(Command *c, int r, void *userdata);
@@ -50,12 +56,14 @@ struct Command {
         StdinWaiter *stdin_waiters;
 
         sd_bus_slot *match_slot;
+        bool start_unconfirmed; /* recovered while PID 1 had not answered its start */
         Pid1Call *start_call, *state_call;
         bool refresh_again;
         UnitState state;
         uint64_t accepted_monotonic_usec;
         uint64_t memory_peak, tasks_peak, cpu_sampled_usec;
         sd_event_source *sample_timer; /* reads the cgroup while the command runs */
+        StoreJob *save_job;            /* its record's write queued for the writer thread */
         char *cgroup;                  /* ControlGroup=, kept once seen: it empties at the end */
 
         bool unit_running;    /* PID 1 forked the process: signals reach it now */
@@ -83,7 +91,18 @@ int command_record_decode(Session *s, json_object *record, Command **ret);
 
 /* Forgets the command and its spool (it must be terminal). */
 void command_remove(Command *c);
+/* sandboxd stops: whoever waits for the start of c or for its stdin to be written is
+ * told -ESHUTDOWN, once; its streams end where they are (a client re-attaches at its
+ * offset). The command itself goes on. */
+void command_abandon_waiters(Command *c);
 Command *command_free(Command *c);
+
+/* The unit of a finished command (its result recorded, or no command left to record it):
+ * stopped if it still runs, reset if it is failed, followed until it is down if it is on
+ * its way there (a stop that ends failed: leftovers that ignored SIGTERM), so that PID 1
+ * collects it. known: its state as last seen, or NULL to ask PID 1. */
+int unit_release(Manager *m, const char *unit, const char *unit_path, const UnitState *known);
+UnitRelease *unit_release_free(UnitRelease *u);
 
 /* The signals a caller may send, by name ("SIGTERM"); -EINVAL for any other. */
 int command_signal_from_string(const char *name);

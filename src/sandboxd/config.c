@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "config.h"
 #include "encoding.h"
+#include "validate.h"
 
 void config_init(Config *c) {
         *c = (Config) {
@@ -15,6 +16,8 @@ void config_init(Config *c) {
                 .max_body_bytes = 1024 * 1024,
                 .max_connections = 512,
                 .connection_timeout_sec = 60,
+                .max_unauthenticated = 64,
+                .authentication_timeout_usec = 5 * USEC_PER_SEC,
                 .session_limits = {
                         .memory_max = 1024ULL * 1024 * 1024,
                         .cpu_quota_percent = 100,
@@ -29,6 +32,8 @@ void config_init(Config *c) {
                 .max_idle_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .max_lifetime_usec = 24 * 3600 * USEC_PER_SEC,
                 .retain_closed_usec = 3600 * USEC_PER_SEC,
+                .max_sessions_per_tenant = 64,
+                .max_sessions_per_user = 16,
                 .pool_profile = POOL_SHARED,
                 .pool_size = 16,
                 .pool_min_ready = 4,
@@ -36,9 +41,16 @@ void config_init(Config *c) {
                 .max_timeout_usec = 24 * 3600 * USEC_PER_SEC,
                 .kill_grace_usec = 5 * USEC_PER_SEC,
                 .output_max_bytes = 1024 * 1024,
+                .max_commands_per_session = 256,
+                .max_running_per_session = 64,
+                .spool_max_per_session = 32 * 1024 * 1024,
+                .spool_max = 256 * 1024 * 1024,
                 .max_file_bytes = 1024ULL * 1024 * 1024,
                 .default_network_mode = NETWORK_PROXY,
-                .proxy_max_connections = 256,
+                .proxy_max_connections = 1024,
+                .proxy_max_connections_per_session = 64,
+                .proxy_max_lookups = 64,
+                .proxy_max_lookups_per_session = 8,
                 .proxy_connect_timeout_usec = 30 * USEC_PER_SEC,
                 .proxy_idle_timeout_usec = 600 * USEC_PER_SEC,
                 .limit_fsize = UINT64_MAX,
@@ -92,6 +104,8 @@ void config_done(Config *c) {
         c->path = NULL;
         free(c->admin_tenants);
         c->admin_tenants = NULL;
+        free(c->admin_group);
+        c->admin_group = NULL;
         strv_free(c->host_mode_tenants);
         strv_free(c->denied_domains);
         strv_free(c->allowed_domains);
@@ -297,6 +311,14 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 return set_error(st, section, key, value, "expected a duration like 60s or 5min, or infinity");
                         return 1;
                 }
+                if (streq(key, "AdminGroup")) {
+                        /* empty: none; a group name otherwise (whether it exists is asked per caller) */
+                        if (*value && !user_name_is_valid(value))
+                                return set_error(st, section, key, value, "expected a group name, or empty for none");
+                        free(c->admin_group);
+                        c->admin_group = !*value ? NULL : strdup(value);
+                        return *value && !c->admin_group ? set_oom(st) : 1;
+                }
         } else if (streq(section, "HTTP")) {
                 if (streq(key, "MaxBodySize")) {
                         if (parse_size(value, &c->max_body_bytes) < 0 || c->max_body_bytes < 1024)
@@ -315,6 +337,18 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         else if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
                                 return set_error(st, section, key, value, "expected a number between 1 and 65536, or infinity");
                         c->max_connections_per_ip = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "MaxUnauthenticatedConnections")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        c->max_unauthenticated = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "AuthenticationTimeoutSec")) {
+                        if (parse_duration(value, &v) < 0 || v < USEC_PER_SEC / 10 || v > 3600 * USEC_PER_SEC)
+                                return set_error(st, section, key, value, "expected a duration between 100ms and 1h");
+                        c->authentication_timeout_usec = v;
                         return 1;
                 }
                 if (streq(key, "AdminTenants")) {
@@ -347,6 +381,15 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 c->max_lifetime_usec = v;
                         else
                                 c->retain_closed_usec = v;
+                        return 1;
+                }
+                if (streq(key, "MaxSessionsPerTenant") || streq(key, "MaxSessionsPerUser")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        if (streq(key, "MaxSessionsPerTenant"))
+                                c->max_sessions_per_tenant = (unsigned) v;
+                        else
+                                c->max_sessions_per_user = (unsigned) v;
                         return 1;
                 }
         } else if (streq(section, "Pool")) {
@@ -385,6 +428,24 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 return set_error(st, section, key, value, "expected a size like 1M");
                         return 1;
                 }
+                if (streq(key, "MaxCommandsPerSession") || streq(key, "MaxRunningCommandsPerSession")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
+                                return set_error(st, section, key, value, "expected a number between 1 and 65536");
+                        if (streq(key, "MaxCommandsPerSession"))
+                                c->max_commands_per_session = (unsigned) v;
+                        else
+                                c->max_running_per_session = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "SpoolMaxPerSession") || streq(key, "SpoolMax")) {
+                        if (parse_size(value, &v) < 0)
+                                return set_error(st, section, key, value, "expected a size like 32M");
+                        if (streq(key, "SpoolMax"))
+                                c->spool_max = v;
+                        else
+                                c->spool_max_per_session = v;
+                        return 1;
+                }
                 if (streq(key, "Path")) {
                         if (value[0] != '/')
                                 return set_error(st, section, key, value, "expected a colon-separated list of absolute directories");
@@ -415,10 +476,23 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         return set_ranges(st, &c->ip_allow, &c->n_ip_allow, section, key, value);
                 if (streq(key, "IPAddressDeny"))
                         return set_ranges(st, &c->ip_deny, &c->n_ip_deny, section, key, value);
-                if (streq(key, "ProxyMaxConnections")) {
+                if (streq(key, "ProxyMaxConnections") || streq(key, "ProxyMaxConnectionsPerSession")) {
                         if (parse_uint64(value, &v) < 0 || v == 0 || v > 65536)
                                 return set_error(st, section, key, value, "expected a number between 1 and 65536");
-                        c->proxy_max_connections = (unsigned) v;
+                        if (streq(key, "ProxyMaxConnections"))
+                                c->proxy_max_connections = (unsigned) v;
+                        else
+                                c->proxy_max_connections_per_session = (unsigned) v;
+                        return 1;
+                }
+                if (streq(key, "ProxyMaxLookups") || streq(key, "ProxyMaxLookupsPerSession")) {
+                        /* each one a thread while it runs */
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > 1024)
+                                return set_error(st, section, key, value, "expected a number between 1 and 1024");
+                        if (streq(key, "ProxyMaxLookups"))
+                                c->proxy_max_lookups = (unsigned) v;
+                        else
+                                c->proxy_max_lookups_per_session = (unsigned) v;
                         return 1;
                 }
                 if (streq(key, "ProxyConnectTimeoutSec") || streq(key, "ProxyIdleTimeoutSec")) {
@@ -614,6 +688,10 @@ int config_check(const Config *c, char **ret_error) {
                 what = "IdleTimeoutSec= is above MaxIdleTimeoutSec=";
         else if (c->pool_min_ready > c->pool_size)
                 what = "MinReady= is above PoolSize=";
+        else if (c->max_running_per_session > c->max_commands_per_session)
+                what = "MaxRunningCommandsPerSession= is above MaxCommandsPerSession=";
+        else if (c->spool_max_per_session > c->spool_max)
+                what = "SpoolMaxPerSession= is above SpoolMax=";
         if (!what)
                 return 0;
 

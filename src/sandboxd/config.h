@@ -32,7 +32,10 @@ typedef struct Config {
         unsigned max_connections;        /* on each listening socket */
         unsigned max_connections_per_ip; /* on TCP; 0: no limit */
         unsigned connection_timeout_sec;
+        unsigned max_unauthenticated;    /* TCP connections without an authenticated request yet */
+        uint64_t authentication_timeout_usec; /* to send one, from the connection's start */
         char *admin_tenants; /* space-separated tenant names */
+        char *admin_group;   /* [Daemon] AdminGroup=: its members manage every session; NULL: none */
 
         /* [Session]: defaults and the ceiling a request may ask for */
         Limits session_limits;
@@ -41,6 +44,8 @@ typedef struct Config {
         uint64_t max_idle_timeout_usec; /* the most a request's ttl_s may ask for */
         uint64_t max_lifetime_usec;     /* hard limit from creation */
         uint64_t retain_closed_usec;    /* how long results of a closed session stay */
+        unsigned max_sessions_per_tenant; /* not closed, of one API tenant */
+        unsigned max_sessions_per_user;   /* not closed, created by one local uid other than root */
 
         /* [Pool] */
         PoolProfile pool_profile;
@@ -52,6 +57,10 @@ typedef struct Config {
         uint64_t max_timeout_usec;
         uint64_t kill_grace_usec; /* SIGTERM to SIGKILL on timeout or stop */
         uint64_t output_max_bytes; /* per stream, kept for replay */
+        unsigned max_commands_per_session;  /* kept: past it the oldest finished one goes */
+        unsigned max_running_per_session;   /* running or starting */
+        uint64_t spool_max_per_session;     /* bytes of a session's spool files */
+        uint64_t spool_max;                 /* bytes of every spool file together */
         char *path;                /* PATH inside commands and for resolving argv[0] */
 
         /* [Files] */
@@ -70,7 +79,10 @@ typedef struct Config {
         size_t n_ip_allow;
         AddressRange *ip_deny;            /* IPAddressDeny= of commands in mode host */
         size_t n_ip_deny;
-        unsigned proxy_max_connections;
+        unsigned proxy_max_connections;             /* in total */
+        unsigned proxy_max_connections_per_session;
+        unsigned proxy_max_lookups;                 /* name lookups in flight, in total */
+        unsigned proxy_max_lookups_per_session;
         uint64_t proxy_connect_timeout_usec;
         uint64_t proxy_idle_timeout_usec;
 

@@ -495,8 +495,12 @@ int files_mkdir_p(Workspace *ws, const char *path, mode_t mode, bool *ret_create
         return 0;
 }
 
+static bool cancelled(const atomic_bool *cancel) {
+        return cancel && atomic_load(cancel);
+}
+
 /* Empties the directory fd (taken over), never following symlinks. */
-static int remove_children(int fd, unsigned depth) {
+static int remove_children(int fd, unsigned depth, const atomic_bool *cancel) {
         struct dirent *de;
         DIR *d;
         int r = 0;
@@ -512,6 +516,10 @@ static int remove_children(int fd, unsigned depth) {
 
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
+                if (cancelled(cancel)) {
+                        r = -ECANCELED;
+                        break;
+                }
                 if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
                 if (S_ISDIR(st.st_mode)) {
@@ -526,7 +534,7 @@ static int remove_children(int fd, unsigned depth) {
                                 r = r < 0 ? r : -errno;
                                 continue;
                         }
-                        q = remove_children(sub, depth + 1);
+                        q = remove_children(sub, depth + 1, cancel);
                         if (q < 0) {
                                 r = r < 0 ? r : q;
                                 continue;
@@ -566,7 +574,7 @@ int files_remove(Workspace *ws, const char *path, bool recursive) {
         fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        r = remove_children(fd, 0);
+        r = remove_children(fd, 0, ws->cancel);
         if (r < 0)
                 return r;
         return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
@@ -763,37 +771,48 @@ FileUpload *files_upload_free(FileUpload *u) {
 
 /* --- disk usage ---------------------------------------------------------------------- */
 
-static void disk_usage_dir(int fd, unsigned depth, uint64_t *total) {
+static int disk_usage_dir(int fd, unsigned depth, const atomic_bool *cancel, uint64_t *total) {
         struct dirent *de;
         DIR *d;
 
         d = fdopendir(fd);
         if (!d) {
                 safe_close(fd);
-                return;
+                return 0;
         }
         while ((de = readdir(d))) {
                 struct stat st;
 
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
+                if (cancelled(cancel)) {
+                        closedir(d);
+                        return -ECANCELED;
+                }
                 if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
                 *total += (uint64_t) st.st_blocks * 512;
                 if (S_ISDIR(st.st_mode) && depth < WALK_DEPTH_MAX) {
                         int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0)
-                                disk_usage_dir(sub, depth + 1, total);
+                        if (sub >= 0 && disk_usage_dir(sub, depth + 1, cancel, total) < 0) {
+                                closedir(d);
+                                return -ECANCELED;
+                        }
                 }
         }
         closedir(d);
+        return 0;
 }
 
 int files_disk_usage(const char *dir, uint64_t *ret) {
+        return files_disk_usage_cancellable(dir, NULL, ret);
+}
+
+int files_disk_usage_cancellable(const char *dir, const atomic_bool *cancel, uint64_t *ret) {
         _cleanup_close_ int top = -EBADF;
         struct stat st;
         uint64_t total;
-        int fd;
+        int fd, r;
 
         top = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (top < 0) {
@@ -810,7 +829,9 @@ int files_disk_usage(const char *dir, uint64_t *ret) {
         if (fd < 0)
                 return -errno;
         total = (uint64_t) st.st_blocks * 512;
-        disk_usage_dir(fd, 0, &total);
+        r = disk_usage_dir(fd, 0, cancel, &total);
+        if (r < 0)
+                return r;
         *ret = total;
         return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -31,6 +32,7 @@ typedef struct Workspace {
         int fd;    /* O_PATH of the workspace directory */
         uid_t uid; /* its owner: the operations run as this user */
         gid_t gid;
+        const atomic_bool *cancel; /* set: a recursive removal stops early with -ECANCELED */
 } Workspace;
 
 #define WORKSPACE_NULL ((Workspace) { .fd = -EBADF })
@@ -89,3 +91,5 @@ FileUpload *files_upload_free(FileUpload *u);
 /* Bytes allocated below dir (st_blocks * 512, symlinks not followed); 0 if it is missing. */
 /* Counted as the workspace's owner (its file-system uid). */
 int files_disk_usage(const char *dir, uint64_t *ret);
+/* The same, stopping early with -ECANCELED once *cancel is set. */
+int files_disk_usage_cancellable(const char *dir, const atomic_bool *cancel, uint64_t *ret);

@@ -7,6 +7,7 @@
 #include "auth.h"
 #include "cgroup.h"
 #include "command.h"
+#include "file-ops.h"
 #include "files.h"
 #include "http.h"
 #include "json-util.h"
@@ -14,6 +15,7 @@
 #include "ndjson.h"
 #include "parse-util.h"
 #include "pool.h"
+#include "scope.h"
 #include "session.h"
 #include "time-util.h"
 #include "validate.h"
@@ -23,17 +25,30 @@ static unsigned status_for_request_error(const RequestError *e) {
                 return MHD_HTTP_CONTENT_TOO_LARGE;
         if (streq_ptr(e->code, "conflict") || streq_ptr(e->code, "session_not_active"))
                 return MHD_HTTP_CONFLICT;
-        if (streq_ptr(e->code, "draining"))
+        if (streq_ptr(e->code, "draining") || streq_ptr(e->code, "overloaded"))
                 return MHD_HTTP_SERVICE_UNAVAILABLE;
         if (streq_ptr(e->code, "forbidden"))
                 return MHD_HTTP_FORBIDDEN;
+        if (streq_ptr(e->code, "too_many_sessions") || streq_ptr(e->code, "too_many_running") ||
+            streq_ptr(e->code, "too_many_commands"))
+                return MHD_HTTP_TOO_MANY_REQUESTS;
+        if (streq_ptr(e->code, "spool_full"))
+                return MHD_HTTP_INSUFFICIENT_STORAGE;
         return MHD_HTTP_BAD_REQUEST;
 }
 
 static int queue_request_error(HttpRequest *r, int ret, const RequestError *e) {
+        struct MHD_Response *resp;
+        unsigned status;
+
         if (ret == -ENOMEM || !e->code)
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
-        return http_queue_error(r, status_for_request_error(e), e->code, e->message);
+        status = status_for_request_error(e);
+        resp = http_error_response(e->code, e->message);
+        if (resp && status == MHD_HTTP_SERVICE_UNAVAILABLE)
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
+                                               streq(e->code, "overloaded") ? "1" : "30");
+        return http_queue(r, status, resp);
 }
 
 static int method_not_allowed(HttpRequest *r, const char *allow) {
@@ -98,9 +113,10 @@ static struct MHD_Response *session_response(Session *s) {
         return resp;
 }
 
-/* A tenant sees only its sessions; local (unix socket) callers see all. */
+/* authz_decide(): a tenant sees only its sessions, a member of group sandboxd the ones it
+ * created, root and AdminGroup= all. */
 static bool session_visible(HttpRequest *r, Session *s) {
-        return r->server->is_unix || streq_ptr(r->tenant, s->tenant);
+        return authz_may_see(&r->caller, http_transport(r), s->tenant, s->user);
 }
 
 /* --- health ----------------------------------------------------------------- */
@@ -206,6 +222,16 @@ static int route_metrics(HttpRequest *r) {
                                  "# HELP sandboxd_http_connections Open HTTP connections.\n"
                                  "# TYPE sandboxd_http_connections gauge\n"
                                  "sandboxd_http_connections %u\n"
+                                 "# HELP sandboxd_pid1_calls Calls to systemd, sent and not answered or waiting to be sent.\n"
+                                 "# TYPE sandboxd_pid1_calls gauge\n"
+                                 "sandboxd_pid1_calls{state=\"in_flight\"} %u\n"
+                                 "sandboxd_pid1_calls{state=\"waiting\"} %u\n"
+                                 "# HELP sandboxd_pid1_jobs Jobs of systemd asked by sandboxd and not finished.\n"
+                                 "# TYPE sandboxd_pid1_jobs gauge\n"
+                                 "sandboxd_pid1_jobs %u\n"
+                                 "# HELP sandboxd_http_requests_waiting HTTP requests waiting for an answer (on systemd, a session, stdin).\n"
+                                 "# TYPE sandboxd_http_requests_waiting gauge\n"
+                                 "sandboxd_http_requests_waiting %u\n"
                                  "# HELP sandboxd_draining 1 while sandboxd drains.\n"
                                  "# TYPE sandboxd_draining gauge\n"
                                  "sandboxd_draining %d\n"
@@ -215,9 +241,50 @@ static int route_metrics(HttpRequest *r) {
                                  "# HELP sandboxd_build_info The version running.\n"
                                  "# TYPE sandboxd_build_info gauge\n"
                                  "sandboxd_build_info{version=\"%s\"} 1\n",
-                                 m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections, m->draining,
+                                 m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections,
+                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), pid1_gate_jobs(m->pid1),
+                                 m->n_http_waiting,
+                                 m->draining,
                                  (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
                                  PROJECT_VERSION);
+        if (ret >= 0) {
+                StoreWriterStats ws;
+
+                store_writer_stats(m->writer, &ws);
+                ret = buf_printf(&b,
+                                 "# HELP sandboxd_records_queued Records waiting for the writer thread.\n"
+                                 "# TYPE sandboxd_records_queued gauge\n"
+                                 "sandboxd_records_queued %u\n"
+                                 "# HELP sandboxd_record_write_max_seconds The longest record write, fsync()s included.\n"
+                                 "# TYPE sandboxd_record_write_max_seconds gauge\n"
+                                 "sandboxd_record_write_max_seconds %.6f\n"
+                                 "# HELP sandboxd_record_writes_total Session and command records written to disk.\n"
+                                 "# TYPE sandboxd_record_writes_total counter\n"
+                                 "sandboxd_record_writes_total %" PRIu64 "\n"
+                                 "# HELP sandboxd_record_write_errors_total Record writes and removals that failed.\n"
+                                 "# TYPE sandboxd_record_write_errors_total counter\n"
+                                 "sandboxd_record_write_errors_total %" PRIu64 "\n"
+                                 "# HELP sandboxd_record_write_seconds_total Time spent writing records, fsync()s included.\n"
+                                 "# TYPE sandboxd_record_write_seconds_total counter\n"
+                                 "sandboxd_record_write_seconds_total %.6f\n",
+                                 ws.queued, (double) ws.write_max_usec / USEC_PER_SEC, ws.writes, ws.errors,
+                                 (double) ws.write_usec / USEC_PER_SEC);
+        }
+        if (ret >= 0) {
+                FileOpsStats fs;
+
+                file_ops_stats(m->file_ops, &fs);
+                ret = buf_printf(&b,
+                                 "# HELP sandboxd_file_operations File API operations and disk usage counts off the loop, by state.\n"
+                                 "# TYPE sandboxd_file_operations gauge\n"
+                                 "sandboxd_file_operations{state=\"queued\"} %u\n"
+                                 "sandboxd_file_operations{state=\"running\"} %u\n"
+                                 "# HELP sandboxd_file_operations_total File operations done, or refused for want of room.\n"
+                                 "# TYPE sandboxd_file_operations_total counter\n"
+                                 "sandboxd_file_operations_total{result=\"done\"} %" PRIu64 "\n"
+                                 "sandboxd_file_operations_total{result=\"refused\"} %" PRIu64 "\n",
+                                 fs.queued, fs.running, fs.done, fs.refused);
+        }
         if (ret >= 0)
                 ret = metrics_format(&m->metrics, &b);
         if (ret < 0) {
@@ -259,11 +326,25 @@ static int route_undrain(HttpRequest *r) {
 
 /* --- sessions ------------------------------------------------------------- */
 
+/* A request that waited when sandboxd began to stop: 503, ask again once it is back. */
+static void complete_stopping(HttpRequest *r, const char *what) {
+        char msg[256];
+        struct MHD_Response *resp;
+
+        snprintf(msg, sizeof(msg), "sandboxd is stopping; %s", what);
+        resp = http_error_response("stopping", msg);
+        if (resp)
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+        http_complete(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+}
+
 static void on_session_ready(Session *s, int ret, void *userdata) {
         HttpRequest *r = userdata;
 
         r->session = NULL;
-        if (ret < 0)
+        if (ret == -ESHUTDOWN)
+                complete_stopping(r, "the session's slice may exist: ask again for the same scope once it is back.");
+        else if (ret < 0)
                 http_complete(r, MHD_HTTP_BAD_GATEWAY,
                               http_error_response("systemd_failed", s->error ?: "systemd could not create the session's slice."));
         else
@@ -297,6 +378,16 @@ static int route_create_session(HttpRequest *r) {
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
 
+        /* May the caller have a session of this scope, and the active one if there is one? */
+        s = manager_find_session_by_scope(m, scope_tenant(r->tenant), req.user, req.workspace);
+        {
+                AuthzTarget target = { .user = req.user, .session = s, .creator = s ? s->tenant : NULL };
+                const char *reason = NULL;
+
+                if (authz_decide(&r->caller, http_transport(r), AUTHZ_CREATE, &target, &reason) != AUTHZ_ALLOW)
+                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+        }
+
         ret = session_create(m, &req, r->tenant, &s, &e);
         if (ret < 0) {
                 if (ret == -EINVAL)
@@ -312,8 +403,7 @@ static int route_create_session(HttpRequest *r) {
         r->session = s;
         ret = session_wait_ready(s, on_session_ready, r);
         if (ret < 0) {
-                r->suspended = false;
-                MHD_resume_connection(r->connection);
+                http_resume(r);
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         }
         return MHD_YES;
@@ -360,6 +450,8 @@ static void on_session_closed(Session *s, int ret, void *userdata) {
                               http_error_response("not_purged", "The session was closed without ?purge=true: its "
                                                                 "workspace stays. Create a session of the scope and "
                                                                 "close that one with ?purge=true."));
+        else if (ret == -ESHUTDOWN)
+                complete_stopping(r, "the session goes on closing: ask again once it is back.");
         else if (ret < 0)
                 http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("internal", "The session went away."));
         else
@@ -382,8 +474,7 @@ static int route_delete_session(HttpRequest *r) {
         http_suspend(r);
         ret = session_close(s, "deleted", purge, on_session_closed, r);
         if (ret < 0) {
-                r->suspended = false;
-                MHD_resume_connection(r->connection);
+                http_resume(r);
                 return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
         }
         return MHD_YES;
@@ -412,6 +503,8 @@ static void on_frozen(Session *s, int ret, const char *message, void *userdata) 
 
         if (ret == -ESTALE)
                 http_complete(r, MHD_HTTP_CONFLICT, http_error_response("session_not_active", "The session is closing."));
+        else if (ret == -ESHUTDOWN)
+                complete_stopping(r, "whether the session is frozen: ask again once it is back.");
         else if (ret < 0)
                 http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", message));
         else
@@ -468,6 +561,10 @@ static void on_command_started(Command *c, int ret, const char *message, void *u
         char msg[512];
 
         r->command = NULL;
+        if (ret == -ESHUTDOWN) {
+                complete_stopping(r, "the command may have started: look it up by its request id once it is back.");
+                return;
+        }
         if (ret < 0) {
                 snprintf(msg, sizeof(msg), "systemd refused to start the command: %s", message ?: strerror(-ret));
                 http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", msg));
@@ -607,6 +704,10 @@ static void on_stdin_written(Command *c, int ret, void *userdata) {
         HttpRequest *r = userdata;
         char json[128];
 
+        if (ret == -ESHUTDOWN) {
+                complete_stopping(r, "what reached the command's stdin is unknown.");
+                return;
+        }
         if (ret < 0) {
                 http_complete(r, MHD_HTTP_CONFLICT,
                               http_error_response("stdin_closed", "The command's stdin is closed (it exited or closed it)."));
@@ -706,11 +807,9 @@ static const char *files_path(HttpRequest *r) {
         return FLAGS_SET(r->route->flags, HTTP_ROUTE_TAIL) ? r->params[r->n_params - 1] : "";
 }
 
-/* The workspace of a file request's session, opened (and made if it is new); 0, or the
- * status of the refusal. */
-static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_ws, struct MHD_Response **ret_resp) {
+/* May a file request go on: 0, or the status of the refusal. */
+static unsigned files_check(HttpRequest *r, const char *path, struct MHD_Response **ret_resp) {
         Session *s = r->target;
-        int ret;
 
         if (s->state != SESSION_ACTIVE)
                 return refuse(ret_resp, MHD_HTTP_CONFLICT, "session_not_active",
@@ -720,25 +819,38 @@ static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_w
         if (path[0] == '/')
                 return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
                               "The path must be relative to the workspace, not absolute.");
+        session_touch(s);
+        return 0;
+}
 
+/* The workspace of an upload's session, opened (and made if it is new); 0, or the status
+ * of the refusal. */
+static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_ws, struct MHD_Response **ret_resp) {
+        Session *s = r->target;
+        unsigned status;
+        int ret;
+
+        status = files_check(r, path, ret_resp);
+        if (status > 0)
+                return status;
         ret = workspace_open(s->workspace_host_dir, true, ret_ws);
         if (ret < 0) {
                 log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", s->workspace_host_dir, s->id);
                 return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "The workspace cannot be opened.");
         }
-        session_touch(s);
         return 0;
 }
 
 /* {"name":..,"path":..,"type":..,...} of one entry. */
-static int queue_entry(HttpRequest *r, unsigned status, const char *path, const struct stat *st) {
+static struct MHD_Response *entry_response(const char *path, const struct stat *st) {
         _cleanup_free_ char *p = strdup(path);
+        struct MHD_Response *resp;
         const char *name;
         size_t n;
         Buf b = {};
 
         if (!p)
-                return MHD_NO;
+                return NULL;
         n = strlen(p);
         while (n > 0 && p[n - 1] == '/')
                 p[--n] = 0;
@@ -747,78 +859,160 @@ static int queue_entry(HttpRequest *r, unsigned status, const char *path, const 
         if (buf_puts(&b, "{") < 0 || files_append_entry_fields(&b, name, st, NULL) < 0 || buf_puts(&b, ",") < 0 ||
             files_append_name(&b, "path", p) < 0 || buf_puts(&b, "}") < 0) {
                 buf_done(&b);
-                return MHD_NO;
+                return NULL;
         }
-        return http_queue_json(r, status, &b);
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
 }
 
-static int route_files_get(HttpRequest *r, Workspace *ws, const char *path) {
-        _cleanup_close_ int fd = -EBADF;
+static int queue_entry(HttpRequest *r, unsigned status, const char *path, const struct stat *st) {
+        struct MHD_Response *resp = entry_response(path, st);
+
+        return resp ? http_queue(r, status, resp) : MHD_NO;
+}
+
+/* A file, straight from its fd (sendfile()): nothing of it is buffered here. */
+static struct MHD_Response *file_response(int *fd, const struct stat *st) {
         struct MHD_Response *resp;
-        struct stat st;
-        int ret;
 
-        if (query(r, "stat")) {
-                ret = files_stat(ws, path, &st);
-                return ret < 0 ? queue_files_error(r, ret) : queue_entry(r, MHD_HTTP_OK, path, &st);
-        }
-
-        ret = files_open(ws, path, &fd, &st);
-        if (ret < 0)
-                return queue_files_error(r, ret);
-
-        if (S_ISDIR(st.st_mode)) {
-                Buf b = {};
-
-                if (buf_puts(&b, "{") < 0 || files_append_name(&b, "path", path) < 0 || buf_puts(&b, ",") < 0) {
-                        buf_done(&b);
-                        return MHD_NO;
-                }
-                ret = files_append_listing(ws, fd, FILES_LIST_MAX, &b);
-                if (ret >= 0)
-                        ret = buf_puts(&b, "}");
-                if (ret < 0) {
-                        buf_done(&b);
-                        return queue_files_error(r, ret);
-                }
-                return http_queue_json(r, MHD_HTTP_OK, &b);
-        }
-
-        /* Straight from the file (sendfile()): nothing of it is buffered here. */
-        (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-        resp = MHD_create_response_from_fd64((uint64_t) st.st_size, fd);
+        (void) fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
+        resp = MHD_create_response_from_fd64((uint64_t) st->st_size, *fd);
         if (!resp)
-                return MHD_NO;
-        TAKE_FD(fd);
+                return NULL;
+        *fd = -EBADF;
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
         (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
         (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-        return http_queue(r, MHD_HTTP_OK, resp);
+        return resp;
 }
 
-static int route_files_delete(HttpRequest *r, Workspace *ws, Session *s, const char *path) {
-        int recursive = query_bool(r, "recursive", false), ret;
+static struct MHD_Response *deleted_response(const char *path) {
+        struct MHD_Response *resp;
         Buf b = {};
-
-        if (recursive < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?recursive= must be true or false.");
-        ret = files_remove(ws, path, recursive);
-        if (ret < 0)
-                return queue_files_error(r, ret);
-        s->disk_checked_usec = 0;
 
         if (buf_puts(&b, "{") < 0 || files_append_name(&b, "path", path) < 0 || buf_puts(&b, ",\"deleted\":true}") < 0) {
                 buf_done(&b);
-                return MHD_NO;
+                return NULL;
         }
-        return http_queue_json(r, MHD_HTTP_OK, &b);
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
 }
 
-static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const char *path) {
+static void on_file_op_done(FileOp *op, int ret, void *userdata) {
+        HttpRequest *r = userdata;
+        Manager *m = r->server->manager;
+        struct MHD_Response *resp = NULL;
+        unsigned status = MHD_HTTP_OK;
+        Session *s;
+
+        r->file_op = NULL;
+        if (ret == -ESHUTDOWN) {
+                complete_stopping(r, "ask again once it is back.");
+                return;
+        }
+        if (op->workspace_failed) {
+                log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", op->dir, op->key);
+                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                              http_error_response("internal", "The workspace cannot be opened."));
+                return;
+        }
+        if (ret < 0) {
+                status = files_error(m, ret, &resp);
+                http_complete(r, status, resp);
+                return;
+        }
+
+        /* What it changed shows in the next count of the disk usage. */
+        s = manager_find_session(m, op->key);
+        if (s && (op->kind == FILE_OP_MKDIR || op->kind == FILE_OP_REMOVE))
+                s->disk_checked_usec = 0;
+
+        switch (op->kind) {
+        case FILE_OP_STAT:
+                resp = entry_response(op->path, &op->st);
+                break;
+        case FILE_OP_READ:
+                if (op->fd >= 0)
+                        resp = file_response(&op->fd, &op->st);
+                else
+                        resp = http_json_response(op->listing.data, op->listing.len);
+                break;
+        case FILE_OP_MKDIR:
+                status = op->created ? MHD_HTTP_CREATED : MHD_HTTP_OK;
+                resp = entry_response(op->path, &op->st);
+                break;
+        case FILE_OP_REMOVE:
+                resp = deleted_response(op->path);
+                break;
+        case FILE_OP_MOVE:
+                resp = entry_response(op->to, &op->st);
+                break;
+        default:
+                break;
+        }
+        if (!resp) {
+                status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+                resp = http_error_response("internal", "Out of memory.");
+        }
+        http_complete(r, status, resp);
+}
+
+/* Hands op to the file API's threads and parks the request until it is done. */
+static int queue_file_op(HttpRequest *r, FileOp *op) {
+        Manager *m = r->server->manager;
+        struct MHD_Response *resp;
+        char msg[192];
+        int ret;
+
+        ret = file_ops_submit(m->file_ops, op, false, on_file_op_done, r);
+        if (ret == -EBUSY) {
+                snprintf(msg, sizeof(msg),
+                         "This session has %u file operations queued or running; wait for one to finish.",
+                         FILE_OPS_SESSION_MAX);
+                resp = http_error_response("too_many_file_operations", msg);
+                if (resp)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+                return http_queue(r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+        }
+        if (ret == -EAGAIN || ret == -ESHUTDOWN) {
+                snprintf(msg, sizeof(msg), "sandboxd has %u file operations queued or running; ask again shortly.",
+                         FILE_OPS_MAX);
+                resp = http_error_response("overloaded", msg);
+                if (resp)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        }
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+        r->file_op = op;
+        http_suspend(r);
+        return MHD_YES;
+}
+
+static int route_files_get(HttpRequest *r, FileOp *op) {
+        op->kind = query(r, "stat") ? FILE_OP_STAT : FILE_OP_READ;
+        op->max_entries = FILES_LIST_MAX;
+        return queue_file_op(r, op);
+}
+
+static int route_files_delete(HttpRequest *r, FileOp *op) {
+        int recursive = query_bool(r, "recursive", false);
+
+        if (recursive < 0) {
+                file_op_free(op);
+                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?recursive= must be true or false.");
+        }
+        op->kind = FILE_OP_REMOVE;
+        op->flag = recursive;
+        return queue_file_op(r, op);
+}
+
+static int route_files_change(HttpRequest *r, FileOp *op) {
+        _cleanup_(file_op_freep) FileOp *o = op;
         const char *move_to = query(r, "move_to");
-        int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false), ret;
-        bool created;
-        struct stat st;
+        int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false);
 
         if (!query(r, "mkdir") && !move_to)
                 return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
@@ -829,11 +1023,8 @@ static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const c
         if (!move_to) {
                 if (mkdir <= 0)
                         return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir takes no value, or true.");
-                ret = files_mkdir_p(ws, path, 0700, &created, &st);
-                if (ret < 0)
-                        return queue_files_error(r, ret);
-                s->disk_checked_usec = 0;
-                return queue_entry(r, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, path, &st);
+                o->kind = FILE_OP_MKDIR;
+                return queue_file_op(r, TAKE_PTR(o));
         }
 
         if (overwrite < 0)
@@ -841,28 +1032,37 @@ static int route_files_change(HttpRequest *r, Workspace *ws, Session *s, const c
         if (move_to[0] == '/')
                 return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_path",
                                         "?move_to= must be relative to the workspace, not absolute.");
-        ret = files_move(ws, path, move_to, overwrite, &st);
-        if (ret < 0)
-                return queue_files_error(r, ret);
-        return queue_entry(r, MHD_HTTP_OK, move_to, &st);
+        o->kind = FILE_OP_MOVE;
+        o->flag = overwrite;
+        o->to = strdup(move_to);
+        if (!o->to)
+                return MHD_NO;
+        return queue_file_op(r, TAKE_PTR(o));
 }
 
-/* GET, HEAD, DELETE; PUT and POST with ?mkdir or ?move_to= (a plain PUT is an upload). */
+/* GET, HEAD, DELETE; PUT and POST with ?mkdir or ?move_to= (a plain PUT is an upload). All
+ * of it on the file API's threads (file-ops.h). */
 static int route_files(HttpRequest *r) {
-        _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         struct MHD_Response *resp = NULL;
         const char *path = files_path(r);
+        Session *s = r->target;
+        FileOp *op = NULL;
         unsigned status;
+        int ret;
 
-        status = files_prepare(r, path, &ws, &resp);
+        status = files_check(r, path, &resp);
         if (status > 0)
                 return http_queue(r, status, resp);
+        /* the kind is set below */
+        ret = file_op_new(FILE_OP_STAT, s->id, s->workspace_host_dir, path, &op);
+        if (ret < 0)
+                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
 
         if (streq(r->method, "GET") || streq(r->method, "HEAD"))
-                return route_files_get(r, &ws, path);
+                return route_files_get(r, op);
         if (streq(r->method, "DELETE"))
-                return route_files_delete(r, &ws, r->target, path);
-        return route_files_change(r, &ws, r->target, path);
+                return route_files_delete(r, op);
+        return route_files_change(r, op);
 }
 
 bool http_route_is_upload(HttpRequest *r) {
@@ -958,38 +1158,49 @@ int http_route_upload_finish(HttpRequest *r) {
 
 /* --- dispatch ------------------------------------------------------------- */
 
-#define GET(h) { "GET", h }
-#define POST(h) { "POST", h }
-#define PUT(h) { "PUT", h }
-#define DELETE(h) { "DELETE", h }
+#define GET(h, op) { "GET", h, op }
+#define POST(h, op) { "POST", h, op }
+#define PUT(h, op) { "PUT", h, op }
+#define DELETE(h, op) { "DELETE", h, op }
+#define ANYONE _AUTHZ_OP_INVALID
 
 /* Every route served. The first pattern that matches the path wins; then the method picks
  * the handler (405 with Allow for another), GET serving HEAD too. Placeholders are looked up
- * before the method is: a session another tenant owns is 404 whatever the method. */
+ * before the method is: a session the caller may not see is 404 whatever the method. Each
+ * method names the operation authz_decide() is asked about. */
 const HttpRoute http_routes[] = {
-        { "/healthz", HTTP_ROUTE_PUBLIC, { GET(route_healthz) } },
-        { "/readyz", HTTP_ROUTE_PUBLIC, { GET(route_readyz) } },
-        { "/metrics", 0, { GET(route_metrics) } },
-        { "/v1/health", 0, { GET(route_health) } },
-        { "/v1/pool", 0, { GET(route_pool) } },
-        { "/v1/drain", HTTP_ROUTE_ADMIN, { GET(route_drain_state), POST(route_drain), DELETE(route_undrain) } },
-        { "/v1/sessions", 0, { GET(route_list_sessions), POST(route_create_session) } },
-        { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION, { GET(route_get_session), DELETE(route_delete_session) } },
-        { "/v1/sessions/{sid}/activity", HTTP_ROUTE_SESSION, { POST(route_activity) } },
-        { "/v1/sessions/{sid}/freeze", HTTP_ROUTE_SESSION, { POST(route_freeze) } },
-        { "/v1/sessions/{sid}/thaw", HTTP_ROUTE_SESSION, { POST(route_thaw) } },
+        { "/healthz", HTTP_ROUTE_PUBLIC, { GET(route_healthz, ANYONE) } },
+        { "/readyz", HTTP_ROUTE_PUBLIC, { GET(route_readyz, ANYONE) } },
+        { "/metrics", HTTP_ROUTE_ADMIN, { GET(route_metrics, AUTHZ_METRICS) } },
+        { "/v1/health", 0, { GET(route_health, ANYONE) } },
+        { "/v1/pool", 0, { GET(route_pool, ANYONE) } },
+        { "/v1/drain", HTTP_ROUTE_ADMIN,
+          { GET(route_drain_state, AUTHZ_DRAIN), POST(route_drain, AUTHZ_DRAIN), DELETE(route_undrain, AUTHZ_DRAIN) } },
+        /* creating is decided in the handler, with the scope of the body */
+        { "/v1/sessions", 0, { GET(route_list_sessions, AUTHZ_LIST), POST(route_create_session, AUTHZ_CREATE) } },
+        { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION,
+          { GET(route_get_session, AUTHZ_GET), DELETE(route_delete_session, AUTHZ_CLOSE) } },
+        { "/v1/sessions/{sid}/activity", HTTP_ROUTE_SESSION, { POST(route_activity, AUTHZ_GET) } },
+        { "/v1/sessions/{sid}/freeze", HTTP_ROUTE_SESSION, { POST(route_freeze, AUTHZ_FREEZE) } },
+        { "/v1/sessions/{sid}/thaw", HTTP_ROUTE_SESSION, { POST(route_thaw, AUTHZ_FREEZE) } },
         { "/v1/sessions/{sid}/commands", HTTP_ROUTE_SESSION,
-          { GET(route_list_commands), POST(route_start_command) } },
-        { "/v1/sessions/{sid}/commands/{rid}", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { GET(route_get_command) } },
-        { "/v1/sessions/{sid}/commands/{rid}/events", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { GET(route_events) } },
-        { "/v1/sessions/{sid}/commands/{rid}/signal", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { POST(route_signal) } },
-        { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND, { POST(route_stdin) } },
+          { GET(route_list_commands, AUTHZ_GET), POST(route_start_command, AUTHZ_EXEC) } },
+        { "/v1/sessions/{sid}/commands/{rid}", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { GET(route_get_command, AUTHZ_GET) } },
+        { "/v1/sessions/{sid}/commands/{rid}/events", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { GET(route_events, AUTHZ_GET) } },
+        { "/v1/sessions/{sid}/commands/{rid}/signal", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { POST(route_signal, AUTHZ_SIGNAL) } },
+        { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { POST(route_stdin, AUTHZ_STDIN) } },
         /* The top of the workspace, then a path in it ("files/" is the top too). A plain PUT
          * is an upload, which http_route_upload_begin() takes before its body. */
         { "/v1/sessions/{sid}/files", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES,
-          { GET(route_files), PUT(route_files), POST(route_files), DELETE(route_files) } },
+          { GET(route_files, AUTHZ_FILES), PUT(route_files, AUTHZ_FILES), POST(route_files, AUTHZ_FILES),
+            DELETE(route_files, AUTHZ_FILES) } },
         { "/v1/sessions/{sid}/files/{path}", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES | HTTP_ROUTE_TAIL,
-          { GET(route_files), PUT(route_files), POST(route_files), DELETE(route_files) } },
+          { GET(route_files, AUTHZ_FILES), PUT(route_files, AUTHZ_FILES), POST(route_files, AUTHZ_FILES),
+            DELETE(route_files, AUTHZ_FILES) } },
 };
 
 const size_t http_routes_n = ELEMENTSOF(http_routes);
@@ -1027,14 +1238,38 @@ int http_route_match(HttpRequest *r) {
         return 0;
 }
 
+/* The method's entry of the route; NULL for a method it does not serve. */
+static const HttpMethod *route_method(const HttpRoute *route, const char *method) {
+        for (size_t i = 0; i < HTTP_METHODS_MAX && route->methods[i].name; i++)
+                if (streq(route->methods[i].name, method) || (streq(method, "HEAD") && streq(route->methods[i].name, "GET")))
+                        return &route->methods[i];
+        return NULL;
+}
+
+/* What authz_decide() is asked for this request: the method's operation, else (a method
+ * the route does not serve: 405 comes later) the route's first. */
+static AuthzOp route_op(HttpRequest *r) {
+        const HttpMethod *hm = route_method(r->route, r->method);
+
+        return hm ? hm->op : r->route->methods[0].op;
+}
+
 /* Looks up the session and command the path names: 0, or the status of the refusal. */
 static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_resp) {
         Session *s = NULL;
 
         if (FLAGS_SET(r->route->flags, HTTP_ROUTE_SESSION)) {
+                AuthzVerdict v = AUTHZ_HIDDEN;
+                const char *reason = "No such session.";
+
                 if (session_id_is_valid(r->params[0]))
                         s = manager_find_session(r->server->manager, r->params[0]);
-                if (!s || !session_visible(r, s))
+                if (s)
+                        v = authz_decide(&r->caller, http_transport(r), route_op(r),
+                                         &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);
+                if (v == AUTHZ_FORBIDDEN)
+                        return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                if (v != AUTHZ_ALLOW)
                         return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such session.");
                 r->target = s;
         }
@@ -1049,14 +1284,12 @@ static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_res
 }
 
 static HttpHandler route_handler(const HttpRoute *route, const char *method) {
-        for (size_t i = 0; i < HTTP_METHODS_MAX && route->methods[i].name; i++)
-                if (streq(route->methods[i].name, method) || (streq(method, "HEAD") && streq(route->methods[i].name, "GET")))
-                        return route->methods[i].handler;
-        return NULL;
+        const HttpMethod *hm = route_method(route, method);
+
+        return hm ? hm->handler : NULL;
 }
 
 int http_route(HttpRequest *r) {
-        Manager *m = r->server->manager;
         struct MHD_Response *resp = NULL;
         HttpHandler handler;
         unsigned status;
@@ -1068,9 +1301,12 @@ int http_route(HttpRequest *r) {
         if (!r->route)
                 return not_found(r, "No such route.");
 
-        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_ADMIN) && !r->server->is_unix && !auth_tenant_is_admin(m, r->tenant))
-                return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden",
-                                        "Only local callers and admin keys may do this.");
+        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_ADMIN)) {
+                const char *reason = NULL;
+
+                if (authz_decide(&r->caller, http_transport(r), route_op(r), NULL, &reason) != AUTHZ_ALLOW)
+                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+        }
 
         status = http_route_resolve(r, &resp);
         if (status > 0)

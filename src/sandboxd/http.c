@@ -7,8 +7,129 @@
 
 #include "auth.h"
 #include "http.h"
+#include "list.h"
 #include "log.h"
 #include "ndjson.h"
+
+/* Per connection: what the URL decoder saw for the request being parsed, and, on TCP,
+ * whether it sent an authenticated request yet. */
+struct HttpConnection {
+        HttpServer *server;
+        int fd;
+        bool url_has_nul;
+        bool unauthenticated; /* in server->unauthenticated */
+        uint64_t deadline;    /* CLOCK_MONOTONIC: closed then, unless authenticated */
+        LIST_FIELDS(HttpConnection, unauth);
+};
+
+static HttpConnection *connection_of(struct MHD_Connection *connection) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return info ? info->socket_context : NULL;
+}
+
+/* --- unauthenticated TCP connections ------------------------------------------ */
+
+/* A TCP connection counts apart from the others, and only for a short while, until it sent
+ * a request with a valid key: whoever has none can take only the places of others who have
+ * none, never those of tenants. */
+
+static void unauth_remove(HttpConnection *c) {
+        HttpServer *s = c->server;
+
+        if (!c->unauthenticated)
+                return;
+        if (s->unauthenticated_oldest == c)
+                s->unauthenticated_oldest = c->unauth_prev;
+        LIST_REMOVE(unauth, s->unauthenticated, c);
+        c->unauthenticated = false;
+        s->n_unauthenticated--;
+}
+
+static void unauth_close(HttpConnection *c, const char *why) {
+        HttpServer *s = c->server;
+
+        log_debug("Closing a TCP connection that sent no authenticated request: %s.", why);
+        s->manager->metrics.http_unauthenticated_closed++;
+        /* MHD sees the end on its next run and closes the connection as if the client left. */
+        (void) shutdown(c->fd, SHUT_RDWR);
+        unauth_remove(c);
+}
+
+static void unauth_arm(HttpServer *s) {
+        int r;
+
+        if (!s->unauthenticated_oldest) {
+                (void) sd_event_source_set_enabled(s->auth_timer, SD_EVENT_OFF);
+                return;
+        }
+        r = sd_event_source_set_time(s->auth_timer, s->unauthenticated_oldest->deadline);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->auth_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the authentication timer, ignoring: %m");
+}
+
+static int on_auth_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        HttpServer *s = userdata;
+
+        while (s->unauthenticated_oldest && s->unauthenticated_oldest->deadline <= usec)
+                unauth_close(s->unauthenticated_oldest, "no authenticated request within AuthenticationTimeoutSec=");
+        unauth_arm(s);
+        return 0;
+}
+
+/* Before MHD takes a new TCP connection: when the unauthenticated ones are at their limit,
+ * the oldest of them makes room. A tenant's client sends its key at once and is out of
+ * their number before the flood has turned over; refusing the newest instead would lock
+ * tenants out for as long as the flood lasts. */
+static enum MHD_Result on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+        HttpServer *s = cls;
+        Manager *m = s->manager;
+
+        if (s->n_unauthenticated < m->config.max_unauthenticated || !s->unauthenticated_oldest)
+                return MHD_YES;
+
+        if (!s->unauth_full_logged)
+                log_notice("%u TCP connections without an authenticated request (MaxUnauthenticatedConnections=): "
+                           "closing the oldest for each new one.", s->n_unauthenticated);
+        s->unauth_full_logged = true;
+        unauth_close(s->unauthenticated_oldest, "MaxUnauthenticatedConnections= reached");
+        unauth_arm(s);
+        return MHD_YES;
+}
+
+static void unauth_add(HttpServer *s, HttpConnection *c, struct MHD_Connection *connection) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        uint64_t now;
+
+        if (!info || sd_event_now(s->manager->event, CLOCK_MONOTONIC, &now) < 0)
+                return;
+        c->fd = info->connect_fd;
+        c->deadline = now + s->manager->config.authentication_timeout_usec;
+        c->unauthenticated = true;
+        LIST_PREPEND(unauth, s->unauthenticated, c);
+        if (!s->unauthenticated_oldest)
+                s->unauthenticated_oldest = c;
+        if (++s->n_unauthenticated == 1)
+                unauth_arm(s);
+}
+
+/* A valid key with the headers: the connection is a tenant's from now on. Returns the
+ * tenant to keep for the request (NULL: none, or not needed). */
+static char *request_authenticate_early(HttpRequest *r) {
+        const char *h = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        const char *token = h ? startswith(h, "Bearer ") : NULL;
+        HttpConnection *c = connection_of(r->connection);
+        char *tenant = NULL;
+
+        if (!c || !c->unauthenticated || !token || auth_check_key(r->server->manager, token, &tenant) < 0)
+                return NULL;
+        unauth_remove(c);
+        if (c->server->n_unauthenticated == 0)
+                c->server->unauth_full_logged = false;
+        return tenant;
+}
 
 struct MHD_Response *http_json_response(const char *json, size_t n) {
         struct MHD_Response *resp;
@@ -41,6 +162,13 @@ int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
 
         if (!resp)
                 return MHD_NO; /* out of memory: drop the connection */
+        if (!r->server->is_unix) {
+                HttpConnection *c = connection_of(r->connection);
+
+                /* Answered, but without a key it does not keep its place. */
+                if (c && c->unauthenticated)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+        }
         ret = MHD_queue_response(r->connection, status, resp);
         MHD_destroy_response(resp);
         metrics_count_http(&r->server->manager->metrics, r->route ? r->route->pattern : "unmatched", status);
@@ -65,17 +193,25 @@ int http_queue_json(HttpRequest *r, unsigned status, Buf *json) {
 }
 
 void http_suspend(HttpRequest *r) {
+        if (r->suspended)
+                return;
         r->suspended = true;
+        r->server->manager->n_http_waiting++;
         MHD_suspend_connection(r->connection);
+}
+
+void http_resume(HttpRequest *r) {
+        if (!r->suspended)
+                return;
+        r->suspended = false;
+        r->server->manager->n_http_waiting--;
+        MHD_resume_connection(r->connection);
 }
 
 void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
         r->status = status;
         r->response = resp;
-        if (r->suspended) {
-                r->suspended = false;
-                MHD_resume_connection(r->connection);
-        }
+        http_resume(r);
 }
 
 /* --- streaming a command's event log ------------------------------------------- */
@@ -147,37 +283,42 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, ui
 
 /* --- the MHD callbacks ------------------------------------------------------- */
 
-static bool peer_is_allowed(struct MHD_Connection *connection, char **ret_tenant) {
+/* The peer of the unix socket, as a caller: false if its credentials cannot be read. */
+static bool peer_caller(HttpRequest *r) {
         const union MHD_ConnectionInfo *info;
         struct ucred cred;
         socklen_t l = sizeof(cred);
 
-        info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        info = MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!info || getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0)
                 return false;
-        if (!auth_uid_is_allowed(cred.uid, cred.pid))
+        if (auth_uid_caller(r->server->manager, cred.uid, &r->caller, &r->caller_name) < 0)
                 return false;
-        return asprintf(ret_tenant, "unix:%u", (unsigned) cred.uid) >= 0;
+        return asprintf(&r->tenant, "unix:%u", (unsigned) cred.uid) >= 0;
 }
 
-/* Who is asking: peer credentials on the unix socket, a bearer key on TCP. On refusal,
- * false and the answer to give. */
+/* Who is asking: peer credentials on the unix socket, a bearer key on TCP; then whether
+ * the transport serves that caller (authz_decide() with the list, which every admitted
+ * caller may ask for). On refusal, false and the answer to give. */
 static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_Response **ret_resp) {
         HttpServer *server = r->server;
 
         if (server->is_unix) {
-                if (!peer_is_allowed(r->connection, &r->tenant)) {
+                const char *reason = "Could not read the peer's credentials.";
+
+                if (!peer_caller(r) ||
+                    authz_decide(&r->caller, AUTHZ_HTTP_UNIX, AUTHZ_LIST, NULL, &reason) != AUTHZ_ALLOW) {
                         server->manager->metrics.auth_failures++;
                         *ret_status = MHD_HTTP_FORBIDDEN;
-                        *ret_resp = http_error_response("forbidden",
-                                                        "Only root and members of group sandboxd may use this socket.");
+                        *ret_resp = http_error_response("forbidden", reason);
                         return false;
                 }
         } else if (!(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_PUBLIC))) {
                 const char *h = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
                 const char *token = h ? startswith(h, "Bearer ") : NULL;
 
-                if (!token || auth_check_key(server->manager, token, &r->tenant) < 0) {
+                /* the key may have been checked already, when the request began */
+                if (!r->tenant && (!token || auth_check_key(server->manager, token, &r->tenant) < 0)) {
                         server->manager->metrics.auth_failures++;
                         *ret_status = MHD_HTTP_UNAUTHORIZED;
                         *ret_resp = http_error_response(
@@ -186,6 +327,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                                 (void) MHD_add_response_header(*ret_resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
                         return false;
                 }
+                auth_tenant_caller(server->manager, r->tenant, &r->caller);
         }
         r->authorized = true;
         return true;
@@ -206,14 +348,8 @@ int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *res
         return MHD_YES;
 }
 
-/* Per connection: what the URL decoder saw for the request being parsed. */
-typedef struct HttpConnection {
-        bool url_has_nul;
-} HttpConnection;
-
 static bool take_url_has_nul(struct MHD_Connection *connection) {
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        HttpConnection *c = info ? info->socket_context : NULL;
+        HttpConnection *c = connection_of(connection);
         bool v;
 
         if (!c)
@@ -250,6 +386,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 r->url_has_nul = take_url_has_nul(connection);
                 if (http_route_match(r) < 0)
                         return MHD_NO;
+                if (!server->is_unix) {
+                        _cleanup_free_ char *tenant = request_authenticate_early(r);
+
+                        /* kept for request_authorize(); a public route takes none */
+                        if (tenant && !(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_PUBLIC)))
+                                r->tenant = TAKE_PTR(tenant);
+                }
 
                 /* MHD decodes chunked bodies only; it would wait for the end of any other
                  * coding until the connection times out. */
@@ -312,6 +455,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (!request_authorize(r, &status, &resp))
                 return http_queue(r, status, resp);
 
+        if (r->server->manager->stopping) {
+                resp = http_error_response("stopping", "sandboxd is stopping; ask again once it is back.");
+                if (resp)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        }
         return http_route(r);
 }
 
@@ -323,6 +472,11 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                 return;
         if (r->command && r->command->started_userdata == r)
                 r->command->started_fn = NULL; /* the start callback must not touch us anymore */
+        file_op_detach(r->file_op); /* nor a file operation's */
+        if (r->suspended) {
+                r->suspended = false;
+                r->server->manager->n_http_waiting--;
+        }
         if (r->response)
                 MHD_destroy_response(r->response);
         if (r->upload) {
@@ -335,6 +489,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
         route_path_done(&r->path);
         free(r->url);
         free(r->tenant);
+        free(r->caller_name);
         free(r->upload_path);
         free(r);
         *con_cls = NULL;
@@ -346,12 +501,28 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         Manager *m = server->manager;
 
         if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                HttpConnection *c;
+
                 m->n_connections++;
-                *socket_context = calloc(1, sizeof(HttpConnection)); /* NULL: %00 goes unnoticed */
+                /* NULL: %00 goes unnoticed, and the connection is not counted as unauthenticated */
+                c = *socket_context = calloc(1, sizeof(HttpConnection));
+                if (c) {
+                        c->server = server;
+                        c->fd = -EBADF;
+                        if (!server->is_unix)
+                                unauth_add(server, c, connection);
+                }
         } else {
+                HttpConnection *c = *socket_context;
+
                 if (m->n_connections > 0)
                         m->n_connections--;
-                free(*socket_context);
+                if (c) {
+                        unauth_remove(c);
+                        if (server->n_unauthenticated == 0)
+                                server->unauth_full_logged = false;
+                }
+                free(c);
                 *socket_context = NULL;
                 /* The last connection of a burst is gone: give back what its buffers took
                  * (64 KiB for each event stream), which malloc would otherwise keep. */
@@ -366,8 +537,7 @@ static size_t on_unescape(void *cls, struct MHD_Connection *connection, char *s)
         size_t n = MHD_http_unescape(s);
 
         if (strlen(s) != n) {
-                const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-                HttpConnection *c = info ? info->socket_context : NULL;
+                HttpConnection *c = connection_of(connection);
 
                 if (c)
                         c->url_has_nul = true;
@@ -387,15 +557,34 @@ static _printf_(2, 0) void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 static void http_server_rearm(HttpServer *s) {
         MHD_UNSIGNED_LONG_LONG timeout_ms;
-        int r;
+        uint64_t now, want, armed, slack;
+        int enabled = SD_EVENT_OFF, r;
 
-        if (MHD_get_timeout(s->daemon, &timeout_ms) == MHD_YES) {
-                /* MHD answers in milliseconds relative to now. */
-                r = sd_event_source_set_time_relative(s->timer, timeout_ms * USEC_PER_MSEC);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
-        } else
-                r = sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        /* Every change of the timer is a timerfd_settime() when sd-event next prepares, and
+         * this runs at every loop iteration: arming and disarming it there was a fifth of
+         * sandboxd's time streaming output. So: work due now goes to a defer source; without
+         * a timeout, a timer still armed stays so (it fires once for nothing); and a timer
+         * armed within an eighth of the timeout of the new deadline stays (MHD's timeouts are
+         * connections' idle timeouts, which move with every byte sent). */
+        if (MHD_get_timeout(s->daemon, &timeout_ms) != MHD_YES)
+                return;
+        if (timeout_ms == 0) {
+                r = sd_event_source_set_enabled(s->now, SD_EVENT_ONESHOT);
+                goto done;
+        }
+        r = sd_event_now(s->manager->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                goto done;
+        timeout_ms = MIN(timeout_ms, (MHD_UNSIGNED_LONG_LONG) 24 * 3600 * 1000);
+        want = now + timeout_ms * USEC_PER_MSEC;
+        slack = timeout_ms * USEC_PER_MSEC / 8;
+        if (sd_event_source_get_enabled(s->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+            sd_event_source_get_time(s->timer, &armed) >= 0 && armed + slack >= want && armed <= want + slack)
+                return;
+        r = sd_event_source_set_time(s->timer, want);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
+done:
         if (r < 0)
                 log_warning_errno(r, "Failed to arm HTTP timer, ignoring: %m");
 }
@@ -409,6 +598,14 @@ static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) 
 }
 
 static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        HttpServer *s = userdata;
+
+        (void) MHD_run(s->daemon);
+        http_server_rearm(s);
+        return 0;
+}
+
+static int on_now(sd_event_source *es, void *userdata) {
         HttpServer *s = userdata;
 
         (void) MHD_run(s->daemon);
@@ -437,8 +634,22 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         s->manager = m;
         s->is_unix = is_unix;
 
+        /* On TCP, unauthenticated connections have their own limit and deadline (unix peers
+         * are known from the start): see on_accept_policy(). */
+        if (!is_unix) {
+                r = sd_event_add_time(m->event, &s->auth_timer, CLOCK_MONOTONIC, USEC_INFINITY, USEC_PER_SEC / 10,
+                                      on_auth_timer, s);
+                if (r < 0) {
+                        free(s);
+                        return log_error_errno(r, "Failed to add the HTTP authentication timer: %m");
+                }
+                (void) sd_event_source_set_enabled(s->auth_timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(s->auth_timer, "http-auth-deadline");
+        }
+
         s->daemon = MHD_start_daemon(
-                MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
+                is_unix ? NULL : on_accept_policy, s,
                 on_request, s,
                 MHD_OPTION_LISTEN_SOCKET, fd,
                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
@@ -454,6 +665,7 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int) 1,
                 MHD_OPTION_END);
         if (!s->daemon) {
+                sd_event_source_disable_unref(s->auth_timer);
                 free(s);
                 return log_error_errno(-EIO, "Failed to start the HTTP server on fd %d.", fd);
         }
@@ -472,6 +684,10 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        r = sd_event_add_defer(m->event, &s->now, on_now, s);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(s->now, SD_EVENT_OFF);
         r = sd_event_add_post(m->event, NULL, on_post, s);
         if (r < 0)
                 goto fail;
@@ -488,8 +704,10 @@ HttpServer *http_server_free(HttpServer *s) {
                 return NULL;
         sd_event_source_disable_unref(s->io);
         sd_event_source_disable_unref(s->timer);
+        sd_event_source_disable_unref(s->now);
         if (s->daemon)
-                MHD_stop_daemon(s->daemon);
+                MHD_stop_daemon(s->daemon); /* frees every HttpConnection (NOTIFY_CONNECTION) */
+        sd_event_source_disable_unref(s->auth_timer);
         free(s);
         return NULL;
 }

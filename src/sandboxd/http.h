@@ -4,6 +4,7 @@
 #include <microhttpd.h>
 #include <sys/types.h>
 
+#include "authz.h"
 #include "buf.h"
 #include "command.h"
 #include "files.h"
@@ -13,12 +14,22 @@
 typedef struct HttpRequest HttpRequest;
 typedef struct HttpRoute HttpRoute;
 
+typedef struct HttpConnection HttpConnection;
+
 struct HttpServer {
         Manager *manager;
         struct MHD_Daemon *daemon;
         sd_event_source *io;
         sd_event_source *timer;
+        sd_event_source *now;   /* MHD has work right away: a defer source, not the timer */
         bool is_unix; /* peer credentials instead of bearer keys */
+
+        /* TCP connections that have not yet sent an authenticated request, newest first: at
+         * most MaxUnauthenticatedConnections=, each for AuthenticationTimeoutSec=. */
+        HttpConnection *unauthenticated, *unauthenticated_oldest;
+        unsigned n_unauthenticated;
+        bool unauth_full_logged;
+        sd_event_source *auth_timer;
 };
 
 /* One HTTP request, from its first header to the response being done. */
@@ -41,7 +52,9 @@ struct HttpRequest {
         bool suspended;
         bool authorized;
         bool url_has_nul;          /* %00 in the path or the query: refused */
-        char *tenant;              /* which key, or "unix:<uid>" */
+        char *tenant;              /* which key, or "unix:<uid>": the creator of what it creates */
+        AuthzCaller caller;        /* who, for authz_decide(), once authorized */
+        char *caller_name;         /* the peer's login name, which caller.name points to */
 
         /* A file upload (PUT .../files/...): the body goes straight to the file, not to `body`. */
         bool streaming;
@@ -53,6 +66,7 @@ struct HttpRequest {
         struct MHD_Response *response;
         unsigned status;
 
+        FileOp *file_op;           /* the file API's work, on its threads */
         Session *session;          /* waited for */
         Command *command;          /* being started */
 };
@@ -69,6 +83,8 @@ int http_queue_json(HttpRequest *r, unsigned status, Buf *json);
 
 /* For asynchronous handlers: park the request, then complete it later. */
 void http_suspend(HttpRequest *r);
+/* Back from http_suspend() without an answer yet (the handler queues one itself). */
+void http_resume(HttpRequest *r);
 void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp);
 
 /* Serves the NDJSON event log of a command from `offset`, following it until exit. */
@@ -78,12 +94,16 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, ui
  * "100 Continue" or the body is too large (413), else once the body was read and dropped. */
 int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *resp);
 
+static inline AuthzTransport http_transport(HttpRequest *r) {
+        return r->server->is_unix ? AUTHZ_HTTP_UNIX : AUTHZ_HTTP_TCP;
+}
+
 /* The route table, in http-routes.c: every path and method served, as data. */
 typedef int (*HttpHandler)(HttpRequest *r);
 
 typedef enum HttpRouteFlags {
         HTTP_ROUTE_PUBLIC  = 1 << 0, /* no key needed on TCP (the probes) */
-        HTTP_ROUTE_ADMIN   = 1 << 1, /* local callers and AdminTenants= only (403), before anything else */
+        HTTP_ROUTE_ADMIN   = 1 << 1, /* daemon-wide (drain, metrics): authz_decide() before anything else, 403 */
         HTTP_ROUTE_SESSION = 1 << 2, /* the first placeholder is a session the caller may see, else 404 */
         HTTP_ROUTE_COMMAND = 1 << 3, /* the second is a command of that session, else 404 */
         HTTP_ROUTE_TAIL    = 1 << 4, /* the last placeholder takes the rest of the path */
@@ -95,6 +115,7 @@ typedef enum HttpRouteFlags {
 typedef struct HttpMethod {
         const char *name;     /* GET also serves HEAD */
         HttpHandler handler;
+        AuthzOp op;           /* what authz_decide() is asked; _AUTHZ_OP_INVALID: any admitted caller */
 } HttpMethod;
 
 struct HttpRoute {

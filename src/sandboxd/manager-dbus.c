@@ -2,13 +2,16 @@
 
 #include <pwd.h>
 
+#include "auth.h"
 #include "bus-request.h"
 #include "bus-util.h"
 #include "command-dbus.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "polkit.h"
+#include "scope.h"
 #include "session-dbus.h"
+#include "time-util.h"
 #include "validate.h"
 
 /* --- calls answered later ---------------------------------------------------------- */
@@ -57,65 +60,86 @@ void manager_bus_free(Manager *m) {
 
 /* --- who is calling ------------------------------------------------------------------ */
 
-static int caller_uid(sd_bus_message *call, uid_t *ret) {
+static int caller_uid(Manager *m, sd_bus_message *call, uid_t *ret) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        const char *sender = sd_bus_message_get_sender(call);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        SenderCacheEntry *oldest = &m->sender_cache[0];
+        char *copy;
+        uid_t uid;
         int r;
+
+        /* Asking the bus is a synchronous call to dbus-daemon: once per sender, whose unique
+         * name is never given to another connection. At most SENDER_CACHE_MAX to scan. */
+        for (size_t i = 0; sender && i < SENDER_CACHE_MAX; i++) {
+                SenderCacheEntry *c = &m->sender_cache[i];
+
+                if (c->until > now && streq(c->sender, sender)) {
+                        *ret = c->uid;
+                        return 0;
+                }
+                if (c->until < oldest->until)
+                        oldest = c;
+        }
 
         /* The bus daemon vouches for the uid of a connection: SO_PEERCRED when it connected,
          * which is the effective uid. Never augmented from /proc, which could race. */
         r = sd_bus_query_sender_creds(call, SD_BUS_CREDS_EUID, &creds);
         if (r < 0)
                 return r;
-        return sd_bus_creds_get_euid(creds, ret);
+        r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return r;
+        if (sender && (copy = strdup(sender))) {
+                free(oldest->sender);
+                *oldest = (SenderCacheEntry) { .sender = copy, .uid = uid, .until = now + SENDER_CACHE_USEC };
+        }
+        *ret = uid;
+        return 0;
 }
 
-/* The login name of uid, NULL if it has none. */
-static char *user_name_of(uid_t uid) {
-        struct passwd *pw = getpwuid(uid);
-
-        return pw && pw->pw_name ? strdup(pw->pw_name) : NULL;
-}
-
-int bus_caller_identity(sd_bus *bus, BusCaller *ret) {
-        sd_bus_message *call = sd_bus_get_current_message(bus);
+int bus_caller_identity(Manager *m, sd_bus_message *call, BusCaller *ret) {
         uid_t uid;
         int r;
 
         if (!call)
                 return -ENXIO;
-        r = caller_uid(call, &uid);
+        r = caller_uid(m, call, &uid);
         if (r < 0)
                 return r;
         ret->uid = uid;
-        ret->name = uid == 0 ? NULL : user_name_of(uid);
+        r = auth_uid_caller(m, uid, &ret->authz, &ret->name);
+        if (r < 0)
+                return r;
         return 0;
 }
 
-bool bus_caller_owns(const BusCaller *c, const char *user) {
-        return c->uid == 0 || (c->name && streq(c->name, user));
-}
-
-int bus_verify_session_access(Manager *m, sd_bus_message *call, const char *user, const char *workspace,
-                              const char *session_id, sd_bus_error *error) {
-        _cleanup_free_ char *name = NULL;
-        const char *details[] = { "user", user, "workspace", workspace, "session", session_id, NULL };
-        uid_t uid;
+int bus_authorize(Manager *m, sd_bus_message *call, AuthzOp op, const char *user, const char *workspace, Session *s,
+                  sd_bus_error *error) {
+        _cleanup_(bus_caller_done) BusCaller caller = {};
+        const char *details[] = { "user", user, "workspace", workspace, "session", s ? s->id : NULL, NULL };
+        AuthzTarget target = { .user = user, .session = s, .creator = s ? s->tenant : NULL };
+        const char *reason = NULL;
         int r;
 
-        r = caller_uid(call, &uid);
+        r = bus_caller_identity(m, call, &caller);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Failed to learn who is calling: %m");
-        if (uid == 0)
-                return 1;
-
-        name = user_name_of(uid);
         if (!workspace)
                 details[2] = NULL;
-        else if (!session_id)
+        else if (!s)
                 details[4] = NULL;
-        return polkit_verify(m, call,
-                             name && streq(name, user) ? POLKIT_ACTION_MANAGE_SESSIONS : POLKIT_ACTION_MANAGE_ALL,
-                             details, true, error);
+
+        switch (authz_decide(&caller.authz, AUTHZ_DBUS, op, &target, &reason)) {
+        case AUTHZ_ALLOW:
+                return 1;
+        case AUTHZ_ASK_OWN:
+                return polkit_verify(m, call, POLKIT_ACTION_MANAGE_SESSIONS, details, true, error);
+        case AUTHZ_ASK_ALL:
+                return polkit_verify(m, call, POLKIT_ACTION_MANAGE_ALL, details, true, error);
+        default:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", reason ?: "Not authorized.");
+        }
 }
 
 void manager_bus_activity(Manager *m) {
@@ -152,6 +176,10 @@ static int reply_session(sd_bus_message *call, Session *s) {
 static void on_session_ready(Session *s, int r, void *userdata) {
         BusPending *p = userdata;
 
+        if (r == -ESHUTDOWN) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                return;
+        }
         if (r < 0) {
                 sd_bus_error e = SD_BUS_ERROR_NULL;
 
@@ -183,15 +211,18 @@ static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_er
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
 
-        r = bus_verify_session_access(m, call, req.user, req.workspace, NULL, error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-
-        r = caller_uid(call, &uid);
+        r = caller_uid(m, call, &uid);
         if (r < 0)
                 return r;
         if (asprintf(&tenant, "dbus:%u", (unsigned) uid) < 0)
                 return -ENOMEM;
+
+        /* the scope's, and its active session's if there is one (which would be returned) */
+        s = manager_find_session_by_scope(m, scope_tenant(tenant), req.user, req.workspace);
+        r = bus_authorize(m, call, AUTHZ_CREATE, req.user, req.workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
         r = session_create(m, &req, tenant, &s, &e);
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
@@ -211,30 +242,28 @@ static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_er
 
 static int method_list_sessions(sd_bus_message *call, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_free_ char *name = NULL;
+        _cleanup_(bus_caller_done) BusCaller caller = {};
         Manager *m = userdata;
         bool all;
         Session *s;
-        uid_t uid;
         int r;
 
         POLKIT_SCOPE(m, call);
 
-        r = caller_uid(call, &uid);
+        r = bus_caller_identity(m, call, &caller);
         if (r < 0)
-                return r;
-        all = uid == 0;
+                return sd_bus_error_set_errnof(error, r, "Failed to learn who is calling: %m");
+        all = authz_decide(&caller.authz, AUTHZ_DBUS, AUTHZ_LIST, NULL, NULL) == AUTHZ_ALLOW;
         if (!all) {
                 _cleanup_(sd_bus_error_free) sd_bus_error not_all = SD_BUS_ERROR_NULL;
-                const char *details[] = { "user", NULL, NULL };
+                const char *details[] = { "user", caller.name, NULL };
 
-                name = user_name_of(uid);
-                if (!name)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "User %u has no name.", (unsigned) uid);
-                details[1] = name;
+                if (!caller.name)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "User %u has no name.",
+                                                 (unsigned) caller.uid);
 
-                /* Administrators see everything; without asking anyone for a password, though:
-                 * the caller may well only want its own sessions. */
+                /* Those polkit lets manage all sessions see everything; without asking anyone
+                 * for a password, though: the caller may well only want its own sessions. */
                 r = polkit_verify(m, call, POLKIT_ACTION_MANAGE_ALL, details, false, &not_all);
                 if (r == 0)
                         return 1;
@@ -255,7 +284,8 @@ static int method_list_sessions(sd_bus_message *call, void *userdata, sd_bus_err
         LIST_FOREACH(sessions, s, m->sessions) {
                 _cleanup_free_ char *path = NULL;
 
-                if (!all && !streq(s->user, name))
+                /* the caller's own: the sessions it created */
+                if (!all && !authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user))
                         continue;
                 r = session_bus_path(s, &path);
                 if (r < 0)
@@ -286,7 +316,7 @@ static int method_get_session(sd_bus_message *call, void *userdata, sd_bus_error
         r = find_session(m, id, &s, error);
         if (r < 0)
                 return r;
-        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(m, call, AUTHZ_GET, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 

@@ -3,6 +3,8 @@
 
 #include <systemd/sd-bus.h>
 
+#include "authz.h"
+
 #include "manager.h"
 #include "output.h"
 
@@ -39,26 +41,27 @@ void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error);
 /* At exit: calls still waiting are dropped (their callers see the connection go). */
 void manager_bus_free(Manager *m);
 
-/* Who may act on the sessions of `user`: root without asking; a caller whose login name is
- * `user` with io.sandboxd.sandbox1.manage-sessions; anyone else with ...manage-all.
- * Returns like polkit_verify(): > 0 yes, 0 asked (return 1 from the handler), < 0 no. */
-int bus_verify_session_access(Manager *m, sd_bus_message *call, const char *user, const char *workspace,
-                              const char *session_id, sd_bus_error *error);
-
-/* Who sent the message being dispatched: its uid, and its login name (NULL for root, or
- * a uid without a name). For reads of one's own objects. */
+/* Who sent `call`: its uid, login name (NULL if it has none), and the caller authz_decide()
+ * sees (group sandboxd, root or AdminGroup=). */
 typedef struct BusCaller {
         uid_t uid;
         char *name;
+        AuthzCaller authz;
 } BusCaller;
 
-int bus_caller_identity(sd_bus *bus, BusCaller *ret);
+int bus_caller_identity(Manager *m, sd_bus_message *call, BusCaller *ret);
 static inline void bus_caller_done(BusCaller *c) {
         free(c->name);
         c->name = NULL;
 }
-/* Is the caller root, or is its login name `user`? */
-bool bus_caller_owns(const BusCaller *c, const char *user);
+
+/* authz_decide() for a D-Bus call: `op` on the session s, or (CREATE) on the scope (user,
+ * workspace) with s its active session if there is one. Root and AdminGroup= pass; polkit
+ * is asked io.sandboxd.sandbox1.manage-sessions for the caller's own (the sessions it
+ * created, the scopes of its login name), ...manage-all for anyone else's. Returns like
+ * polkit_verify(): > 0 yes, 0 asked (return 1 from the handler), < 0 no (AccessDenied). */
+int bus_authorize(Manager *m, sd_bus_message *call, AuthzOp op, const char *user, const char *workspace, Session *s,
+                  sd_bus_error *error);
 
 /* Restarts the idle countdown: a D-Bus call is activity. */
 void manager_bus_activity(Manager *m);

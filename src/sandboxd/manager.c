@@ -32,6 +32,7 @@ int manager_new(Manager **ret) {
         if (!m)
                 return -ENOMEM;
         config_init(&m->config);
+        m->spool.max = m->config.spool_max;
         m->state_dir = strdup(getenv("STATE_DIRECTORY") ?: "/var/lib/sandboxd");
         m->runtime_dir = strdup(getenv("RUNTIME_DIRECTORY") ?: "/run/sandboxd");
         if (!m->state_dir || !m->runtime_dir) {
@@ -55,8 +56,18 @@ Manager *manager_free(Manager *m) {
 
         if (!m)
                 return NULL;
+        /* Nothing is lost at exit: coalesced writes still due go now, and the writer
+         * writes all that is queued before it stops. */
+        LIST_FOREACH(sessions, s, m->sessions)
+                session_save_pending(s);
         while ((s = m->sessions))
                 session_free(s);
+        /* the next sandboxd finds what is left of them (manager_recover()) */
+        while (m->releases)
+                unit_release_free(m->releases);
+        m->file_ops = file_ops_free(m->file_ops);
+        auth_cache_flush(m);
+        m->writer = store_writer_free(m->writer);
         proxy_free(m->proxy);
         manager_bus_free(m);
         pool_free(m);
@@ -71,6 +82,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         sd_event_source_disable_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->stop_defer);
+        sd_event_source_disable_unref(m->stop_timer);
         pid1_gate_free(m->pid1);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
@@ -91,6 +104,7 @@ int manager_load_config(Manager *m, const char *path) {
         r = config_load(&m->config, path, warn_config, &error);
         if (r < 0)
                 return log_error_errno(r, "Invalid configuration: %s", error ?: strerror(-r));
+        m->spool.max = m->config.spool_max;
         return 0;
 }
 
@@ -117,10 +131,47 @@ int manager_take_stored_fd(Manager *m, const char *name) {
         return -EBADF;
 }
 
+/* A session slice no record owns, about to go into the pool: what is still in it, if anything
+ * (a unit of a session whose record was lost: a command, a proxy relay that runs), so that no
+ * new scope ever gets it. NULL if it is empty. all: sandboxd's units (names, active states). */
+static char *slice_first_user(Manager *m, const char *slice, char **all, char **all_states) {
+        _cleanup_free_ char *proxy_socket = NULL, *proxy_service = NULL;
+        const char *id = startswith(slice, "sandboxd-");
+        char sid[17], prefix[64], *ret;
+        unsigned n = 0;
+        int r;
+
+        /* pool_adopt() takes only sandboxd-<16 hex>.slice */
+        if (!id || strlen(id) != 16 + strlen(".slice"))
+                return NULL;
+        snprintf(sid, sizeof(sid), "%.16s", id);
+        snprintf(prefix, sizeof(prefix), "sandboxd-%s-", sid);
+        if (systemd_proxy_unit_names(sid, &proxy_socket, &proxy_service) < 0)
+                return strdup("?");
+        for (size_t i = 0; all && all[i]; i++) {
+                if (!startswith(all[i], prefix))
+                        continue;
+                /* a prepared slice's own proxy socket (in sandboxd.slice), and its relay while it does not run */
+                if (streq(all[i], proxy_socket))
+                        continue;
+                if (streq(all[i], proxy_service) && !streq_ptr(all_states[i], "active") &&
+                    !streq_ptr(all_states[i], "activating") && !streq_ptr(all_states[i], "deactivating"))
+                        continue;
+                return strdup(all[i]);
+        }
+        /* anything else placed in it, whatever its name */
+        r = systemd_count_unit_processes(m->bus, slice, &n);
+        if (r < 0)
+                log_debug_errno(r, "Failed to list the processes of %s, ignoring: %m", slice);
+        else if (n > 0 && asprintf(&ret, "%u process(es)", n) >= 0)
+                return ret;
+        return NULL;
+}
+
 /* After a restart: sessions and commands from their records, the units and pipes that
  * still exist, slices nobody owns. */
 static int manager_recover(Manager *m) {
-        _cleanup_strv_free_ char **slices = NULL, **sockets = NULL;
+        _cleanup_strv_free_ char **slices = NULL, **sockets = NULL, **all = NULL, **all_states = NULL;
         Session *ps;
         char dir[PATH_MAX];
         struct dirent *de;
@@ -147,7 +198,7 @@ static int manager_recover(Manager *m) {
                         continue;
                 snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
                 r = session_recover(m, sub, &s);
-                if (r < 0)
+                if (r < 0 && r != -EBADMSG) /* set aside, and logged */
                         log_warning_errno(r, "Failed to recover session %s, ignoring: %m", de->d_name);
         }
         closedir(d);
@@ -206,14 +257,45 @@ static int manager_recover(Manager *m) {
                         session_arm_expiry(s);
                 }
         }
+        r = systemd_list_units(m->bus, "sandboxd-*", &all, &all_states);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list sandboxd's units: %m");
+        /* Units of finished commands that are still there: the sandboxd before went away while
+         * their leftovers were being stopped (or before it asked), and they may end failed.
+         * Also a failed one of a command forgotten since: its result was read. */
+        for (size_t i = 0; all[i]; i++) {
+                _cleanup_free_ char *path = NULL;
+                char sid[17];
+                unsigned n;
+                int end = 0;
+                Session *s;
+                Command *c = NULL;
+
+                if (sscanf(all[i], "sandboxd-%16[0-9a-f]-%u.service%n", sid, &n, &end) != 2 || all[i][end] != 0 ||
+                    !(s = manager_find_session(m, sid)) || streq(all_states[i], "inactive"))
+                        continue;
+                LIST_FOREACH(commands, c, s->commands)
+                        if (c->n == n)
+                                break;
+                if (c ? !command_status_is_terminal(c->result.status) : n > s->n_commands || !streq(all_states[i], "failed"))
+                        continue;
+                if (systemd_unit_path(all[i], &path) < 0)
+                        return log_oom();
+                log_info("Releasing %s (%s), the unit of a finished command.", all[i], all_states[i]);
+                (void) unit_release(m, all[i], path, NULL);
+        }
+
         for (char **sl = slices; *sl; sl++) {
                 Session *s, *owner = NULL;
 
                 LIST_FOREACH(sessions, s, m->sessions)
                         if (streq(*sl, s->slice))
                                 owner = s;
-                if (!owner)
-                        pool_adopt(m, *sl);
+                if (!owner) {
+                        _cleanup_free_ char *user = slice_first_user(m, *sl, all, all_states);
+
+                        pool_adopt(m, *sl, user);
+                }
                 else if (owner->state == SESSION_CLOSED)
                         (void) systemd_stop_unit_async(m->pid1, *sl, NULL, NULL); /* closing did not finish */
         }
@@ -246,6 +328,9 @@ Session *manager_find_session(Manager *m, const char *id) {
                         return s;
         return NULL;
 }
+
+/* at a stop, how long the answers to waiting requests may take to go out */
+#define STOP_FLUSH_MSEC 2000
 
 #define IN_SET_STATE(st) ((st) == SESSION_STARTING || (st) == SESSION_ACTIVE)
 
@@ -343,7 +428,9 @@ static bool manager_has_live_sessions(Manager *m) {
 }
 
 bool manager_is_idle(Manager *m) {
-        bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->bus_pending && polkit_pending(m) == 0;
+        /* a unit being released: at most TimeoutStopSec= more */
+        bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->bus_pending && polkit_pending(m) == 0 &&
+                     !m->releases;
 
         /* Closed sessions keep their records on disk: they do not keep us running. A drained
          * daemon goes as soon as its commands are done, open sessions or not. */
@@ -371,13 +458,47 @@ void manager_check_idle(Manager *m) {
                 log_warning_errno(r, "Failed to arm the idle timer, ignoring: %m");
 }
 
+static int on_stop(sd_event_source *s, void *userdata) {
+        return sd_event_exit(((Manager *) userdata)->event, 0);
+}
+
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        log_warning("Stopping: answers not sent within %d ms, exiting all the same.", STOP_FLUSH_MSEC);
+        return sd_event_exit(((Manager *) userdata)->event, 0);
+}
+
+/* Every request that waits (on PID 1, a freeze, stdin, a stream) is answered while the
+ * loop still runs, so that libmicrohttpd and sd-bus send the answers; the loop ends once
+ * nothing but idle work is left (or after STOP_FLUSH_MSEC). libmicrohttpd would abort on
+ * a connection still suspended at its stop. */
+static void manager_stop(Manager *m) {
+        Session *s;
+        int r;
+
+        if (m->stopping)
+                return;
+        m->stopping = true;
+        LIST_FOREACH(sessions, s, m->sessions)
+                session_abandon_waiters(s);
+        file_ops_abandon(m->file_ops);
+        r = sd_event_add_defer(m->event, &m->stop_defer, on_stop, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(m->stop_defer, SD_EVENT_PRIORITY_IDLE);
+        if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC,
+                                               STOP_FLUSH_MSEC * USEC_PER_MSEC, 0, on_stop_timer, m);
+        if (r < 0)
+                (void) sd_event_exit(m->event, 0);
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
         log_info("Received %s, exiting; running commands go on under systemd.",
                  si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down.");
-        return sd_event_exit(m->event, 0);
+        manager_stop(m);
+        return 0;
 }
 
 static int setup_bus(Manager *m) {
@@ -532,6 +653,12 @@ int manager_startup(Manager *m, const char *listen_path) {
         r = proxy_new(m, &m->proxy);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the egress proxy: %m");
+        r = store_writer_new(&m->writer);
+        if (r < 0)
+                log_warning_errno(r, "Failed to start the thread that writes records, writing them on the loop: %m");
+        r = file_ops_new(m->event, &m->file_ops);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the threads of the file API: %m");
         r = manager_recover(m);
         if (r < 0)
                 return r;

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/stat.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "config.h"
 #include "fdstore.h"
+#include "file-ops.h"
 #include "list.h"
 #include "metrics.h"
+#include "output.h"
 #include "pid1-gate.h"
+#include "store-writer.h"
 
 typedef struct Manager Manager;
 typedef struct Session Session;
 typedef struct Command Command;
+typedef struct UnitRelease UnitRelease;
 typedef struct HttpServer HttpServer;
 typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
@@ -30,16 +35,42 @@ typedef struct StoredFd {
 
 #define HTTP_SERVERS_MAX 8
 
+/* Who a uid is, as NSS said a moment ago (auth_uid_caller()): at most UID_CACHE_MAX, each
+ * for UID_CACHE_USEC, all forgotten when /etc/passwd or /etc/group change. */
+#define UID_CACHE_MAX 64U
+#define UID_CACHE_USEC (10 * USEC_PER_SEC)
+typedef struct UidCacheEntry {
+        uid_t uid;
+        char *name;
+        bool member, admin;
+        uint64_t until; /* CLOCK_MONOTONIC; 0: unused */
+} UidCacheEntry;
+
+/* The uid of a D-Bus sender, as the bus said (bus_caller_identity()): a unique name is
+ * never given again on a bus, so it cannot go stale, only be forgotten. */
+#define SENDER_CACHE_MAX 128U
+#define SENDER_CACHE_USEC (60 * USEC_PER_SEC)
+typedef struct SenderCacheEntry {
+        char *sender;
+        uid_t uid;
+        uint64_t until;
+} SenderCacheEntry;
+
 struct Manager {
         Config config;
         sd_event *event;
         sd_bus *bus;
         Pid1Gate *pid1;         /* every call to PID 1 that is not at start-up */
+        StoreWriter *writer;    /* writes the records, off the loop */
+        FileOps *file_ops;      /* the file API's work and the disk usage, off the loop */
 
         HttpServer *http[HTTP_SERVERS_MAX];
         size_t n_http;
         ApiKey *keys;
         size_t n_keys;
+        UidCacheEntry uid_cache[UID_CACHE_MAX];
+        struct stat uid_cache_passwd, uid_cache_group; /* what the entries were asked under */
+        SenderCacheEntry sender_cache[SENDER_CACHE_MAX];
 
         Session *sessions;
         PoolSlot *pool;
@@ -50,8 +81,15 @@ struct Manager {
         char *cgroup_root; /* PID 1's cgroup: "" on a host (systemd_get_manager_cgroup()) */
         Metrics metrics;
         bool draining;     /* POST /v1/drain: no new work; exit once the running commands end */
+        unsigned n_http_waiting; /* suspended HTTP requests (http_suspend()) */
+        bool stopping;     /* SIGTERM: waiting requests answered, the loop ends once they are sent */
+        sd_event_source *stop_defer, *stop_timer;
         unsigned n_connections;
         unsigned n_running;
+        unsigned n_starting;    /* commands asked of PID 1, not yet answered */
+        UnitRelease *releases;  /* units of finished commands, until PID 1 can collect them */
+        unsigned n_releases;
+        SpoolAccount spool;     /* every command's spool files (SpoolMax=) */
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
 

@@ -72,5 +72,17 @@ int metrics_format(const Metrics *m, Buf *b) {
                                "# TYPE sandboxd_network_denials_total counter\n"
                                "sandboxd_network_denials_total %" PRIu64 "\n",
                                m->bytes_streamed, m->auth_failures, m->network_denials);
+        if (r >= 0)
+                r = buf_printf(b,
+                               "# HELP sandboxd_proxy_refused_total Egress proxy requests refused for want of room: "
+                               "a session over its share, or the proxy's totals reached.\n"
+                               "# TYPE sandboxd_proxy_refused_total counter\n"
+                               "sandboxd_proxy_refused_total{reason=\"session_share\"} %" PRIu64 "\n"
+                               "sandboxd_proxy_refused_total{reason=\"total\"} %" PRIu64 "\n"
+                               "# HELP sandboxd_http_unauthenticated_closed_total TCP connections closed before "
+                               "they sent an authenticated request (too slow, or too many such).\n"
+                               "# TYPE sandboxd_http_unauthenticated_closed_total counter\n"
+                               "sandboxd_http_unauthenticated_closed_total %" PRIu64 "\n",
+                               m->proxy_refused_share, m->proxy_refused_busy, m->http_unauthenticated_closed);
         return r;
 }

@@ -27,6 +27,9 @@ typedef struct Metrics {
         uint64_t bytes_streamed;
         uint64_t auth_failures;
         uint64_t network_denials;
+        uint64_t proxy_refused_share; /* a session over its share of connections or lookups */
+        uint64_t proxy_refused_busy;  /* the proxy's totals reached */
+        uint64_t http_unauthenticated_closed; /* TCP connections closed before an authenticated request */
 } Metrics;
 
 extern const double metrics_duration_bounds[METRICS_DURATION_BUCKETS];

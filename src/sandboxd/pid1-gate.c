@@ -2,10 +2,22 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "list.h"
 #include "macro.h"
 #include "pid1-gate.h"
+
+/* a job whose JobRemoved never came (a lost signal) stops counting after this long */
+#define JOB_FORGET_USEC (120ULL * 1000000ULL)
+
+typedef struct Pid1Job Pid1Job;
+struct Pid1Job {
+        char *path;
+        uint64_t since_usec;
+        LIST_FIELDS(Pid1Job, jobs);
+};
 
 struct Pid1Call {
         Pid1Gate *gate;
@@ -19,11 +31,78 @@ struct Pid1Call {
 
 struct Pid1Gate {
         sd_bus *bus;
-        unsigned max, in_flight, waiting;
+        unsigned max, in_flight, waiting, jobs;
         Pid1Call *waiting_list; /* newest first */
         Pid1Call *oldest;       /* its last: the next to send */
         Pid1Call *flying;
+        /* Jobs PID 1 queued for our calls and has not finished: each holds a match rule
+         * of PID 1 on the bus until JobRemoved, and dbus-daemon allows 512 per
+         * connection (system.conf); past that PID 1 fails calls, even drops off the bus. */
+        Pid1Job *job_list;
+        sd_bus_slot *job_match;
 };
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+static void pump(Pid1Gate *g);
+
+static void job_drop(Pid1Gate *g, Pid1Job *j) {
+        LIST_REMOVE(jobs, g->job_list, j);
+        free(j->path);
+        free(j);
+        g->jobs--;
+}
+
+static void jobs_forget_old(Pid1Gate *g) {
+        uint64_t now = now_usec();
+        Pid1Job *j, *n;
+
+        LIST_FOREACH_SAFE(jobs, j, n, g->job_list)
+                if (now - j->since_usec > JOB_FORGET_USEC)
+                        job_drop(g, j);
+}
+
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Pid1Gate *g = userdata;
+        const char *path = NULL;
+        uint32_t id;
+        Pid1Job *j;
+
+        if (sd_bus_message_read(m, "uo", &id, &path) < 0 || !path)
+                return 0;
+        LIST_FOREACH(jobs, j, g->job_list)
+                if (strcmp(j->path, path) == 0) {
+                        job_drop(g, j);
+                        pump(g);
+                        break;
+                }
+        return 0;
+}
+
+/* The answer to StartTransientUnit, StopUnit and the like is the path of a job. */
+static void job_note(Pid1Gate *g, sd_bus_message *reply) {
+        const char *sig = sd_bus_message_get_signature(reply, true), *path = NULL;
+        Pid1Job *j;
+
+        if (!g->job_match || !sig || strcmp(sig, "o") != 0 || sd_bus_message_is_method_error(reply, NULL))
+                return;
+        if (sd_bus_message_read(reply, "o", &path) < 0 || !path)
+                return;
+        (void) sd_bus_message_rewind(reply, true);
+        j = calloc(1, sizeof(*j));
+        if (!j || !(j->path = strdup(path))) {
+                free(j);
+                return;
+        }
+        j->since_usec = now_usec();
+        LIST_PREPEND(jobs, g->job_list, j);
+        g->jobs++;
+}
 
 int pid1_gate_new(sd_bus *bus, unsigned max, Pid1Gate **ret) {
         Pid1Gate *g;
@@ -35,6 +114,9 @@ int pid1_gate_new(sd_bus *bus, unsigned max, Pid1Gate **ret) {
                 return -ENOMEM;
         g->bus = sd_bus_ref(bus);
         g->max = max;
+        /* without the match (no bus daemon: a direct connection), jobs are not counted */
+        (void) sd_bus_match_signal_async(bus, &g->job_match, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                         "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, NULL, g);
         *ret = g;
         return 0;
 }
@@ -71,8 +153,6 @@ static void call_free(Pid1Call *c) {
         free(c);
 }
 
-static void pump(Pid1Gate *g);
-
 static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Pid1Call *c = userdata;
         Pid1Gate *g = c->gate;
@@ -80,6 +160,7 @@ static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
         void *cb_userdata = c->userdata;
 
         land(c);
+        job_note(g, reply);
         call_free(c); /* the owner's pointer is NULL from here on */
         pump(g);
         return cb ? cb(reply, cb_userdata, ret_error) : 0;
@@ -116,7 +197,9 @@ static int send_call(Pid1Call *c) {
 }
 
 static void pump(Pid1Gate *g) {
-        while (g->oldest && g->in_flight < g->max) {
+        if (g->jobs >= PID1_JOBS_MAX && g->oldest)
+                jobs_forget_old(g);
+        while (g->oldest && g->in_flight < g->max && g->jobs < PID1_JOBS_MAX) {
                 Pid1Call *c = g->oldest;
                 int r;
 
@@ -138,7 +221,9 @@ int pid1_call(Pid1Gate *g, Pid1Call **ret_call, sd_bus_message *m, sd_bus_messag
                 return -ENOMEM;
         *c = (Pid1Call) { .gate = g, .msg = sd_bus_message_ref(m), .cb = cb, .userdata = userdata };
 
-        if (g->in_flight < g->max && !g->oldest) {
+        if (g->jobs >= PID1_JOBS_MAX)
+                jobs_forget_old(g);
+        if (g->in_flight < g->max && g->jobs < PID1_JOBS_MAX && !g->oldest) {
                 r = send_call(c);
                 if (r < 0) {
                         call_free(c);
@@ -188,6 +273,9 @@ Pid1Gate *pid1_gate_free(Pid1Gate *g) {
                 land(c);
                 call_free(c);
         }
+        while (g->job_list)
+                job_drop(g, g->job_list);
+        sd_bus_slot_unref(g->job_match);
         sd_bus_unref(g->bus);
         free(g);
         return NULL;
@@ -199,6 +287,10 @@ sd_bus *pid1_gate_bus(const Pid1Gate *g) {
 
 unsigned pid1_gate_in_flight(const Pid1Gate *g) {
         return g ? g->in_flight : 0;
+}
+
+unsigned pid1_gate_jobs(const Pid1Gate *g) {
+        return g ? g->jobs : 0;
 }
 
 unsigned pid1_gate_waiting(const Pid1Gate *g) {

@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The calls that make PID 1 create units (StartTransientUnit) pass through one gate: at
- * most PID1_CALLS_MAX of them are in flight at once, the others wait here, in order. A
- * burst of session creates or commands then queues in sandboxd instead of piling up at
- * PID 1 and the bus, where it ends in "Method call timed out" or dbus-daemon's limit of
- * pending replies per connection. The gate knows nothing of sessions or commands. */
+/* Every call to PID 1 passes through one gate: at most PID1_CALLS_MAX of them are in
+ * flight at once, the others wait here, in order. A burst of session creates or commands
+ * then queues in sandboxd instead of piling up at PID 1 and the bus, where it ends in
+ * "Method call timed out", dbus-daemon's limit of pending replies per connection, or
+ * its limit of match rules for PID 1's connection (one per unfinished job). The gate
+ * knows nothing of sessions or commands. */
 
 #include <systemd/sd-bus.h>
 
 #define PID1_CALLS_MAX 16
+/* ... and while PID 1 has this many jobs of ours not finished (a start or stop answered
+ * but not done), the next call waits too: each job holds one of the 512 match rules
+ * dbus-daemon allows PID 1's connection (see pid1-gate.c). */
+#define PID1_JOBS_MAX 128
+/* New sessions and commands are refused (503 overloaded) while this many calls wait;
+ * the calls that end or clean up are never refused. */
+#define PID1_WAITING_MAX 1024
 
 typedef struct Pid1Gate Pid1Gate;
 typedef struct Pid1Call Pid1Call;
@@ -31,4 +39,5 @@ Pid1Call *pid1_call_cancel(Pid1Call *c);
 
 sd_bus *pid1_gate_bus(const Pid1Gate *g);
 unsigned pid1_gate_in_flight(const Pid1Gate *g);
+unsigned pid1_gate_jobs(const Pid1Gate *g);
 unsigned pid1_gate_waiting(const Pid1Gate *g);

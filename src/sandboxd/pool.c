@@ -82,7 +82,7 @@ static void slot_start_proxy(PoolSlot *p) {
         r = proxy_session_dir(m, p->id, &dir);
         if (r >= 0)
                 r = systemd_start_proxy_async(m->pid1, &p->proxy_call, p->id, p->slice, dir,
-                                              m->config.proxy_max_connections, on_slot_proxy_started, p);
+                                              proxy_relay_max_connections(&m->config), on_slot_proxy_started, p);
         if (r < 0) {
                 log_warning_errno(r, "Failed to prepare the proxy units of %s, ignoring: %m", p->slice);
                 return;
@@ -171,7 +171,7 @@ int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
         return -EAGAIN;
 }
 
-void pool_adopt(Manager *m, const char *slice) {
+void pool_adopt(Manager *m, const char *slice, const char *in_use_by) {
         const char *id = startswith(slice, "sandboxd-");
         char buf[17];
         PoolSlot *p;
@@ -183,6 +183,14 @@ void pool_adopt(Manager *m, const char *slice) {
         if (!session_id_is_valid(buf))
                 return;
 
+        if (in_use_by) {
+                /* A session whose record was lost: its processes must never share a slice,
+                 * its limits and its freezer with a new scope. Nobody can reach them any more. */
+                log_warning("Stopping %s: no session record owns it, and %s is still in it, so it is not reused "
+                            "for a new session.", slice, in_use_by);
+                (void) systemd_stop_unit_async(m->pid1, slice, NULL, NULL);
+                return;
+        }
         if (m->config.pool_profile == POOL_SHARED && pool_count(m) + pool_in_use(m) < m->config.pool_size &&
             (p = slot_new(m, buf))) {
                 /* Its limits may be a former session's: reset them to the defaults. */

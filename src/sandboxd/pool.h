@@ -41,8 +41,9 @@ void pool_fill_soon(Manager *m);
  * units are started. -EAGAIN if none is ready. Call pool_fill() once the session is in the
  * manager's list. */
 int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy);
-/* A slice found at start-up that no session owns: back in the pool, or stopped. */
-void pool_adopt(Manager *m, const char *slice);
+/* A slice found at start-up that no session owns: back in the pool, or stopped. One with a
+ * unit or process in it (in_use_by names one) is never pooled: it is stopped. */
+void pool_adopt(Manager *m, const char *slice, const char *in_use_by);
 void pool_free(Manager *m);
 void pool_stats(Manager *m, PoolStats *ret);
 

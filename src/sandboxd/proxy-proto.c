@@ -579,6 +579,8 @@ int proxy_reply(const ProxyRequest *req, ProxyOutcome o, const char *why, Buf *o
                 [PROXY_OUTCOME_UNREACHABLE] = { 502, "Bad Gateway", SOCKS_CONNECTION_REFUSED },
                 [PROXY_OUTCOME_TIMEOUT] = { 504, "Gateway Timeout", SOCKS_HOST_UNREACHABLE },
                 [PROXY_OUTCOME_FAILED] = { 502, "Bad Gateway", SOCKS_GENERAL_FAILURE },
+                [PROXY_OUTCOME_LIMITED] = { 429, "Too Many Requests", SOCKS_GENERAL_FAILURE },
+                [PROXY_OUTCOME_BUSY] = { 503, "Service Unavailable", SOCKS_GENERAL_FAILURE },
         };
 
         assert(req);

@@ -59,6 +59,8 @@ typedef enum ProxyOutcome {
         PROXY_OUTCOME_UNREACHABLE, /* 502; SOCKS5: connection refused */
         PROXY_OUTCOME_TIMEOUT,     /* 504; SOCKS5: host unreachable */
         PROXY_OUTCOME_FAILED,      /* 502; SOCKS5: general failure */
+        PROXY_OUTCOME_LIMITED,     /* the session used its share: 429; SOCKS5: general failure */
+        PROXY_OUTCOME_BUSY,        /* the proxy as a whole is full: 503; SOCKS5: general failure */
         _PROXY_OUTCOME_MAX,
         _PROXY_OUTCOME_INVALID = -EINVAL,
 } ProxyOutcome;

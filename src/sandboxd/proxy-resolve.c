@@ -14,10 +14,14 @@
 #include "log.h"
 #include "proxy-resolve.h"
 
-#define PROXY_RESOLVERS_MAX 32U /* lookups in flight */
+struct ProxyLookupGroup {
+        unsigned n_ref;
+        unsigned n_running;
+};
 
 struct ProxyLookup {
         int notify_fd;       /* the resolver's pipe: the thread touches nothing else of ours */
+        ProxyLookupGroup *group;
         ProxyLookupFn fn;    /* NULL once cancelled */
         void *userdata;
         char name[HOST_NAME_MAX_LEN + 1];
@@ -28,9 +32,31 @@ struct ProxyLookup {
 struct ProxyResolver {
         int pipe[2];
         sd_event_source *io;
-        unsigned n_running;
+        unsigned n_running, max_running, max_per_group;
         HostAddresses *host;
 };
+
+int proxy_lookup_group_new(ProxyLookupGroup **ret) {
+        ProxyLookupGroup *g;
+
+        assert(ret);
+        g = calloc(1, sizeof(ProxyLookupGroup));
+        if (!g)
+                return -ENOMEM;
+        g->n_ref = 1;
+        *ret = g;
+        return 0;
+}
+
+ProxyLookupGroup *proxy_lookup_group_unref(ProxyLookupGroup *g) {
+        if (g && --g->n_ref == 0)
+                free(g);
+        return NULL;
+}
+
+unsigned proxy_lookup_group_running(const ProxyLookupGroup *g) {
+        return g ? g->n_running : 0;
+}
 
 static void *lookup_thread(void *arg) {
         ProxyLookup *l = arg;
@@ -76,6 +102,8 @@ static int on_resolved(sd_event_source *s, int fd, uint32_t revents, void *userd
                 size_t n = 0;
 
                 r->n_running--;
+                l->group->n_running--;
+                l->group = proxy_lookup_group_unref(l->group);
                 for (struct addrinfo *i = l->error == 0 ? l->result : NULL; i && n < PROXY_ADDRESSES_MAX; i = i->ai_next) {
                         NetAddress a = { .family = i->ai_family };
                         bool dup = false;
@@ -100,20 +128,24 @@ static int on_resolved(sd_event_source *s, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-int proxy_resolver_lookup(ProxyResolver *r, const char *name, ProxyLookupFn fn, void *userdata, ProxyLookup **ret) {
+int proxy_resolver_lookup(ProxyResolver *r, ProxyLookupGroup *g, const char *name, ProxyLookupFn fn, void *userdata,
+                          ProxyLookup **ret) {
         pthread_attr_t attr;
         pthread_t t;
         ProxyLookup *l;
         int k;
 
         assert(r);
+        assert(g);
         assert(name);
         assert(fn);
         assert(ret);
 
         if (strlen(name) >= sizeof(l->name))
                 return -EINVAL;
-        if (r->n_running >= PROXY_RESOLVERS_MAX)
+        if (g->n_running >= r->max_per_group)
+                return -EDQUOT;
+        if (r->n_running >= r->max_running)
                 return -EBUSY;
         l = calloc(1, sizeof(ProxyLookup));
         if (!l)
@@ -134,6 +166,9 @@ int proxy_resolver_lookup(ProxyResolver *r, const char *name, ProxyLookupFn fn, 
                 return -k;
         }
         r->n_running++;
+        g->n_running++;
+        g->n_ref++;
+        l->group = g;
         *ret = l;
         return 0;
 }
@@ -160,16 +195,20 @@ const char *proxy_resolver_check_address(ProxyResolver *r, const ProxyPolicy *p,
         return proxy_policy_check_address(&q, family, addr);
 }
 
-int proxy_resolver_new(sd_event *e, ProxyResolver **ret) {
+int proxy_resolver_new(sd_event *e, unsigned max_running, unsigned max_per_group, ProxyResolver **ret) {
         ProxyResolver *r;
         int k;
 
         assert(e);
+        assert(max_running > 0);
+        assert(max_per_group > 0);
         assert(ret);
 
         r = calloc(1, sizeof(ProxyResolver));
         if (!r)
                 return -ENOMEM;
+        r->max_running = max_running;
+        r->max_per_group = max_per_group;
         r->pipe[0] = r->pipe[1] = -EBADF;
         if (pipe2(r->pipe, O_CLOEXEC) < 0) {
                 k = -errno;

@@ -48,6 +48,10 @@ struct ProxyConn {
         struct sockaddr_storage addrs[PROXY_ADDRESSES_MAX];
         socklen_t addrlens[PROXY_ADDRESSES_MAX];
         size_t n_addrs, next_addr;
+        /* Came in over the session's share or the proxy's total: its request is read only
+         * to be answered with this refusal. */
+        ProxyOutcome refusal;
+        const char *refusal_why;
         LIST_FIELDS(ProxyConn, conns);
 };
 
@@ -58,6 +62,10 @@ struct ProxyListener {
         char *dir, *path, *fdname;
         sd_event_source *io;
         ProxyConn *conns;
+        unsigned n_conns;    /* served: its share of ProxyMaxConnections= */
+        unsigned n_refusing; /* being told they came over it, at most PROXY_REFUSING_MAX */
+        bool at_share;       /* logged that it reached its share */
+        ProxyLookupGroup *lookups;
         LIST_FIELDS(ProxyListener, listeners);
 };
 
@@ -74,6 +82,16 @@ static void conn_connect_next(ProxyConn *c);
 
 unsigned proxy_count_connections(Proxy *p) {
         return p ? p->n_connections : 0;
+}
+
+static unsigned share_connections(const Config *c) {
+        return MIN(c->proxy_max_connections_per_session, c->proxy_max_connections);
+}
+
+unsigned proxy_relay_max_connections(const Config *c) {
+        /* socket-proxyd passes on what sandboxd serves, and the few it answers with a
+         * refusal; beyond that it closes them itself. */
+        return share_connections(c) + PROXY_REFUSING_MAX;
 }
 
 static const char *conn_host(const ProxyConn *c) {
@@ -217,6 +235,12 @@ static void conn_request(ProxyConn *c) {
         const char *why;
         int r;
 
+        if (c->refusal != _PROXY_OUTCOME_INVALID) {
+                log_debug("Egress proxy of session %s: refused a request for %s:%u: %s.", c->listener->session->id,
+                          conn_host(c), c->req.port, c->refusal_why);
+                conn_finish(c, c->refusal, c->refusal_why);
+                return;
+        }
         c->state = CONN_RESOLVING;
         conn_policy(c, &pol);
         why = proxy_policy_check_name(&pol, &c->req.host);
@@ -231,9 +255,17 @@ static void conn_request(ProxyConn *c) {
                 conn_addresses(c, &a, 1);
                 return;
         }
-        r = proxy_resolver_lookup(c->listener->proxy->resolver, c->req.host.text, on_lookup, c, &c->lookup);
-        if (r < 0)
-                conn_fail(c, PROXY_OUTCOME_FAILED, r == -EBUSY ? "too many name lookups in progress" : "cannot resolve now");
+        r = proxy_resolver_lookup(c->listener->proxy->resolver, c->listener->lookups, c->req.host.text, on_lookup, c,
+                                  &c->lookup);
+        if (r == -EDQUOT) {
+                c->listener->proxy->manager->metrics.proxy_refused_share++;
+                conn_fail(c, PROXY_OUTCOME_LIMITED,
+                          "too many name lookups of this session in progress (ProxyMaxLookupsPerSession=)");
+        } else if (r == -EBUSY) {
+                c->listener->proxy->manager->metrics.proxy_refused_busy++;
+                conn_fail(c, PROXY_OUTCOME_BUSY, "too many name lookups in progress (ProxyMaxLookups=)");
+        } else if (r < 0)
+                conn_fail(c, PROXY_OUTCOME_FAILED, "cannot resolve now");
 }
 
 /* --- connecting ------------------------------------------------------------------------------- */
@@ -520,7 +552,14 @@ static void conn_free(ProxyConn *c) {
                 return;
         proxy_lookup_cancel(c->lookup); /* the thread's answer is dropped when it comes */
         LIST_REMOVE(conns, c->listener->conns, c);
-        c->listener->proxy->n_connections--;
+        if (c->refusal != _PROXY_OUTCOME_INVALID)
+                c->listener->n_refusing--;
+        else {
+                c->listener->n_conns--;
+                c->listener->proxy->n_connections--;
+                if (c->listener->n_conns < share_connections(&c->listener->proxy->manager->config))
+                        c->listener->at_share = false;
+        }
         sd_event_source_disable_unref(c->cio);
         sd_event_source_disable_unref(c->uio);
         sd_event_source_disable_unref(c->timer);
@@ -537,6 +576,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         ProxyListener *l = userdata;
         Proxy *p = l->proxy;
         Manager *m = p->manager;
+        ProxyOutcome refusal = _PROXY_OUTCOME_INVALID;
+        const char *why = NULL;
         ProxyConn *c;
         int cfd, r;
 
@@ -546,10 +587,30 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         log_debug_errno(-errno, "Egress proxy: accept failed, ignoring: %m");
                 return 0;
         }
-        if (p->n_connections >= m->config.proxy_max_connections || l->session->state != SESSION_ACTIVE) {
-                log_notice("Egress proxy: refusing a connection of session %s: %s.", l->session->id,
-                           l->session->state != SESSION_ACTIVE ? "the session is not active" : "too many connections");
+        if (l->session->state != SESSION_ACTIVE) {
+                log_notice("Egress proxy: refusing a connection of session %s: the session is not active.", l->session->id);
                 safe_close(cfd);
+                return 0;
+        }
+
+        /* Each session gets its share, whatever the others do; the total bounds them all. */
+        if (l->n_conns >= share_connections(&m->config)) {
+                refusal = PROXY_OUTCOME_LIMITED;
+                why = "too many connections of this session (ProxyMaxConnectionsPerSession=)";
+                m->metrics.proxy_refused_share++;
+                if (!l->at_share)
+                        log_notice("Egress proxy: session %s has %u connections open, its share: refusing more.",
+                                   l->session->id, l->n_conns);
+                l->at_share = true;
+        } else if (p->n_connections >= m->config.proxy_max_connections) {
+                refusal = PROXY_OUTCOME_BUSY;
+                why = "too many connections (ProxyMaxConnections=)";
+                m->metrics.proxy_refused_busy++;
+                log_notice("Egress proxy: refusing a connection of session %s: %u connections are open, the most allowed.",
+                           l->session->id, p->n_connections);
+        }
+        if (refusal != _PROXY_OUTCOME_INVALID && l->n_refusing >= PROXY_REFUSING_MAX) {
+                safe_close(cfd); /* already telling enough of them */
                 return 0;
         }
 
@@ -563,8 +624,15 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         c->ufd = -EBADF;
         c->state = CONN_HANDSHAKE;
         c->parser = (ProxyParser) PROXY_PARSER_INIT;
+        c->refusal = refusal;
+        c->refusal_why = why;
         LIST_PREPEND(conns, l->conns, c);
-        p->n_connections++;
+        if (refusal != _PROXY_OUTCOME_INVALID)
+                l->n_refusing++;
+        else {
+                l->n_conns++;
+                p->n_connections++;
+        }
 
         r = sd_event_add_io(m->event, &c->cio, cfd, EPOLLIN, on_client, c);
         if (r >= 0)
@@ -648,6 +716,9 @@ int proxy_listen(Proxy *p, Session *s, ProxyListener **ret) {
         l->proxy = p;
         l->session = s;
         l->fd = -EBADF;
+        r = proxy_lookup_group_new(&l->lookups);
+        if (r < 0)
+                goto fail;
         if (proxy_session_dir(m, s->id, &l->dir) < 0 || asprintf(&l->path, "%s/%s", l->dir, PROXY_SOCKET_NAME) < 0 ||
             asprintf(&l->fdname, "proxy-%s", s->id) < 0) {
                 r = -ENOMEM;
@@ -685,6 +756,7 @@ fail:
         log_error_errno(r, "Failed to listen on %s for the egress proxy of session %s: %m", l->path ?: "?", s->id);
         sd_event_source_disable_unref(l->io);
         safe_close(l->fd);
+        proxy_lookup_group_unref(l->lookups);
         free(l->dir);
         free(l->path);
         free(l->fdname);
@@ -700,6 +772,7 @@ ProxyListener *proxy_listener_free(ProxyListener *l) {
         LIST_REMOVE(listeners, l->proxy->listeners, l);
         sd_event_source_disable_unref(l->io);
         safe_close(l->fd);
+        proxy_lookup_group_unref(l->lookups);
         free(l->dir);
         free(l->path);
         free(l->fdname);
@@ -726,7 +799,8 @@ int proxy_new(Manager *m, Proxy **ret) {
         if (!p)
                 return -ENOMEM;
         p->manager = m;
-        r = proxy_resolver_new(m->event, &p->resolver);
+        r = proxy_resolver_new(m->event, m->config.proxy_max_lookups,
+                               MIN(m->config.proxy_max_lookups_per_session, m->config.proxy_max_lookups), &p->resolver);
         if (r < 0) {
                 free(p);
                 return r;

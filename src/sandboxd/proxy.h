@@ -26,6 +26,13 @@ typedef struct ProxyListener ProxyListener;
 int proxy_new(Manager *m, Proxy **ret);
 Proxy *proxy_free(Proxy *p);
 unsigned proxy_count_connections(Proxy *p);
+
+/* Connections of a session beyond its share (or the total) are answered with a refusal
+ * (HTTP 429 or 503, SOCKS5 general failure), this many of a session at once; more are
+ * closed unanswered. */
+#define PROXY_REFUSING_MAX 16U
+/* --connections-max= of a session's systemd-socket-proxyd. */
+unsigned proxy_relay_max_connections(const Config *c);
 /* This host's own addresses (host-addresses.h), which mode host denies too. */
 HostAddresses *proxy_host_addresses(Proxy *p);
 

@@ -47,10 +47,11 @@ int session_check_read_access(sd_bus *bus, Session *s, sd_bus_error *error) {
         if (!call || sd_bus_message_get_type(call, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL ||
             !streq_ptr(sd_bus_message_get_interface(call), "org.freedesktop.DBus.Properties"))
                 return 0;
-        if (bus_caller_identity(bus, &caller) >= 0 && bus_caller_owns(&caller, s->user))
+        if (bus_caller_identity(s->manager, call, &caller) >= 0 && authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user))
                 return 0;
         return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                 "Only root and the user %s may read the properties of session %s.", s->user, s->id);
+                                 "Only root, AdminGroup= and the caller that created session %s may read its properties.",
+                                 s->id);
 }
 
 int session_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
@@ -80,14 +81,14 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
         int r;
 
         /* Only what the caller may read; root sees everything. */
-        r = bus_caller_identity(bus, &caller);
+        r = bus_caller_identity(m, sd_bus_get_current_message(bus), &caller);
         if (r < 0)
                 return 0;
 
         /* The direct children of `path` only, so that every node can be introspected. */
         if (!streq(path, BUS_SESSION_PREFIX)) {
                 one = session_from_path(m, path, &rest);
-                if (!one || !bus_caller_owns(&caller, one->user) || (*rest && !streq(rest, "/command")))
+                if (!one || !authz_may_see(&caller.authz, AUTHZ_DBUS, one->tenant, one->user) || (*rest && !streq(rest, "/command")))
                         return 0;
         }
         if (!one)
@@ -102,7 +103,7 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
 
         if (!one) {
                 LIST_FOREACH(sessions, s, m->sessions)
-                        if (bus_caller_owns(&caller, s->user) && session_bus_path(s, &l[n++]) < 0)
+                        if (authz_may_see(&caller.authz, AUTHZ_DBUS, s->tenant, s->user) && session_bus_path(s, &l[n++]) < 0)
                                 return -ENOMEM;
         } else if (!*rest) {
                 if (one->commands && asprintf(&l[n++], "%s/command", path) < 0)
@@ -218,8 +219,16 @@ static void on_run_output(OutputReader *reader) {
         Command *c;
 
         if (!reader->output) {
-                /* The command went away before it ended (sandboxd is exiting). */
-                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NO_SUCH_COMMAND, "The command went away."));
+                /* Let go before it ended. At a stop (command_abandon_waiters()) the command
+                 * goes on under systemd and the next sandboxd has its result: that is
+                 * Stopping, as for every other call waiting then, not NoSuchCommand, which
+                 * would tell the caller there is nothing to look up. */
+                if (p->manager->stopping)
+                        bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING,
+                                                                        "sandboxd is stopping; the command goes on: "
+                                                                        "look it up by its request id once it is back."));
+                else
+                        bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NO_SUCH_COMMAND, "The command went away."));
                 return;
         }
         if (!reader->output->finished)
@@ -244,6 +253,12 @@ static void run_wait(BusPending *p, Command *c) {
 static void on_exec_started(Command *c, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
 
+        if (r == -ESHUTDOWN) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING,
+                                                                "sandboxd is stopping; the command may have started: "
+                                                                "look it up by its request id once it is back."));
+                return;
+        }
         if (r < 0) {
                 sd_bus_error e = SD_BUS_ERROR_NULL;
 
@@ -273,7 +288,7 @@ int bus_session_exec(sd_bus_message *call, Session *s, bool run, sd_bus_error *e
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
 
-        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(m, call, AUTHZ_EXEC, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 
@@ -315,6 +330,10 @@ static void on_closed(Session *s, int r, void *userdata) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_PURGE_FAILED, msg ?: "?"));
                 return;
         }
+        if (r == -ESHUTDOWN) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                return;
+        }
         if (r == -ESTALE) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_NOT_PURGED,
                                                                 "The session was closed without purge: its workspace stays."));
@@ -337,7 +356,7 @@ int bus_session_close(sd_bus_message *call, Session *s, bool purge, sd_bus_error
 
         POLKIT_SCOPE(m, call);
 
-        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(m, call, AUTHZ_CLOSE, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         if (s->state == SESSION_STARTING)
@@ -371,6 +390,8 @@ static void on_frozen(Session *s, int r, const char *message, void *userdata) {
 
                 if (r == -ESTALE)
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SESSION_NOT_ACTIVE, "Session %s is closing.", s->id);
+                else if (r == -ESHUTDOWN)
+                        (void) sd_bus_error_set(&e, BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back.");
                 else
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s", message);
                 bus_pending_fail(p, 0, &e);
@@ -391,7 +412,7 @@ static int session_freeze_thaw(sd_bus_message *call, Session *s, bool freeze, sd
 
         POLKIT_SCOPE(m, call);
 
-        r = bus_verify_session_access(m, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(m, call, AUTHZ_FREEZE, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         r = session_check_active(s, &e);
@@ -431,7 +452,7 @@ static int method_touch(sd_bus_message *call, void *userdata, sd_bus_error *erro
 
         POLKIT_SCOPE(s->manager, call);
 
-        r = bus_verify_session_access(s->manager, call, s->user, s->workspace, s->id, error);
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         r = session_check_active(s, &e);

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "authz.h"
 #include "cgroup.h"
 #include "command.h"
 #include "encoding.h"
@@ -175,15 +176,49 @@ int session_save(Session *s) {
         json_object_object_add(o, "network", network_to_json(s));
 
         r = session_dir(s, dir, sizeof(dir));
-        if (r >= 0)
-                r = store_mkdir_p(dir, 0700);
         if (r >= 0) {
+                _cleanup_free_ char *text = NULL;
+
                 snprintf(path, sizeof(path), "%s/session.json", dir);
-                r = store_write(path, o);
+                text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) ?: "");
+                r = text ? store_writer_put(s->manager->writer, &s->save_job, path, TAKE_PTR(text)) : -ENOMEM;
         }
         if (r < 0)
                 log_warning_errno(r, "Failed to save the record of session %s, ignoring: %m", s->id);
+        /* this write has all the coalesced ones had */
+        (void) sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
         return r;
+}
+
+static int on_save_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        (void) session_save(userdata);
+        return 0;
+}
+
+void session_save_soon(Session *s) {
+        int r;
+
+        if (s->save_timer && sd_event_source_get_enabled(s->save_timer, NULL) > 0)
+                return; /* due already: it will write what is current then */
+        if (!s->save_timer) {
+                r = sd_event_add_time_relative(s->manager->event, &s->save_timer, CLOCK_MONOTONIC,
+                                               SESSION_SAVE_DELAY_USEC, 10 * USEC_PER_MSEC, on_save_timer, s);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(s->save_timer, "session-save");
+        } else {
+                r = sd_event_source_set_time_relative(s->save_timer, SESSION_SAVE_DELAY_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(s->save_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                log_debug_errno(r, "Failed to defer saving session %s, saving it now: %m", s->id);
+                (void) session_save(s);
+        }
+}
+
+void session_save_pending(Session *s) {
+        if (s->save_timer && sd_event_source_get_enabled(s->save_timer, NULL) > 0)
+                (void) session_save(s);
 }
 
 /* --- expiry ---------------------------------------------------------------------- */
@@ -209,8 +244,14 @@ static int on_expiry(sd_event_source *es, uint64_t usec, void *userdata) {
         case SESSION_CLOSED:
                 /* Results were kept long enough: forget the session. */
                 log_info("Forgetting closed session %s.", s->id);
-                if (session_dir(s, dir, sizeof(dir)) >= 0)
-                        (void) store_rm_rf(dir);
+                if (session_dir(s, dir, sizeof(dir)) >= 0) {
+                        Command *cmd;
+
+                        /* what is queued of its records goes with them, after what is being written */
+                        LIST_FOREACH(commands, cmd, s->commands)
+                                store_writer_drop(s->manager->writer, &cmd->save_job);
+                        (void) store_writer_remove(s->manager->writer, &s->save_job, dir, true);
+                }
                 snprintf(dir, sizeof(dir), "%s/spool/%s", s->manager->runtime_dir, s->id);
                 (void) store_rm_rf(dir);
                 session_free(s);
@@ -255,7 +296,7 @@ void session_touch(Session *s) {
         s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
         session_arm_expiry(s);
         session_send_changed(s, "LastActivity");
-        (void) session_save(s);
+        session_save_soon(s);
 }
 
 int session_check_active(Session *s, RequestError *e) {
@@ -294,7 +335,7 @@ int session_start_proxy_units(Session *s) {
         r = proxy_session_dir(m, s->id, &dir);
         if (r < 0)
                 return r;
-        r = systemd_start_proxy_async(m->pid1, NULL, s->id, s->slice, dir, m->config.proxy_max_connections,
+        r = systemd_start_proxy_async(m->pid1, NULL, s->id, s->slice, dir, proxy_relay_max_connections(&m->config),
                                       on_proxy_started, s);
         if (r < 0)
                 return log_error_errno(r, "Failed to ask systemd for the egress proxy units of session %s: %m", s->id);
@@ -353,11 +394,59 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
         return 0;
 }
 
+static int refuse_overloaded(Manager *m, RequestError *e) {
+        e->code = "overloaded";
+        snprintf(e->message, sizeof(e->message),
+                 "sandboxd has %u calls to systemd waiting, its most: ask again in a moment.", pid1_gate_waiting(m->pid1));
+        return -EINVAL;
+}
+
 static int refuse_draining(RequestError *e) {
         e->code = "draining";
         snprintf(e->message, sizeof(e->message),
                  "sandboxd is draining: it takes no new sessions or commands. Try another instance, or later.");
         return -EINVAL;
+}
+
+/* Sessions not closed yet count, starting and closing ones too: each has its slice. */
+static bool session_counts(const Session *s) {
+        return s->state == SESSION_STARTING || s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING;
+}
+
+/* MaxSessionsPerTenant= for API tenants, MaxSessionsPerUser= for local uids (over the
+ * socket and D-Bus together); root is the host's administrator and has no quota. */
+static int session_check_quota(Manager *m, const char *creator, RequestError *e) {
+        unsigned n = 0, max;
+        uid_t uid;
+        Session *s;
+
+        if (authz_creator_uid(creator, &uid) >= 0) {
+                if (uid == 0)
+                        return 0;
+                max = m->config.max_sessions_per_user;
+                LIST_FOREACH(sessions, s, m->sessions) {
+                        uid_t u;
+
+                        if (session_counts(s) && authz_creator_uid(s->tenant, &u) >= 0 && u == uid)
+                                n++;
+                }
+                if (n < max)
+                        return 0;
+                return request_error(e, "too_many_sessions",
+                                     "User %u has %u sessions, its most (MaxSessionsPerUser=): close one first.",
+                                     (unsigned) uid, n);
+        }
+        if (!creator || streq(scope_tenant(creator), SCOPE_TENANT_LOCAL))
+                return 0;
+        max = m->config.max_sessions_per_tenant;
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (session_counts(s) && streq_ptr(s->tenant, creator))
+                        n++;
+        if (n < max)
+                return 0;
+        return request_error(e, "too_many_sessions",
+                             "Tenant '%.64s' has %u sessions, its most (MaxSessionsPerTenant=): close one first.",
+                             creator, n);
 }
 
 static int limit_check(RequestError *e, const char *field, bool has, uint64_t asked, uint64_t max, uint64_t dflt,
@@ -383,6 +472,7 @@ static Session *session_alloc(Manager *m) {
                 return NULL;
         s->manager = m;
         s->state = SESSION_STARTING;
+        s->spool = (SpoolAccount) { .max = m->config.spool_max_per_session, .parent = &m->spool };
         return s;
 }
 
@@ -436,6 +526,11 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         }
         if (m->draining)
                 return refuse_draining(error);
+        if (pid1_gate_waiting(m->pid1) >= PID1_WAITING_MAX)
+                return refuse_overloaded(m, error);
+        r = session_check_quota(m, tenant, error);
+        if (r < 0)
+                return r;
 
         r = limit_check(error, "limits.memory_max", req->has_memory_max, req->memory_max,
                         c->session_limits_max.memory_max, c->session_limits.memory_max, &l.memory_max);
@@ -542,14 +637,26 @@ fail:
         return r;
 }
 
+static void freeze_done(Session *s, int r, const char *message);
+
+void session_abandon_waiters(Session *s) {
+        Command *c;
+
+        run_waiters(&s->waiters, s, -ESHUTDOWN);
+        run_waiters(&s->close_waiters, s, -ESHUTDOWN);
+        if (s->freeze_fn)
+                freeze_done(s, -ESHUTDOWN, "sandboxd is stopping");
+        LIST_FOREACH(commands, c, s->commands)
+                command_abandon_waiters(c);
+}
+
 Session *session_free(Session *s) {
         Command *cmd;
 
         if (!s)
                 return NULL;
 
-        run_waiters(&s->waiters, s, -ECANCELED);
-        run_waiters(&s->close_waiters, s, -ECANCELED);
+        session_abandon_waiters(s);
         while ((cmd = s->commands))
                 command_free(cmd);
 
@@ -565,7 +672,11 @@ Session *session_free(Session *s) {
                 proxy_listener_close(s->proxy);
         pid1_call_cancel(s->start_call);
         pid1_call_cancel(s->freeze_call);
+        file_op_detach(s->disk_op);
         sd_event_source_disable_unref(s->expiry_timer);
+        sd_event_source_disable_unref(s->save_timer);
+        if (s->manager)
+                store_writer_release(s->manager->writer, &s->save_job);
         strv_free(s->net_deny);
         strv_free(s->net_allow);
         free(s->user);
@@ -699,8 +810,6 @@ static void session_closing_step(Session *s) {
         manager_check_idle(s->manager);
 }
 
-static void freeze_done(Session *s, int r, const char *message);
-
 int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata) {
         Command *c;
         bool frozen;
@@ -741,7 +850,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         (void) session_save(s);
 
         LIST_FOREACH(commands, c, s->commands)
-                if (command_status_is_running(c))
+                if (!command_status_is_terminal(c->result.status))
                         (void) command_stop(c);
         session_closing_step(s);
         return 0;
@@ -851,6 +960,57 @@ int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata) 
         return 0;
 }
 
+/* The finished command that goes first to make room: the oldest. */
+static Command *session_oldest_finished(Session *s) {
+        Command *c, *oldest = NULL;
+
+        LIST_FOREACH(commands, c, s->commands)
+                if (command_status_is_terminal(c->result.status) && (!oldest || c->n < oldest->n))
+                        oldest = c;
+        return oldest;
+}
+
+/* Before a new command: the session's quotas (MaxRunningCommandsPerSession=,
+ * MaxCommandsPerSession=, SpoolMaxPerSession=, SpoolMax=). A refusal changes nothing;
+ * otherwise the session's oldest finished commands are forgotten until the new one fits
+ * (a spool that had to cut output counts as full until bytes are given back). */
+static int session_make_room(Session *s, RequestError *e) {
+        const Config *cfg = &s->manager->config;
+        unsigned n = 0, running = 0, finished;
+        Command *c;
+
+        LIST_FOREACH(commands, c, s->commands) {
+                n++;
+                if (!command_status_is_terminal(c->result.status))
+                        running++;
+        }
+        finished = n - running;
+        if (running >= cfg->max_running_per_session)
+                return request_error(e, "too_many_running",
+                                     "The session has %u commands running, its most (MaxRunningCommandsPerSession=): "
+                                     "wait for one to finish.", running);
+        if (running >= cfg->max_commands_per_session)
+                return request_error(e, "too_many_commands",
+                                     "The session keeps %u commands, all running, its most (MaxCommandsPerSession=).", n);
+        if (spool_account_full(&s->spool) && finished == 0)
+                return request_error(e, "spool_full",
+                                     "The session's running commands hold %" PRIu64 " bytes of output, its most "
+                                     "(SpoolMaxPerSession=): wait for one to finish.", s->spool.used);
+        if (spool_account_full(&s->manager->spool) && finished == 0)
+                return request_error(e, "spool_full",
+                                     "Commands hold %" PRIu64 " bytes of output on this host, the most (SpoolMax=): "
+                                     "ask again later.", s->manager->spool.used);
+
+        while ((n >= cfg->max_commands_per_session || spool_account_full(&s->spool) ||
+                spool_account_full(&s->manager->spool)) && finished > 0 &&
+               (c = session_oldest_finished(s))) {
+                log_debug("Session %s: forgetting command %u (%s) to make room.", s->id, c->n, c->request_id);
+                command_remove(c);
+                n--, finished--;
+        }
+        return 0;
+}
+
 int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
                  RequestError *e) {
         Command *c;
@@ -863,7 +1023,19 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
         }
         if (s->manager->draining)
                 return refuse_draining(e);
+        if (pid1_gate_waiting(s->manager->pid1) >= PID1_WAITING_MAX)
+                return refuse_overloaded(s->manager, e);
+        /* a unit being released holds a match rule too, as long as its leftovers take to stop */
+        if (s->manager->n_running + s->manager->n_starting + s->manager->n_releases >= COMMANDS_RUNNING_MAX) {
+                e->code = "overloaded";
+                snprintf(e->message, sizeof(e->message),
+                         "%u commands run on this host, its most: ask again in a moment.", COMMANDS_RUNNING_MAX);
+                return -EINVAL;
+        }
         r = session_check_active(s, e);
+        if (r < 0)
+                return r;
+        r = session_make_room(s, e);
         if (r < 0)
                 return r;
         r = command_start(s, req, fn, userdata, &c, e);
@@ -895,18 +1067,47 @@ unsigned session_count_running(Session *s) {
         return n;
 }
 
-/* A walk of the whole workspace: not more often than every few seconds. */
+static void on_disk_counted(FileOp *op, int r, void *userdata) {
+        Session *s = userdata;
+
+        s->disk_op = NULL;
+        if (r == -ESHUTDOWN)
+                return;
+        if (r < 0) {
+                log_debug_errno(r, "Failed to count the disk usage of %s, ignoring: %m", s->workspace_host_dir);
+                return;
+        }
+        s->disk_bytes = op->bytes;
+        /* disk_checked_usec is 0 if the file API changed something while we counted: count
+         * again on the next look. */
+}
+
+/* A walk of the whole workspace, on a file API thread, not more often than every few
+ * seconds: the answer is the last count, never a wait for one. */
 static uint64_t session_disk_bytes(Session *s) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC), v;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        FileOp *op = NULL;
         int r;
 
-        if (s->disk_checked_usec != 0 && now - s->disk_checked_usec < DISK_USAGE_MAX_AGE_USEC)
+        if (s->disk_op || (s->disk_checked_usec != 0 && now - s->disk_checked_usec < DISK_USAGE_MAX_AGE_USEC))
                 return s->disk_bytes;
-        r = files_disk_usage(s->workspace_host_dir, &v);
-        if (r < 0)
-                log_debug_errno(r, "Failed to count the disk usage of %s, ignoring: %m", s->workspace_host_dir);
-        else
-                s->disk_bytes = v;
+        if (!s->manager->file_ops) { /* no threads (tools, tests): count here */
+                uint64_t v;
+
+                r = files_disk_usage(s->workspace_host_dir, &v);
+                if (r >= 0)
+                        s->disk_bytes = v;
+                s->disk_checked_usec = now;
+                return s->disk_bytes;
+        }
+        r = file_op_new(FILE_OP_DISK_USAGE, s->id, s->workspace_host_dir, NULL, &op);
+        if (r >= 0)
+                r = file_ops_submit(s->manager->file_ops, op, true, on_disk_counted, s);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to queue a count of the disk usage of %s, ignoring: %m", s->workspace_host_dir);
+                return s->disk_bytes;
+        }
+        s->disk_op = op;
         s->disk_checked_usec = now;
         return s->disk_bytes;
 }
@@ -1037,22 +1238,53 @@ int session_record_decode(Session *s, json_object *o, const Config *c) {
         return 0;
 }
 
+/* A record that cannot be read is not fatal, and not read again at the next start either:
+ * it goes aside (store_quarantine()), logged with why. */
+static void record_set_aside(const char *path, const char *what, const char *reason) {
+        _cleanup_free_ char *aside = NULL;
+        int r;
+
+        r = store_quarantine(path, now_usec(CLOCK_REALTIME), &aside);
+        if (r < 0)
+                log_error_errno(r, "The %s %s cannot be read (%s), and it cannot be set aside, skipping it: %m", what,
+                                path, reason);
+        else
+                log_error("The %s %s cannot be read (%s): moved it to %s, skipping it.", what, path, reason, aside);
+}
+
 int session_recover(Manager *m, const char *dir, Session **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         char path[PATH_MAX];
+        const char *reason = NULL, *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
         struct dirent **list = NULL;
         Session *s;
         int r, n;
 
         snprintf(path, sizeof(path), "%s/session.json", dir);
-        r = store_read(path, &o);
-        if (r < 0)
-                return r;
+        r = store_read_full(path, &o, &reason);
+        if (r == -ENOENT)
+                reason = "session.json is missing";
+        else if (r == -EBADMSG)
+                reason = reason ?: "not JSON";
+        else if (r < 0)
+                return r; /* it may be readable next time */
 
         s = session_alloc(m);
         if (!s)
                 return -ENOMEM;
-        r = session_record_decode(s, o, &m->config);
+        if (!reason) {
+                r = session_record_decode(s, o, &m->config);
+                if (r == -EBADMSG)
+                        reason = "not a valid session record";
+                else if (r >= 0 && !streq(s->id, base))
+                        reason = "the id in it is not its directory's";
+        }
+        if (reason) {
+                /* its commands with it: they are nothing without their session */
+                record_set_aside(dir, "session record directory", reason);
+                r = -EBADMSG;
+                goto fail;
+        }
         if (r >= 0 && (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING))
                 r = session_prepare_dirs(s);
         if (r < 0)
@@ -1063,15 +1295,32 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         for (int i = 0; i < n; i++) {
                 _cleanup_(json_object_putp) json_object *co = NULL;
                 char cpath[PATH_MAX + 256];
+                unsigned file_n = 0;
                 Command *c;
 
                 snprintf(cpath, sizeof(cpath), "%s/%s", dir, list[i]->d_name);
+                (void) sscanf(list[i]->d_name, "%u.json", &file_n);
                 free(list[i]);
-                if (store_read(cpath, &co) < 0) {
-                        log_warning("Unreadable command record %s, ignoring.", cpath);
+                reason = NULL;
+                r = store_read_full(cpath, &co, &reason);
+                if (r == -EBADMSG) {
+                        record_set_aside(cpath, "command record", reason ?: "not JSON");
+                        continue;
+                }
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to read the command record %s, ignoring: %m", cpath);
+                        continue;
+                }
+                if (store_get_u64(co, "n", 0) != file_n) {
+                        record_set_aside(cpath, "command record", "the number in it is not its file's");
                         continue;
                 }
                 r = command_recover(s, co, &c);
+                if (r == -EBADMSG || r == -EEXIST) {
+                        record_set_aside(cpath, "command record",
+                                         r == -EEXIST ? "a second record of its command" : "not a valid command record");
+                        continue;
+                }
                 if (r < 0) {
                         log_warning_errno(r, "Failed to recover command record %s, ignoring: %m", cpath);
                         continue;
@@ -1091,8 +1340,16 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
                         log_warning_errno(r, "Failed to set up the egress proxy of session %s, ignoring: %m", s->id);
         }
         session_arm_expiry(s);
-        if (s->state == SESSION_CLOSING)
+        if (s->state == SESSION_CLOSING) {
+                Command *c;
+
+                /* the stops asked before the restart may never have reached PID 1: again
+                 * (the purge, if it runs, is part of the closing) */
+                LIST_FOREACH(commands, c, s->commands)
+                        if (!command_status_is_terminal(c->result.status) && !streq(c->request_id, PURGE_REQUEST_ID))
+                                (void) command_stop(c);
                 session_closing_step(s);
+        }
         *ret = s;
         return 0;
 

@@ -75,7 +75,8 @@ struct Session {
         uint64_t oom_seen;    /* OOM counter of the slice when last looked at (0 when new) */
 
         uint64_t disk_bytes;        /* the workspace's, as last counted */
-        uint64_t disk_checked_usec; /* CLOCK_MONOTONIC of that; 0: count again */
+        uint64_t disk_checked_usec; /* CLOCK_MONOTONIC of that (or of the count under way); 0: count again */
+        FileOp *disk_op;            /* the count under way, on a file API thread */
 
         Pid1Call *start_call;
         Pid1Call *freeze_call;     /* FreezeUnit/ThawUnit, then the look at FreezerState */
@@ -83,10 +84,13 @@ struct Session {
         SessionFreezeFn freeze_fn;
         void *freeze_userdata;
         sd_event_source *expiry_timer;
+        sd_event_source *save_timer; /* a coalesced write of the record is due */
+        StoreJob *save_job;          /* its write queued for the writer thread */
         SessionWaiter *waiters;       /* for the slice */
         SessionWaiter *close_waiters; /* for the end of closing */
         Command *commands;
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
+        SpoolAccount spool;  /* its commands' spool files (SpoolMaxPerSession=), within the manager's */
 
         LIST_FIELDS(Session, sessions);
 };
@@ -95,6 +99,9 @@ struct Session {
  * validates the request against the configured ceilings (a clear *error otherwise) and
  * starts a new session's slice, or takes a prepared one from the pool (1). */
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error);
+/* sandboxd stops: whoever waits on s or its commands (start, close, freeze, stdin, a
+ * stream) is answered now, with -ESHUTDOWN, or their stream ends; nothing else changes. */
+void session_abandon_waiters(Session *s);
 Session *session_free(Session *s);
 
 /* Mode proxy: starts sandboxd-<sid>-proxy.socket and its service (an existing one is fine). */
@@ -138,7 +145,14 @@ void session_command_finished(Session *s, Command *c);
 
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
+/* Queues the record for the writer (store-writer.h): for changes that matter after a
+ * restart (state, close reason, frozen, the command counter). */
 int session_save(Session *s);
+/* The same, coalesced: at most one write a SESSION_SAVE_DELAY_USEC, for what only moves an
+ * expiry (activity). A pending one is written at exit (session_save_pending()). */
+#define SESSION_SAVE_DELAY_USEC (250 * USEC_PER_MSEC)
+void session_save_soon(Session *s);
+void session_save_pending(Session *s);
 void session_arm_expiry(Session *s);
 
 int session_append_json(Session *s, Buf *b);

@@ -386,6 +386,9 @@ int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandU
             (r = sd_bus_message_append(m, "(sv)", "StateDirectoryMode", "u", (uint32_t) 0700)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0 ||
             (r = append_u64(m, "RuntimeMaxUSec", s->runtime_max_usec)) < 0 ||
+            /* setting up the sandbox counts against the command's time, not the host's
+             * DefaultTimeoutStartSec= (on a loaded host it can take longer) */
+            (r = append_u64(m, "TimeoutStartUSec", s->runtime_max_usec)) < 0 ||
             (r = append_u64(m, "TimeoutStopUSec", s->timeout_stop_usec)) < 0 ||
             (r = append_string(m, "KillMode", "control-group")) < 0 ||
             (r = append_bool(m, "CPUAccounting", true)) < 0 ||
@@ -703,6 +706,27 @@ int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char
         *ret_names = TAKE_PTR(names);
         if (ret_active_states)
                 *ret_active_states = TAKE_PTR(states);
+        return 0;
+}
+
+int systemd_count_unit_processes(sd_bus *bus, const char *unit, unsigned *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        unsigned n = 0;
+        int r;
+
+        r = sd_bus_call_method(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnitProcesses", &error, &reply,
+                               "s", unit);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(sus)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, "(sus)", NULL, NULL, NULL)) > 0)
+                n++;
+        if (r < 0)
+                return r;
+        *ret = n;
         return 0;
 }
 

@@ -114,6 +114,9 @@ int systemd_set_slice_limits_async(Pid1Gate *g, const char *slice, const Limits 
                                    void *userdata);
 /* Units whose names match `pattern` (ListUnitsByPatterns), as a NULL-terminated list. */
 int systemd_list_units(sd_bus *bus, const char *pattern, char ***ret_names, char ***ret_active_states);
+/* How many processes the unit's cgroup holds, its children's included (GetUnitProcesses):
+ * synchronous, for start-up. */
+int systemd_count_unit_processes(sd_bus *bus, const char *unit, unsigned *ret);
 int systemd_kill_unit_async(Pid1Gate *g, const char *unit, const char *whom, int sig, sd_bus_message_handler_t cb,
                             void *userdata);
 

@@ -4,11 +4,14 @@ processes stop, keep their state, and go on after the thaw; what happens to
 signals, new commands, closing and restarts of sandboxd in between."""
 
 import json
+import os
+import signal
 import time
 
 import pytest
 
-from conftest import (assert_error, commands_path, sh, snapshot, snapshot_bytes, start_command,
+from conftest import (Client, assert_error, assert_stopping, commands_path, daemon_pid, dbus_daemon_pid, gauge, gone,
+                      journal_cursor, journal_since, pid1_quiet, sh, snapshot, snapshot_bytes, start_command,
                       systemctl_show, units, wait_daemon_running, wait_for, wait_terminal)
 
 COUNTER = "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"
@@ -158,6 +161,61 @@ def test_a_frozen_session_stays_frozen_across_a_restart(api, session):
     freeze(api, sid, "thaw")
     wait_for(lambda: last_count(api, sid, "counter") > stopped_at + 5, timeout=30,
              what="the counter to go on after the thaw")
+
+
+@pytest.mark.restarts_daemon
+@pytest.mark.time_limit(240)
+def test_restart_while_a_freeze_and_a_thaw_wait(api, scope):
+    """A freeze and a thaw waiting on PID 1 (the bus paused) when sandboxd is restarted
+    (systemctl restart: the fd store is kept, so the counters' output goes on): both
+    clients get 503 stopping and sandboxd exits cleanly. PID 1 may still get the calls once
+    the bus goes on, after sandboxd is gone: after the restart each session says what
+    systemd has (frozen or not), and a freeze and a thaw asked again work."""
+    user, ws = scope
+    a = api.create_session(user, ws)
+    b = api.create_session(user, ws + "-2")
+    start_counter(api, a["id"])
+    start_counter(api, b["id"])
+    freeze(api, b["id"])
+    # the test before restarted sandboxd too: its starts must not add up to StartLimitBurst=
+    sh("systemctl", "reset-failed", "sandboxd.service", check=False)
+
+    cursor = journal_cursor()
+    pid1_quiet(api)
+    pid = daemon_pid()
+    bus = dbus_daemon_pid()
+    os.kill(bus, signal.SIGSTOP)
+    try:
+        clients = [Client("POST", "/v1/sessions/%s/freeze" % a["id"]), Client("POST", "/v1/sessions/%s/thaw" % b["id"])]
+        for c in clients:
+            c.start()
+        wait_for(lambda: gauge(api, "sandboxd_http_requests_waiting") >= len(clients), timeout=30,
+                 what="the freeze and the thaw to wait")
+        # the new sandboxd waits for the bus as it starts: do not wait for it here
+        sh("systemctl", "restart", "--no-block", "sandboxd.service")
+        for c in clients:
+            c.join(30)
+            assert_stopping(c)
+        wait_for(lambda: gone(pid), timeout=30, what="sandboxd to exit")
+    finally:
+        os.kill(bus, signal.SIGCONT)
+    wait_daemon_running(not_pid=pid, timeout=60)
+    # the first run's end, as PID 1 logged it (a crash would fail the test in conftest too)
+    assert "sandboxd.service: Deactivated successfully." in journal_since(cursor, "sandboxd.service", lines=400)
+    for s in (a, b):
+        state = wait_for(lambda: freezer_state(s["unit"]) in ("frozen", "running") and freezer_state(s["unit"]),
+                         timeout=30, what="systemd to be done with %s" % s["unit"])
+        wait_for(lambda: api.get_session(s["id"])["frozen"] is (state == "frozen"), timeout=30,
+                 what="session %s to say it is %s, as systemd has it" % (s["id"], state))
+    for s in (a, b):
+        freeze(api, s["id"])
+        assert freezer_state(s["unit"]) == "frozen"
+        freeze(api, s["id"], "thaw")
+        assert freezer_state(s["unit"]) == "running"
+    for s in (a, b):
+        counted = last_count(api, s["id"], "counter")
+        wait_for(lambda: last_count(api, s["id"], "counter") > counted + 5, timeout=30,
+                 what="the counter of %s to go on" % s["id"])
 
 
 def test_sandboxctl_freeze_and_thaw(api, session):

@@ -2,7 +2,8 @@
 """Clients that misbehave, or just speak another HTTP: HTTP/1.0 and keep-alive, huge
 headers and URLs, malformed requests, unsupported versions, codings and methods, no CORS,
 truncated bodies, clients that stall (ConnectionTimeoutSec=), too many connections
-(MaxConnections=, MaxConnectionsPerIP=), clients that go away, mid-request or mid-stream.
+(MaxConnections=, MaxConnectionsPerIP=), floods without a key (MaxUnauthenticatedConnections=,
+AuthenticationTimeoutSec=), clients that go away, mid-request or mid-stream.
 
 Where libmicrohttpd answers by itself, before sandboxd sees the request, the answer is
 its own (HTML body, no JSON envelope): those answers are asserted byte for byte here, and
@@ -16,8 +17,8 @@ import time
 
 import pytest
 
-from conftest import (TCP_HOST, TCP_PORT, UNIX_SOCKET, EventStream, assert_error, commands_path, open_events,
-                      replay, sh, units, wait_daemon_running, wait_terminal)
+from conftest import (TCP_HOST, TCP_PORT, UNIX_SOCKET, EventStream, assert_error, commands_path, config_dropin,
+                      open_events, replay, units, wait_for, wait_terminal)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-test-bad-clients.conf"
 
@@ -106,23 +107,8 @@ def healthy(api):
 @pytest.fixture
 def dropin():
     """Writes a config drop-in and restarts sandboxd with it; removes it after."""
-    def write(text):
-        os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-        with open(DROPIN, "w") as f:
-            f.write(text)
-        restart()
-
-    yield write
-    if os.path.exists(DROPIN):
-        os.unlink(DROPIN)
-        restart()
-
-
-def restart():
-    # many restarts in a row: not to run into the unit's start rate limit
-    sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-    sh("systemctl", "restart", "sandboxd.service")
-    wait_daemon_running()
+    with config_dropin(DROPIN) as write:
+        yield write
 
 
 # --------------------------------------------------------------------------
@@ -413,6 +399,108 @@ def test_connections_per_ip(api, tcp, dropin):
             s.close()
     time.sleep(0.3)
     healthy(tcp)
+
+
+def unauthenticated_closed(api):
+    prefix = "sandboxd_http_unauthenticated_closed_total "
+    for line in api.get("/metrics").body.decode().splitlines():
+        if line.startswith(prefix):
+            return float(line[len(prefix):])
+    raise AssertionError("no " + prefix)
+
+
+def closed_by_server(s):
+    """True once the server closed S (EOF or reset), False while it is open."""
+    s.setblocking(False)
+    try:
+        return s.recv(65536) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.time_limit(180)
+def test_idle_unauthenticated_flood_does_not_lock_tenants_out(api, tcp):
+    """530 idle TCP connections without a key (more than MaxConnections=512): a tenant's
+    request is still answered at once, and every one of the flood is closed, either to
+    make room (MaxUnauthenticatedConnections=64) or after AuthenticationTimeoutSec=5s."""
+    before = unauthenticated_closed(api)
+    flood = []
+    try:
+        for _ in range(530):
+            flood.append(socket.create_connection((TCP_HOST, TCP_PORT), timeout=10))
+        t0 = time.monotonic()
+        r = tcp.get("/v1/sessions")
+        took = time.monotonic() - t0
+        assert r.status == 200, r
+        print("a tenant's request behind 530 idle unauthenticated connections: %.3f s" % took)
+        assert took < 5, took
+        # a probe without a key is answered too, and its connection not kept
+        s = connect("tcp")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = read_until_close(s)
+        s.close()
+        assert data.startswith(b"HTTP/1.1 200") and Raw(data).headers.get("connection") == "close", data
+        wait_for(lambda: all(closed_by_server(s) for s in flood), timeout=30, what="the flood closed by sandboxd")
+        assert unauthenticated_closed(api) >= before + 530
+    finally:
+        for s in flood:
+            s.close()
+    healthy(tcp)
+
+
+@pytest.mark.restarts_daemon
+def test_authentication_deadline(api, tcp, api_key, dropin):
+    """A TCP connection that does not send an authenticated request within
+    AuthenticationTimeoutSec= is closed, however busy it keeps itself; one that did is
+    not, and keeps its connection as long as ConnectionTimeoutSec= allows."""
+    dropin("[HTTP]\nAuthenticationTimeoutSec=2s\nConnectionTimeoutSec=60s\n")
+    # a slow client: a byte of its headers every 0.3 s, never done
+    slow = connect("tcp", timeout=15)
+    t0 = time.monotonic()
+    slow.sendall(b"GET /v1/sessions HTTP/1.1\r\nHost: x\r\n")
+    closed_after = None
+    try:
+        for _ in range(100):
+            time.sleep(0.3)
+            slow.sendall(b"X")
+    except (BrokenPipeError, ConnectionResetError):
+        closed_after = time.monotonic() - t0
+    slow.close()
+    assert closed_after is not None, "the slow client was never cut off"
+    assert 1.5 < closed_after < 10, closed_after
+
+    # an authenticated keep-alive connection outlives the deadline
+    s = connect("tcp", timeout=15)
+    req = b"GET /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % api_key.encode()
+    s.sendall(req)
+    assert s.recv(65536).startswith(b"HTTP/1.1 200")
+    time.sleep(3)  # past AuthenticationTimeoutSec=, not past ConnectionTimeoutSec=
+    s.sendall(req)
+    assert s.recv(65536).startswith(b"HTTP/1.1 200")
+    s.close()
+
+
+@pytest.mark.restarts_daemon
+def test_unauthenticated_connections_have_their_own_limit(api, tcp, dropin):
+    """At MaxUnauthenticatedConnections=, a new connection closes the oldest one without
+    a key; connections with one are not counted."""
+    dropin("[HTTP]\nMaxUnauthenticatedConnections=4\nAuthenticationTimeoutSec=60s\n")
+    idle, newer = open_idle(4, "tcp"), []
+    try:
+        time.sleep(0.3)  # let MHD accept them all
+        newer = open_idle(2, "tcp")
+        wait_for(lambda: closed_by_server(idle[0]) and closed_by_server(idle[1]), timeout=10,
+                 what="the two oldest closed")
+        assert not closed_by_server(idle[2]) and not closed_by_server(idle[3])
+        # a tenant gets in (and its connection stays out of their number)
+        healthy(tcp)
+        for s in newer:
+            assert not closed_by_server(s)
+    finally:
+        for s in idle + newer:
+            s.close()
 
 
 # --------------------------------------------------------------------------

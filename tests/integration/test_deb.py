@@ -8,7 +8,10 @@ SANDBOXD_TEST_DEB_DIR pointing at them. Elsewhere it skips."""
 
 import glob
 import grp
+import http.client
+import json
 import os
+import socket
 import stat
 import subprocess
 
@@ -172,3 +175,86 @@ def test_install_use_remove_purge(tmp_path, services_may_start):
     for path in ("/etc/sandboxd", "/var/lib/sandboxd", "/var/lib/private/sandboxd",
                  "/etc/systemd/system/sockets.target.wants/sandboxd.socket"):
         assert not os.path.lexists(path), path
+
+
+def rebuilt_with_higher_version(tmp_path, name, suffix="+upgrade1"):
+    """The package NAME again with VERSION+SUFFIX (and its exact dependencies on its
+    siblings raised the same way): what an `apt upgrade` to the next build installs."""
+    src = deb(name)
+    tree = tmp_path / ("tree-" + name)
+    sh("dpkg-deb", "-R", src, str(tree))
+    control = tree / "DEBIAN" / "control"
+    text = control.read_text()
+    version = next(l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("Version:"))
+    text = text.replace("Version: %s" % version, "Version: %s%s" % (version, suffix))
+    text = text.replace("(= %s)" % version, "(= %s%s)" % (version, suffix))
+    control.write_text(text)
+    out = tmp_path / ("%s_%s%s_upgrade.deb" % (name, version, suffix))
+    sh("dpkg-deb", "--root-owner-group", "-b", str(tree), str(out))
+    return str(out), version + suffix
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(60)
+        self.sock.connect("/run/sandboxd/http.sock")
+
+
+def http_json(method, path, body=None):
+    """METHOD PATH on sandboxd's unix socket with BODY (JSON, or bytes as they are):
+    (status, the answer as JSON)."""
+    c = UnixConnection("localhost")
+    if isinstance(body, bytes):
+        c.request(method, path, body, {"Content-Type": "application/octet-stream"})
+    else:
+        c.request(method, path, json.dumps(body) if body is not None else None,
+                  {"Content-Type": "application/json"} if body is not None else {})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, (json.loads(data) if data else None)
+
+
+def test_upgrade_while_commands_run(tmp_path, services_may_start):
+    """apt installs a newer build over the running one: sandboxd restarts into the new
+    binary, the commands that were running go on (they belong to PID 1), their sessions,
+    records and output are there, and their results come in as usual."""
+    apt("install", deb("sandboxd"), deb("libsandboxd0"))
+    status, s = http_json("POST", "/v1/sessions", {"user": "debtest", "workspace": "upgrade"})
+    assert status in (200, 201), s
+    sid = s["id"]
+    status, c = http_json("POST", "/v1/sessions/%s/commands?wait=false" % sid,
+                          {"argv": ["sh", "-c", "echo before; read x; echo after $x"], "stdin": "stream",
+                           "request_id": "across"})
+    assert status == 202, c
+    old_pid = int(sh("systemctl", "show", "-p", "MainPID", "--value", "sandboxd.service").stdout)
+    assert old_pid > 0
+
+    new_daemon, new_version = rebuilt_with_higher_version(tmp_path, "sandboxd")
+    new_lib, _ = rebuilt_with_higher_version(tmp_path, "libsandboxd0")
+    apt("install", new_daemon, new_lib)
+    assert sh("dpkg-query", "-W", "-f=${Version}", "sandboxd").stdout == new_version
+
+    # restarted by the postinst into the new binary; the command still runs
+    wait_for(lambda: int(sh("systemctl", "show", "-p", "MainPID", "--value", "sandboxd.service").stdout or 0)
+             not in (0, old_pid), timeout=60, what="sandboxd to run again after the upgrade")
+    status, snap = http_json("GET", "/v1/sessions/%s/commands/across" % sid)
+    assert status == 200 and snap["terminal"] is False, snap
+    assert snap["stdout"] == "before\n", snap
+    # stdin through the new sandboxd reaches the command that the old one started
+    status, w = http_json("POST", "/v1/sessions/%s/commands/across/stdin?eof=1" % sid, b"ok\n")
+    assert status == 200 and w == {"written": 3}, (status, w)
+
+    def done():
+        st, sn = http_json("GET", "/v1/sessions/%s/commands/across" % sid)
+        return sn if st == 200 and sn["terminal"] else None
+
+    snap = wait_for(done, timeout=60, what="the command started before the upgrade to end")
+    assert snap["status"] == "succeeded", snap
+    assert snap["stdout"] == "before\nafter ok\n", snap
+    failed = sh("systemctl", "list-units", "--failed", "--plain", "--no-legend", "sandboxd*").stdout.strip()
+    assert not failed, failed
+
+    apt("purge", "sandboxd", "libsandboxd0")
+    assert dpkg_status("sandboxd") in ("unknown", "un", "pn")

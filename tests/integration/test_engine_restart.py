@@ -16,7 +16,7 @@ from conftest import (assert_well_formed, commands_path, daemon_pid, open_events
 pytestmark = pytest.mark.restarts_daemon
 
 N = 20
-LINES = 40  # one every 0.2 s: about 8 s, long enough to outlast the kill on a loaded machine
+LINES = 60  # one every 0.2 s: about 12 s, long enough to outlast the kill on a loaded machine
 READERS = (0, 7, 19)  # commands with a client attached when sandboxd goes away
 
 
@@ -59,8 +59,9 @@ def attach_readers(api, sid):
     readers = {k: Reader(api, sid, "r%d" % k) for k in READERS}
     for r in readers.values():
         r.start()
-    # let them catch up with the first lines
-    wait_for(lambda: all(len(r.stream.events) >= 2 for r in readers.values()), timeout=5,
+    # let them catch up with the first lines: a command's first line comes once PID 1 has
+    # started its unit, and on a loaded machine PID 1 takes seconds for the last of 20
+    wait_for(lambda: all(len(r.stream.events) >= 2 for r in readers.values()), timeout=20,
              what="the readers to get output")
     return readers
 

@@ -121,6 +121,11 @@ def test_metrics_parse_and_have_every_family(api):
         "sandboxd_commands_running": "gauge",
         "sandboxd_pool_slices": "gauge",
         "sandboxd_http_connections": "gauge",
+        "sandboxd_pid1_calls": "gauge",
+        "sandboxd_pid1_jobs": "gauge",
+        "sandboxd_file_operations": "gauge",
+        "sandboxd_file_operations_total": "counter",
+        "sandboxd_http_requests_waiting": "gauge",
         "sandboxd_draining": "gauge",
         "sandboxd_uptime_seconds": "gauge",
         "sandboxd_build_info": "gauge",
@@ -130,6 +135,8 @@ def test_metrics_parse_and_have_every_family(api):
         "sandboxd_stream_bytes_total": "counter",
         "sandboxd_auth_failures_total": "counter",
         "sandboxd_network_denials_total": "counter",
+        "sandboxd_proxy_refused_total": "counter",
+        "sandboxd_http_unauthenticated_closed_total": "counter",
     }
     for name, typ in want.items():
         assert name in m.families and m.families[name]["type"] == typ, name
@@ -138,6 +145,9 @@ def test_metrics_parse_and_have_every_family(api):
     statuses = {dict(k[1])["status"] for k in m.families["sandboxd_commands_finished_total"]["samples"]}
     assert statuses == {"succeeded", "failed", "timed_out", "signaled", "lost"}, statuses
     assert m.get("sandboxd_draining") == 0
+    calls = {dict(k[1])["state"] for k in m.families["sandboxd_pid1_calls"]["samples"]}
+    assert calls == {"in_flight", "waiting"}, calls
+    assert 0 <= m.get("sandboxd_pid1_calls", state="in_flight") <= 16
     # the scrape itself is an open connection
     assert m.get("sandboxd_http_connections") >= 1
 

@@ -9,8 +9,8 @@ import secrets
 
 import pytest
 
-from conftest import (WORKSPACE_HOST_ROOT, Api, assert_error, commands_path, hash_key, is_active, journal_cursor,
-                      journal_since, run, scope_dir, sh, start_command, units, wait_daemon_running, wait_terminal)
+from conftest import (WORKSPACE_HOST_ROOT, Api, assert_error, commands_path, config_dropin, hash_key, is_active,
+                      journal_cursor, journal_since, run, scope_dir, sh, start_command, units, wait_terminal)
 
 OCTET = {"Content-Type": "application/octet-stream"}
 NO_SUCH_SID = "0123456789abcdef"
@@ -222,22 +222,11 @@ def systemd_delivers_credentials():
 
 
 def with_dropin(text, check):
-    os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-    with open(DROPIN, "w") as f:
-        f.write(text)
-    try:
+    """The unit's drop-in TEXT (so with a daemon-reload) for check(cursor)."""
+    with config_dropin(DROPIN, reload=True) as write:
         cursor = journal_cursor()
-        sh("systemctl", "daemon-reload")
-        sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-        sh("systemctl", "restart", "sandboxd.service")
-        wait_daemon_running()
+        write(text)
         check(cursor)
-    finally:
-        os.unlink(DROPIN)
-        sh("systemctl", "daemon-reload")
-        sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-        sh("systemctl", "restart", "sandboxd.service")
-        wait_daemon_running()
 
 
 def check_credential_key(tcp, key, source, cursor):

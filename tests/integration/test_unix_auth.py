@@ -68,13 +68,23 @@ def test_member_of_group_sandboxd_is_served(member):
 
 
 def test_member_can_create_a_session(member, api):
-    user = unique_user()
+    # in a scope of its own login name (sandboxd(8), AUTHORIZATION)
     rc, status, body, err = curl_as(["--reuid=" + member, "--regid=users", "--init-groups"], "/v1/sessions",
-                                    data='{"user":"%s","workspace":"w"}' % user)
+                                    data='{"user":"%s","workspace":"w"}' % member)
     assert rc == 0, (rc, err)
     assert status == 201, (status, body)
     sid = json.loads(body)["id"]
     assert "sandboxd-%s.slice" % sid in units()
+
+
+def test_member_cannot_create_a_session_for_another_name(member, api):
+    before = units()
+    rc, status, body, err = curl_as(["--reuid=" + member, "--regid=users", "--init-groups"], "/v1/sessions",
+                                    data='{"user":"%s","workspace":"w"}' % unique_user())
+    assert rc == 0, (rc, err)
+    assert status == 403, (status, body)
+    assert json.loads(body)["error"]["code"] == "forbidden"
+    assert units() == before
 
 
 def test_removed_member_is_refused(api):

@@ -5,13 +5,12 @@ next D-Bus call activates it again.
 Runs near the end (file name): it restarts sandboxd with a short IdleExitSec= and
 closes the sessions earlier tests left."""
 
-import os
 import time
 
 import pytest
 
 import sbxbus as B
-from conftest import is_active, sh, wait_for
+from conftest import config_dropin, is_active, wait_for
 
 pytestmark = pytest.mark.restarts_daemon
 
@@ -26,15 +25,12 @@ def close_all_sessions():
 
 @pytest.mark.time_limit(90)
 def test_idle_exit_then_bus_activation(api_key):
-    os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-    with open(DROPIN, "w") as f:
-        f.write("[Daemon]\nIdleExitSec=2s\n")
-    try:
+    with config_dropin(DROPIN) as idle_exit:
         close_all_sessions()
-        # this test starts sandboxd three times in a few seconds: do not count earlier starts
-        # against StartLimitBurst=, nor these against the tests that follow
-        sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-        sh("systemctl", "restart", "sandboxd.service")
+        # this test starts sandboxd three times in a few seconds: config_dropin() restarts it
+        # after a reset-failed (which clears the unit's start count), so that neither earlier
+        # starts count against StartLimitBurst= nor these against the tests that follow
+        idle_exit("[Daemon]\nIdleExitSec=2s\n")
         assert is_active("sandboxd.service") == "active"
         # calls keep it up while they come, each one starting the countdown again...
         for _ in range(4):
@@ -51,7 +47,3 @@ def test_idle_exit_then_bus_activation(api_key):
         out = B.busctl("call", B.NAME, B.PATH, B.MANAGER, "ListSessions").stdout
         assert out.startswith("a(sssso)"), out
         assert is_active("sandboxd.service") == "active"
-    finally:
-        os.unlink(DROPIN)
-        sh("systemctl", "restart", "sandboxd.service")
-        sh("systemctl", "reset-failed", "sandboxd.service", check=False)

@@ -6,11 +6,12 @@ in-memory sessions of earlier tests.
 """
 
 import json
-import os
 import subprocess
 import time
 
 import pytest
+
+from conftest import config_dropin
 
 pytestmark = pytest.mark.restarts_daemon
 
@@ -51,12 +52,9 @@ def close_all_sessions():
 
 
 def test_exits_when_idle_and_comes_back():
-    os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-    with open(DROPIN, "w") as f:
-        f.write("[Daemon]\nIdleExitSec=2s\n")
-    try:
+    with config_dropin(DROPIN) as idle_exit:
         close_all_sessions()
-        systemctl("restart", "sandboxd.service")
+        idle_exit("[Daemon]\nIdleExitSec=2s\n")
         assert is_active("sandboxd.service") == "active"
         assert '"status":"ok"' in health()
 
@@ -69,22 +67,14 @@ def test_exits_when_idle_and_comes_back():
         # the next request activates it again
         assert '"status":"ok"' in health()
         assert is_active("sandboxd.service") == "active"
-    finally:
-        os.unlink(DROPIN)
-        systemctl("restart", "sandboxd.service")
 
 
 def test_stays_while_a_session_exists():
-    with open(DROPIN, "w") as f:
-        f.write("[Daemon]\nIdleExitSec=1s\n")
-    try:
-        systemctl("restart", "sandboxd.service")
+    with config_dropin(DROPIN) as idle_exit:
+        idle_exit("[Daemon]\nIdleExitSec=1s\n")
         out = subprocess.run(["curl", "-sS", "--max-time", "10", "--unix-socket", "/run/sandboxd/http.sock",
                               "-d", '{"user":"idle","workspace":"keep"}', "http://localhost/v1/sessions"],
                              capture_output=True, text=True, check=True).stdout
         assert '"state":"active"' in out
         time.sleep(3)
         assert is_active("sandboxd.service") == "active"
-    finally:
-        os.unlink(DROPIN)
-        systemctl("restart", "sandboxd.service")

@@ -130,14 +130,6 @@ def _hosts(add):
         f.write("\n".join(lines) + "\n")
 
 
-def restart_sandboxd():
-    """The config is read at start: stop it, the next request starts it again."""
-    sh("systemctl", "stop", "sandboxd.service")
-    sh("systemctl", "reset-failed", "sandboxd.service", check=False)
-    r = Api("unix").get("/v1/health")
-    assert r.status == 200, r
-
-
 @pytest.fixture(scope="package")
 def secnet(api_key):
     """The test network, the servers, /etc/hosts, the tools and paths of the drop-in,
@@ -164,26 +156,22 @@ def secnet(api_key):
         f.write("denied by DenyRead=\n")
     os.chmod(SECRET_DIR + "/data", 0o644)
 
-    os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
-    with open(DROPIN, "w") as f:
-        f.write("[Network]\n"
-                "DefaultDeniedDomains=denied.sbx.test *.wild.sbx.test\n"
-                "ProxyAllowedAddresses=%s\n"
-                "HostModeTenants=%s\n"
-                "[Sandbox]\n"
-                "ToolsDirectory=%s\n"
-                "LimitFSIZE=%d\n"
-                "AllowWrite=%s\n"
-                "DenyWrite=%s/ro\n"
-                "DenyRead=%s\n" % (SERVER_ADDR, _it.TENANT, TOOLS_DIR, LIMIT_FSIZE, SHARED_DIR, SHARED_DIR, SECRET_DIR))
-    restart_sandboxd()
-    # the allowed server answers (from the host's side of the veth)
-    _it.wait_for(lambda: sh("curl", "-s", "-m", "2", "http://%s:%d/" % (SERVER_ADDR, SERVER_PORT),
-                            check=False).stdout == SERVER_BODY, timeout=10, what="the test server")
-    yield {"loop_port": loop.server_address[1]}
-
-    os.unlink(DROPIN)
-    restart_sandboxd()
+    with _it.config_dropin(DROPIN) as write:
+        write("[Network]\n"
+              "DefaultDeniedDomains=denied.sbx.test *.wild.sbx.test\n"
+              "ProxyAllowedAddresses=%s\n"
+              "HostModeTenants=%s\n"
+              "[Sandbox]\n"
+              "ToolsDirectory=%s\n"
+              "LimitFSIZE=%d\n"
+              "AllowWrite=%s\n"
+              "DenyWrite=%s/ro\n"
+              "DenyRead=%s\n" % (SERVER_ADDR, _it.TENANT, TOOLS_DIR, LIMIT_FSIZE, SHARED_DIR, SHARED_DIR, SECRET_DIR))
+        # the allowed server answers (from the host's side of the veth)
+        _it.wait_for(lambda: sh("curl", "-s", "-m", "2", "http://%s:%d/" % (SERVER_ADDR, SERVER_PORT),
+                                check=False).stdout == SERVER_BODY, timeout=10, what="the test server")
+        yield {"loop_port": loop.server_address[1]}
+    # (the drop-in is removed, sandboxd restarted without it)
     _hosts(False)
     loop.shutdown()
     server.terminate()

@@ -34,7 +34,9 @@ def pair(api, scope, secnet):
     a = api.create_session(user, ws)
     b = api.create_session(user + "b", ws + "-b")
     token = "tok-" + secrets.token_hex(12)
-    start_command(api, a["id"], {"argv": ["sleep", "60", token], "env": {"API_TOKEN": token},
+    # the token as an argument of a shell that stays (sleep would refuse it as a second
+    # interval, exit 1 at once, and its unit be collected before the checks)
+    start_command(api, a["id"], {"argv": ["sh", "-c", "sleep 60; :", "sh", token], "env": {"API_TOKEN": token},
                                  "request_id": "holder", "timeout_ms": 60000})
     unit = "sandboxd-%s-1.service" % a["id"]
     wait_unit_running(unit)

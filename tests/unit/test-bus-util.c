@@ -40,6 +40,10 @@ static void test_error_names(void) {
                 { "not_found", BUS_ERROR_EXECUTABLE_NOT_FOUND },
                 { "unsupported", BUS_ERROR_NOT_SUPPORTED },
                 { "session_not_active", BUS_ERROR_SESSION_NOT_ACTIVE },
+                { "too_many_sessions", "io.sandboxd.sandbox1.Error.TooManySessions" },
+                { "too_many_running", "io.sandboxd.sandbox1.Error.TooManyRunning" },
+                { "too_many_commands", "io.sandboxd.sandbox1.Error.TooManyCommands" },
+                { "spool_full", "io.sandboxd.sandbox1.Error.SpoolFull" },
                 { "something_new", BUS_ERROR_INVALID_VALUE },
         };
 

@@ -203,13 +203,19 @@ static void test_network(void) {
         ASSERT(address_in_ranges(c.ip_deny, c.n_ip_deny, AF_INET6, lo6));
         ASSERT(c.n_ip_allow == 0 && !c.denied_domains && !c.allowed_domains);
         ASSERT(c.limit_fsize == UINT64_MAX && !c.tools_directory);
+        /* fair shares: each session a part of the proxy's totals */
+        ASSERT(c.proxy_max_connections == 1024 && c.proxy_max_connections_per_session == 64);
+        ASSERT(c.proxy_max_lookups == 64 && c.proxy_max_lookups_per_session == 8);
+        ASSERT(c.max_unauthenticated == 64 && c.authentication_timeout_usec == 5 * USEC_PER_SEC);
         config_done(&c);
 
         write_file("sandboxd.conf", "[Network]\nDefaultMode=none\nHostModeTenants=ci unix:0\n"
                                     "DefaultDeniedDomains=Evil.TEST *.tracker.test\nDefaultDeniedDomains=b.test\n"
                                     "AllowedDomains=*.pypi.test\nProxyAllowedAddresses=10.200.0.0/24\n"
                                     "ProxyDeniedAddresses=203.0.113.7\nIPAddressDeny=\nIPAddressAllow=any\n"
-                                    "ProxyMaxConnections=8\nProxyIdleTimeoutSec=30s\n");
+                                    "ProxyMaxConnections=8\nProxyIdleTimeoutSec=30s\n"
+                                    "ProxyMaxConnectionsPerSession=4\nProxyMaxLookups=16\nProxyMaxLookupsPerSession=2\n"
+                                    "[HTTP]\nMaxUnauthenticatedConnections=10\nAuthenticationTimeoutSec=500ms\n");
         ASSERT(load(&c, &error) == 0);
         ASSERT(c.default_network_mode == NETWORK_NONE);
         ASSERT(config_tenant_may_use_host_network(&c, "ci") && config_tenant_may_use_host_network(&c, "unix:0"));
@@ -220,6 +226,8 @@ static void test_network(void) {
         ASSERT(address_in_ranges(c.proxy_allowed, c.n_proxy_allowed, AF_INET, ten));
         ASSERT(c.n_proxy_denied == 1 && c.n_ip_deny == 0 && c.n_ip_allow == 2);
         ASSERT(c.proxy_max_connections == 8 && c.proxy_idle_timeout_usec == 30 * USEC_PER_SEC);
+        ASSERT(c.proxy_max_connections_per_session == 4 && c.proxy_max_lookups == 16 && c.proxy_max_lookups_per_session == 2);
+        ASSERT(c.max_unauthenticated == 10 && c.authentication_timeout_usec == 500 * USEC_PER_MSEC);
         config_done(&c);
 
         /* an empty assignment empties a list, as in systemd */
@@ -237,11 +245,26 @@ static void test_network(void) {
                 "[Network]\nProxyAllowedAddresses=10.0.0.0/33\n",
                 "[Network]\nIPAddressAllow=nowhere\n",
                 "[Network]\nProxyMaxConnections=0\n",
+                "[Network]\nProxyMaxConnectionsPerSession=0\n",
+                "[Network]\nProxyMaxLookups=1025\n",
+                "[Network]\nProxyMaxLookupsPerSession=none\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 write_file("sandboxd.conf", bad[i]);
                 ASSERT(load(&c, &error) == -EINVAL);
                 ASSERT(error && strstr(error, "[Network]"));
+                free(error), error = NULL;
+                config_done(&c);
+        }
+        static const char *const bad_http[] = {
+                "[HTTP]\nMaxUnauthenticatedConnections=0\n",
+                "[HTTP]\nAuthenticationTimeoutSec=10ms\n",
+                "[HTTP]\nAuthenticationTimeoutSec=2h\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad_http); i++) {
+                write_file("sandboxd.conf", bad_http[i]);
+                ASSERT(load(&c, &error) == -EINVAL);
+                ASSERT(error && strstr(error, "[HTTP]"));
                 free(error), error = NULL;
                 config_done(&c);
         }
@@ -306,6 +329,75 @@ static void test_parsers(void) {
         ASSERT(parse_percent("%", &v) < 0);
 }
 
+static void test_admin_group(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(!c.admin_group);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Daemon]\nAdminGroup=wheel\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.admin_group && streq(c.admin_group, "wheel"));
+        config_done(&c);
+
+        /* empty: none again */
+        write_file("sandboxd.conf", "[Daemon]\nAdminGroup=wheel\nAdminGroup=\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(!c.admin_group);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Daemon]\nAdminGroup=Not A Group\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "AdminGroup="));
+        free(error), error = NULL;
+        config_done(&c);
+}
+
+static void test_quotas(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.max_sessions_per_tenant == 64);
+        ASSERT(c.max_sessions_per_user == 16);
+        ASSERT(c.max_commands_per_session == 256);
+        ASSERT(c.max_running_per_session == 64);
+        ASSERT(c.spool_max_per_session == 32ULL * 1024 * 1024);
+        ASSERT(c.spool_max == 256ULL * 1024 * 1024);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Session]\nMaxSessionsPerTenant=3\nMaxSessionsPerUser=2\n"
+                                    "[Command]\nMaxCommandsPerSession=5\nMaxRunningCommandsPerSession=4\n"
+                                    "SpoolMaxPerSession=1M\nSpoolMax=2G\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.max_sessions_per_tenant == 3 && c.max_sessions_per_user == 2);
+        ASSERT(c.max_commands_per_session == 5 && c.max_running_per_session == 4);
+        ASSERT(c.spool_max_per_session == 1024 * 1024 && c.spool_max == 2ULL * 1024 * 1024 * 1024);
+        config_done(&c);
+
+        static const char *const bad[] = {
+                "[Session]\nMaxSessionsPerTenant=0\n",
+                "[Session]\nMaxSessionsPerUser=many\n",
+                "[Command]\nMaxCommandsPerSession=65537\n",
+                "[Command]\nMaxRunningCommandsPerSession=0\n",
+                "[Command]\nSpoolMax=lots\n",
+                /* running ones are kept too; a session's share within the total */
+                "[Command]\nMaxCommandsPerSession=8\nMaxRunningCommandsPerSession=9\n",
+                "[Command]\nSpoolMaxPerSession=2G\nSpoolMax=1G\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_file("sandboxd.conf", bad[i]);
+                ASSERT(load(&c, &error) == -EINVAL);
+                ASSERT(error);
+                free(error), error = NULL;
+                config_done(&c);
+        }
+}
+
 int main(void) {
         ASSERT(mkdtemp(dir));
         test_defaults_when_missing();
@@ -316,5 +408,7 @@ int main(void) {
         test_network();
         test_sandbox();
         test_parsers();
+        test_admin_group();
+        test_quotas();
         return TESTS_DONE();
 }

@@ -55,6 +55,41 @@ static void test_output_split_utf8(void) {
         buf_done(&b);
 }
 
+/* The escaping scans 8 bytes at a time: every byte value, at every place of a word and
+ * across words, must come out as a byte-at-a-time escape would write it. */
+static void test_escape_every_byte_everywhere(void) {
+        for (unsigned c = 0; c < 256; c++)
+                for (size_t at = 0; at < 24; at++) {
+                        char in[24];
+                        Buf b = {};
+                        char want[16];
+                        size_t wn;
+
+                        memset(in, 'a', sizeof(in));
+                        in[at] = (char) c;
+                        ASSERT(json_append_string(&b, in, sizeof(in)) == 0);
+                        if (c == '"' || c == '\\')
+                                wn = (size_t) snprintf(want, sizeof(want), "\\%c", c);
+                        else if (c == '\n')
+                                wn = (size_t) snprintf(want, sizeof(want), "\\n");
+                        else if (c == '\r')
+                                wn = (size_t) snprintf(want, sizeof(want), "\\r");
+                        else if (c == '\t')
+                                wn = (size_t) snprintf(want, sizeof(want), "\\t");
+                        else if (c < 0x20 || c == 0x7f)
+                                wn = (size_t) snprintf(want, sizeof(want), "\\u%04x", c);
+                        else
+                                want[0] = (char) c, wn = 1;
+                        ASSERT(b.len == 2 + sizeof(in) - 1 + wn);
+                        ASSERT(b.data[0] == '"' && b.data[b.len - 1] == '"');
+                        ASSERT(memcmp(b.data + 1 + at, want, wn) == 0);
+                        for (size_t i = 0; i < sizeof(in); i++)
+                                if (i != at)
+                                        ASSERT(b.data[1 + i + (i > at ? wn - 1 : 0)] == 'a');
+                        buf_done(&b);
+                }
+}
+
 static void test_output_binary(void) {
         Buf b = {};
         size_t consumed;
@@ -137,6 +172,7 @@ static void test_result_mapping(void) {
 }
 
 int main(void) {
+        test_escape_every_byte_everywhere();
         test_output_text();
         test_output_split_utf8();
         test_output_binary();

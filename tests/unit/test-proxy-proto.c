@@ -362,7 +362,18 @@ static void test_replies(void) {
         ASSERT(proxy_reply(&req, PROXY_OUTCOME_UNRESOLVED, "cannot resolve the name", &b) == 0);
         ASSERT(startswith(b.data, "HTTP/1.1 502 "));
         buf_done(&b);
+        /* a session over its share, the proxy full: said apart from a failure upstream */
+        ASSERT(proxy_reply(&req, PROXY_OUTCOME_LIMITED, "too many connections of this session", &b) == 0);
+        ASSERT(startswith(b.data, "HTTP/1.1 429 Too Many Requests\r\n"));
+        ASSERT(strstr(b.data, "too many connections of this session"));
+        buf_done(&b);
+        ASSERT(proxy_reply(&req, PROXY_OUTCOME_BUSY, "too many name lookups in progress", &b) == 0);
+        ASSERT(startswith(b.data, "HTTP/1.1 503 Service Unavailable\r\n"));
+        buf_done(&b);
         req.kind = PROXY_SOCKS5;
+        ASSERT(proxy_reply(&req, PROXY_OUTCOME_LIMITED, "too many connections of this session", &b) == 0);
+        ASSERT(b.len == 10 && memcmp(b.data, "\x05\x01\x00\x01\0\0\0\0\0\0", 10) == 0);
+        buf_done(&b);
         ASSERT(proxy_reply(&req, PROXY_OUTCOME_DENIED, "loopback", &b) == 0);
         ASSERT(b.len == 10 && memcmp(b.data, "\x05\x02\x00\x01\0\0\0\0\0\0", 10) == 0);
         buf_done(&b);
