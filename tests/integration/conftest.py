@@ -657,6 +657,32 @@ def pid1_quiet(api):
              what="PID 1 to have no job of sandboxd's units under way")
 
 
+@contextlib.contextmanager
+def bus_paused(api):
+    """Pauses the system bus (SIGSTOP to dbus-daemon) for the block, once PID 1 is quiet
+    (pid1_quiet()): every call of sandboxd to PID 1 waits meanwhile. systemctl talks to
+    PID 1 over its private socket and keeps working."""
+    pid1_quiet(api)
+    bus = dbus_daemon_pid()
+    os.kill(bus, signal.SIGSTOP)
+    try:
+        yield bus
+    finally:
+        os.kill(bus, signal.SIGCONT)
+
+
+def start_waiting(api, clients, timeout=15, what="the requests to wait", waiting=None):
+    """Starts the Client threads and returns once sandboxd counts WAITING requests waiting
+    (default: as many as CLIENTS; more where some already wait)."""
+    for c in clients:
+        c.start()
+    want = len(clients) if waiting is None else waiting
+    try:
+        wait_for(lambda: gauge(api, "sandboxd_http_requests_waiting") >= want, timeout=timeout, what=what)
+    except AssertionError:
+        raise AssertionError("not all requests wait: %r" % [(c.path, c.answer, c.error) for c in clients]) from None
+
+
 def gone(pid):
     """PID has exited (a zombie not yet reaped by PID 1 counts)."""
     try:

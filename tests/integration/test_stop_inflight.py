@@ -21,9 +21,9 @@ import threading
 import pytest
 
 import sbxbus as B
-from conftest import (UNIX_SOCKET, Client, assert_stopping, commands_path, daemon_pid, dbus_daemon_pid, exited_cleanly,
-                      gauge, gone, journal_cursor, journal_since, open_events, pid1_quiet, sh, snapshot, start_command,
-                      systemctl_show, wait_daemon_running, wait_for, wait_terminal)
+from conftest import (UNIX_SOCKET, assert_stopping, bus_paused, Client, commands_path, daemon_pid, dbus_daemon_pid,
+                      exited_cleanly, gone, journal_cursor, journal_since, open_events, pid1_quiet, sh, snapshot,
+                      start_command, start_waiting, systemctl_show, wait_daemon_running, wait_for, wait_terminal)
 from test_files import host_dir, put_head
 
 pytestmark = [pytest.mark.restarts_daemon, pytest.mark.time_limit(120)]
@@ -73,11 +73,8 @@ def test_stop_while_requests_wait(api, scope):
     follower.start()
     wait_for(lambda: follower.stream.events, timeout=10, what="the follower's first event")
 
-    pid1_quiet(api)
     pid = daemon_pid()
-    bus = dbus_daemon_pid()
-    os.kill(bus, signal.SIGSTOP)
-    try:
+    with bus_paused(api):
         clients = [
             # waits on PID 1 for its unit
             Client("POST", commands_path(sid) + "?wait=false", {"argv": ["true"], "request_id": "held"}),
@@ -86,27 +83,15 @@ def test_stop_while_requests_wait(api, scope):
             # waits for a reader that never comes
             Client("POST", commands_path(sid, "deaf", "/stdin"), b"x" * PIPE_BYTES, OCTETS),
         ]
-        for c in clients:
-            c.start()
-        try:
-            wait_for(lambda: gauge(api, "sandboxd_http_requests_waiting") >= len(clients), timeout=15,
-                     what="the requests to wait")
-        except AssertionError:
-            raise AssertionError("not all requests wait: %r" % [(c.path, c.answer, c.error) for c in clients])
+        start_waiting(api, clients)
         os.kill(pid, signal.SIGTERM)
         for c in clients:
             c.join(20)
-            assert not c.is_alive(), "%s %s still waiting after SIGTERM" % (c.method, c.path)
         follower.join(20)
         assert not follower.is_alive(), "the event stream did not end at the stop"
-    finally:
-        os.kill(bus, signal.SIGCONT)
 
     for c in clients:
-        assert c.error is None, "%s %s: no answer, %r" % (c.method, c.path, c.error)
-        assert c.answer.status == 503, (c.method, c.path, c.answer)
-        assert c.answer.json["error"]["code"] == "stopping", c.answer
-        assert c.answer.headers.get("Retry-After"), c.answer.headers
+        assert_stopping(c)
     assert follower.error is None and follower.ended, follower.error
     assert "exit" not in [e["type"] for e in follower.stream.events]
 
@@ -141,20 +126,11 @@ def test_close_before_the_process_started(api, scope):
     """The start of the command and the stop of the close reach PID 1 in this order, in
     one go: the stop job replaces the start job, the command never runs."""
     sid = api.create_session(*scope)["id"]
-    pid1_quiet(api)
-    bus = dbus_daemon_pid()
-    os.kill(bus, signal.SIGSTOP)
-    try:
+    with bus_paused(api):
         start = Client("POST", commands_path(sid) + "?wait=false", {"argv": ["sleep", "30"], "request_id": "early"})
-        start.start()
-        wait_for(lambda: gauge(api, "sandboxd_http_requests_waiting") >= 1, timeout=15,
-                 what="the start to wait on systemd")
+        start_waiting(api, [start], what="the start to wait on systemd")
         close = Client("DELETE", "/v1/sessions/" + sid)
-        close.start()
-        wait_for(lambda: gauge(api, "sandboxd_http_requests_waiting") >= 2, timeout=15,
-                 what="the close to wait")
-    finally:
-        os.kill(bus, signal.SIGCONT)
+        start_waiting(api, [close], what="the close to wait", waiting=2)
     for c in (start, close):
         c.join(30)
         assert not c.is_alive() and c.error is None, (c.path, c.error)
@@ -381,19 +357,13 @@ def test_systemctl_while_requests_wait(api, scope, how):
     start_command(api, other, {"argv": ["sleep", "300"], "request_id": "long"})
     cursor = journal_cursor()
 
-    pid1_quiet(api)
     pid = daemon_pid()
-    bus = dbus_daemon_pid()
-    os.kill(bus, signal.SIGSTOP)
-    try:
+    with bus_paused(api):
         clients = [
             Client("POST", commands_path(sid) + "?wait=false", {"argv": ["true"], "request_id": "held"}),
             Client("DELETE", "/v1/sessions/" + other),
         ]
-        for c in clients:
-            c.start()
-        wait_for(lambda: gauge(api, "sandboxd_http_requests_waiting") >= len(clients), timeout=15,
-                 what="the requests to wait")
+        start_waiting(api, clients)
         if how == "stop":
             sh("systemctl", "stop", "sandboxd.service", timeout=60)
         else:
@@ -405,8 +375,6 @@ def test_systemctl_while_requests_wait(api, scope, how):
         wait_for(lambda: gone(pid), timeout=20, what="sandboxd to exit")
         if how == "stop":
             exited_cleanly(pid)
-    finally:
-        os.kill(bus, signal.SIGCONT)
 
     if how == "stop":
         assert api.get("/v1/health").status == 200  # the socket starts it again
