@@ -46,44 +46,71 @@ int command_object_find(sd_bus *bus, const char *path, const char *interface, vo
         return 1;
 }
 
-/* --- properties ----------------------------------------------------------------------- */
+/* --- properties -----------------------------------------------------------------------
+ *
+ * Each property is the model's field that the HTTP API's object shows (command_append_json()),
+ * computed as the JSON computes it; where the JSON has null (the result of a command not yet
+ * terminal), the property has -1, "" or 0. tests/integration/test_parity.py holds the two to
+ * each other. */
 
-static int property_get_string(sd_bus *bus, const char *path, const char *interface, const char *property,
-                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+static int property_get_session_id(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Command *c = userdata;
-        bool terminal = command_status_is_terminal(c->result.status);
-        const char *v = NULL;
 
-        if (streq(property, "RequestId"))
-                v = c->request_id;
-        else if (streq(property, "SessionId"))
-                v = c->session->id;
-        else if (streq(property, "Unit"))
-                v = c->unit;
-        else if (streq(property, "Status"))
-                v = command_status_to_string(c->result.status);
-        else if (streq(property, "Reason"))
-                v = terminal ? c->result.reason : NULL;
-        else if (streq(property, "Signal"))
-                v = terminal && c->result.signal > 0 ? signal_to_string(c->result.signal) : NULL;
-        else if (streq(property, "Stdin"))
-                v = stdin_mode_to_string(c->stdin_mode);
-        return sd_bus_message_append(reply, "s", v ?: "");
+        return sd_bus_message_append(reply, "s", c->session->id);
 }
 
-static int property_get_argv(sd_bus *bus, const char *path, const char *interface, const char *property,
-                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+static int property_get_stdin(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Command *c = userdata;
 
-        return sd_bus_message_append_strv(reply, c->argv ?: (char *[]) { NULL });
+        return sd_bus_message_append(reply, "s", stdin_mode_to_string(c->stdin_mode));
+}
+
+static int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+
+        return sd_bus_message_append(reply, "s", command_status_to_string(c->result.status));
+}
+
+static int property_get_terminal(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+
+        return sd_bus_message_append(reply, "b", (int) command_status_is_terminal(c->result.status));
 }
 
 static int property_get_exit_code(sd_bus *bus, const char *path, const char *interface, const char *property,
                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Command *c = userdata;
+        bool exited = command_status_is_terminal(c->result.status) && c->result.exit_code >= 0;
 
-        return sd_bus_message_append(reply, "i",
-                                     (int32_t) (command_status_is_terminal(c->result.status) ? c->result.exit_code : -1));
+        return sd_bus_message_append(reply, "i", (int32_t) (exited ? c->result.exit_code : -1));
+}
+
+/* As ndjson_append_result_fields() names it: "SIGKILL", or "SIG9" for a number without a name. */
+static int property_get_signal(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+        char num[16]; /* "SIG" and an int */
+        const char *v = "";
+
+        if (command_status_is_terminal(c->result.status) && c->result.signal > 0) {
+                v = signal_to_string(c->result.signal);
+                if (!v) {
+                        snprintf(num, sizeof(num), "SIG%d", c->result.signal);
+                        v = num;
+                }
+        }
+        return sd_bus_message_append(reply, "s", v);
+}
+
+static int property_get_reason(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+
+        return sd_bus_message_append(reply, "s", command_status_is_terminal(c->result.status) ? c->result.reason : "");
 }
 
 static int property_get_duration(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -111,7 +138,13 @@ static int property_get_output(sd_bus *bus, const char *path, const char *interf
         Output *o = c->output;
 
         if (streq(property, "Truncated"))
-                return sd_bus_message_append(reply, "b", (int) (o->truncated[0] || o->truncated[1]));
+                return sd_bus_message_append(reply, "b", (int) (o->truncated[OUTPUT_STDOUT] || o->truncated[OUTPUT_STDERR]));
+        if (streq(property, "StdoutTruncated"))
+                return sd_bus_message_append(reply, "b", (int) o->truncated[OUTPUT_STDOUT]);
+        if (streq(property, "StderrTruncated"))
+                return sd_bus_message_append(reply, "b", (int) o->truncated[OUTPUT_STDERR]);
+        if (streq(property, "EventsBytes"))
+                return sd_bus_message_append(reply, "t", o->log_size);
         return sd_bus_message_append(reply, "t", o->total[streq(property, "StdoutBytes") ? OUTPUT_STDOUT : OUTPUT_STDERR]);
 }
 
@@ -151,21 +184,25 @@ static int method_signal(sd_bus_message *call, void *userdata, sd_bus_error *err
 
 const sd_bus_vtable command_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("RequestId", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("SessionId", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("Unit", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("Argv", "as", property_get_argv, 0, CONST),
+        SD_BUS_PROPERTY("RequestId", "s", NULL, offsetof(Command, request_id), CONST),
+        SD_BUS_PROPERTY("SessionId", "s", property_get_session_id, 0, CONST),
+        SD_BUS_PROPERTY("Unit", "s", NULL, offsetof(Command, unit), CONST),
+        SD_BUS_PROPERTY("Argv", "as", NULL, offsetof(Command, argv), CONST),
         SD_BUS_PROPERTY("CreatedAt", "t", NULL, offsetof(Command, created_realtime_usec), CONST),
-        SD_BUS_PROPERTY("Stdin", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("Status", "s", property_get_string, 0, CHANGES),
+        SD_BUS_PROPERTY("Stdin", "s", property_get_stdin, 0, CONST),
+        SD_BUS_PROPERTY("Status", "s", property_get_status, 0, CHANGES),
+        SD_BUS_PROPERTY("Terminal", "b", property_get_terminal, 0, CHANGES),
         SD_BUS_PROPERTY("ExitCode", "i", property_get_exit_code, 0, CHANGES),
-        SD_BUS_PROPERTY("Signal", "s", property_get_string, 0, CHANGES),
-        SD_BUS_PROPERTY("Reason", "s", property_get_string, 0, CHANGES),
+        SD_BUS_PROPERTY("Signal", "s", property_get_signal, 0, CHANGES),
+        SD_BUS_PROPERTY("Reason", "s", property_get_reason, 0, CHANGES),
         SD_BUS_PROPERTY("DurationMSec", "t", property_get_duration, 0, CHANGES),
         SD_BUS_PROPERTY("Usage", "(ttt)", property_get_usage, 0, CHANGES),
         SD_BUS_PROPERTY("Truncated", "b", property_get_output, 0, CHANGES),
+        SD_BUS_PROPERTY("StdoutTruncated", "b", property_get_output, 0, CHANGES),
+        SD_BUS_PROPERTY("StderrTruncated", "b", property_get_output, 0, CHANGES),
         SD_BUS_PROPERTY("StdoutBytes", "t", property_get_output, 0, 0),
         SD_BUS_PROPERTY("StderrBytes", "t", property_get_output, 0, 0),
+        SD_BUS_PROPERTY("EventsBytes", "t", property_get_output, 0, 0),
 
         SD_BUS_METHOD_WITH_ARGS("Signal",
                                 SD_BUS_ARGS("s", signal),
@@ -184,8 +221,9 @@ void command_send_changed(Command *c) {
 
         if (!bus || command_bus_path(c, &path) < 0)
                 return;
-        r = sd_bus_emit_properties_changed(bus, path, BUS_COMMAND_INTERFACE, "Status", "ExitCode", "Signal", "Reason",
-                                           "DurationMSec", "Usage", "Truncated", NULL);
+        r = sd_bus_emit_properties_changed(bus, path, BUS_COMMAND_INTERFACE, "Status", "Terminal", "ExitCode", "Signal",
+                                           "Reason", "DurationMSec", "Usage", "Truncated", "StdoutTruncated",
+                                           "StderrTruncated", NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to emit PropertiesChanged for %s, ignoring: %m", c->unit);
 }

@@ -372,32 +372,35 @@ int manager_set_draining(Manager *m, bool draining) {
         return 0;
 }
 
-static int idle_exit(Manager *m) {
+static void manager_stop(Manager *m);
+
+/* systemd learns first that this sandboxd is going (the unit is deactivating from then on), so
+ * that bus activation queues a start of the next one behind this one's stop. With the name
+ * gone first, a call to the name in between asked systemd to start a unit still active, which
+ * started nothing, and the caller waited for the name until the activation timed out. */
+static void idle_exit_notify(Manager *m) {
         if (m->draining) {
                 log_info("Drained: exiting.");
                 (void) sd_notify(false, "STOPPING=1\nSTATUS=Drained, exiting.");
-                return sd_event_exit(m->event, 0);
+                return;
         }
         log_info("Idle for %" PRIu64 " s: exiting; the socket or the bus brings sandboxd back on the next request.",
                  m->config.idle_exit_usec / USEC_PER_SEC);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Idle, exiting.");
-        return sd_event_exit(m->event, 0);
 }
 
 static int on_name_released(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
-        int r;
 
         m->bus_name_releasing = false;
         /* Calls that came in before the name went have been dispatched by now. */
         if (manager_is_idle(m))
-                return idle_exit(m);
-
-        log_debug("Busy again while giving up the bus name: staying.");
-        r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, NULL, NULL);
-        if (r < 0)
-                log_warning_errno(r, "Failed to request bus name %s again, ignoring: %m", BUS_NAME);
-        manager_check_idle(m);
+                return sd_event_exit(m->event, 0);
+        /* One of them waits for something. systemd was told we stop, and a unit that is
+         * deactivating does not become active again: stop as at SIGTERM, answering it
+         * (Stopping); the next sandboxd, started by the next request, carries on. */
+        log_info("A request came in while giving up the bus name: stopping all the same.");
+        manager_stop(m);
         return 0;
 }
 
@@ -405,14 +408,15 @@ static int on_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         int r;
 
+        idle_exit_notify(m);
         if (!m->bus)
-                return idle_exit(m);
-        /* The name goes first: a call sent after that starts a new sandboxd (bus activation)
+                return sd_event_exit(m->event, 0);
+        /* Then the name goes: a call sent after that starts a new sandboxd (bus activation)
          * instead of being lost with this one. */
         r = sd_bus_release_name_async(m->bus, NULL, BUS_NAME, on_name_released, m);
         if (r < 0) {
                 log_warning_errno(r, "Failed to release bus name %s, ignoring: %m", BUS_NAME);
-                return idle_exit(m);
+                return sd_event_exit(m->event, 0);
         }
         m->bus_name_releasing = true;
         return 0;

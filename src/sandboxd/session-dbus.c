@@ -117,7 +117,18 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
         return 1;
 }
 
-/* --- properties ---------------------------------------------------------------------- */
+/* --- properties ----------------------------------------------------------------------
+ *
+ * Each property is the model's field that the HTTP API's object shows (session_append_json()),
+ * read when asked: plain fields through their offset, the rest computed as the JSON computes
+ * them. tests/integration/test_parity.py holds the two to each other. */
+
+static int property_get_id(sd_bus *bus, const char *path, const char *interface, const char *property,
+                           sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append(reply, "s", s->id);
+}
 
 static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -126,41 +137,42 @@ static int property_get_state(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_append(reply, "s", session_state_to_string(s->state));
 }
 
-static int property_get_string(sd_bus *bus, const char *path, const char *interface, const char *property,
-                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+static int property_get_network(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Session *s = userdata;
-        const char *v = NULL;
 
-        if (streq(property, "Id"))
-                v = s->id;
-        else if (streq(property, "User"))
-                v = s->user;
-        else if (streq(property, "Workspace"))
-                v = s->workspace;
-        else if (streq(property, "WorkspacePath"))
-                v = s->workspace_dir;
-        else if (streq(property, "Unit"))
-                v = s->slice;
-        else if (streq(property, "DynamicUser"))
-                v = s->dynamic_user;
-        else if (streq(property, "CloseReason"))
-                v = s->close_reason;
-        else if (streq(property, "Network"))
-                v = "none";
-        return sd_bus_message_append(reply, "s", v ?: "");
+        return sd_bus_message_append(reply, "s", network_mode_to_string(s->network));
+}
+
+/* network.deny: shown in mode proxy only, as in the JSON */
+static int property_get_network_deny(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append_strv(reply, s->network == NETWORK_PROXY && s->net_deny ? s->net_deny : (char *[]) { NULL });
+}
+
+/* network.allow: (whether the session has an allow list, the list). An empty list allows
+ * nothing, no list allows what is not denied: the flag tells them apart. */
+static int property_get_network_allow(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+        bool has = s->network == NETWORK_PROXY && s->net_allow;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'r', "bas");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "b", (int) has);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, has ? s->net_allow : (char *[]) { NULL });
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
 }
 
 static int property_get_expires_at(sd_bus *bus, const char *path, const char *interface, const char *property,
                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = userdata;
-        const Config *c = &s->manager->config;
-        uint64_t t;
-
-        if (s->state == SESSION_CLOSED)
-                t = s->closed_realtime_usec + c->retain_closed_usec;
-        else
-                t = MIN(s->last_activity_realtime_usec + s->ttl_usec, s->created_realtime_usec + c->max_lifetime_usec);
-        return sd_bus_message_append(reply, "t", t);
+        return sd_bus_message_append(reply, "t", session_expiry(userdata));
 }
 
 static int property_get_frozen(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -170,11 +182,15 @@ static int property_get_frozen(sd_bus *bus, const char *path, const char *interf
         return sd_bus_message_append(reply, "b", (int) s->frozen);
 }
 
-static int property_get_commands(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = userdata;
+static int property_get_running(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "u", (uint32_t) session_count_running(userdata));
+}
 
-        return sd_bus_message_append(reply, "u", (uint32_t) session_count_running(s));
+/* The last count, as the JSON has it; a count older than 5 s is started for the next look. */
+static int property_get_disk_bytes(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "t", session_disk_bytes(userdata));
 }
 
 /* --- methods --------------------------------------------------------------------------- */
@@ -467,13 +483,13 @@ static int method_touch(sd_bus_message *call, void *userdata, sd_bus_error *erro
 
 const sd_bus_vtable session_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Id", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("User", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("Id", "s", property_get_id, 0, CONST),
+        SD_BUS_PROPERTY("User", "s", NULL, offsetof(Session, user), CONST),
+        SD_BUS_PROPERTY("Workspace", "s", NULL, offsetof(Session, workspace), CONST),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, CHANGES),
-        SD_BUS_PROPERTY("WorkspacePath", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("Unit", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("DynamicUser", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("WorkspacePath", "s", NULL, offsetof(Session, workspace_dir), CONST),
+        SD_BUS_PROPERTY("Unit", "s", NULL, offsetof(Session, slice), CONST),
+        SD_BUS_PROPERTY("DynamicUser", "s", NULL, offsetof(Session, dynamic_user), CONST),
         SD_BUS_PROPERTY("CreatedAt", "t", NULL, offsetof(Session, created_realtime_usec), CONST),
         SD_BUS_PROPERTY("LastActivity", "t", NULL, offsetof(Session, last_activity_realtime_usec), CHANGES),
         SD_BUS_PROPERTY("ExpiresAt", "t", property_get_expires_at, 0, CHANGES),
@@ -481,10 +497,14 @@ const sd_bus_vtable session_vtable[] = {
         SD_BUS_PROPERTY("MemoryMax", "t", NULL, offsetof(Session, limits.memory_max), CONST),
         SD_BUS_PROPERTY("CPUQuota", "t", NULL, offsetof(Session, limits.cpu_quota_percent), CONST),
         SD_BUS_PROPERTY("TasksMax", "t", NULL, offsetof(Session, limits.tasks_max), CONST),
-        SD_BUS_PROPERTY("Network", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("Network", "s", property_get_network, 0, CONST),
+        SD_BUS_PROPERTY("NetworkDeny", "as", property_get_network_deny, 0, CONST),
+        SD_BUS_PROPERTY("NetworkAllow", "(bas)", property_get_network_allow, 0, CONST),
         SD_BUS_PROPERTY("Frozen", "b", property_get_frozen, 0, CHANGES),
-        SD_BUS_PROPERTY("RunningCommands", "u", property_get_commands, 0, 0),
-        SD_BUS_PROPERTY("CloseReason", "s", property_get_string, 0, CHANGES),
+        SD_BUS_PROPERTY("Commands", "u", NULL, offsetof(Session, n_commands), CHANGES),
+        SD_BUS_PROPERTY("RunningCommands", "u", property_get_running, 0, 0),
+        SD_BUS_PROPERTY("DiskBytes", "t", property_get_disk_bytes, 0, 0),
+        SD_BUS_PROPERTY("CloseReason", "s", NULL, offsetof(Session, close_reason), CHANGES),
 
         SD_BUS_METHOD_WITH_ARGS("Exec",
                                 SD_BUS_ARGS("as", argv, "a{sv}", options),

@@ -223,7 +223,7 @@ void session_save_pending(Session *s) {
 
 /* --- expiry ---------------------------------------------------------------------- */
 
-static uint64_t session_expiry(Session *s) {
+uint64_t session_expiry(Session *s) {
         const Config *c = &s->manager->config;
 
         if (s->state == SESSION_CLOSED)
@@ -254,6 +254,7 @@ static int on_expiry(sd_event_source *es, uint64_t usec, void *userdata) {
                 }
                 snprintf(dir, sizeof(dir), "%s/spool/%s", s->manager->runtime_dir, s->id);
                 (void) store_rm_rf(dir);
+                session_send_signal(s, false); /* its object goes now */
                 session_free(s);
                 return 0;
         case SESSION_ACTIVE:
@@ -801,8 +802,7 @@ static void session_closing_step(Session *s) {
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
-        session_send_changed(s, "State");
-        session_send_signal(s, false);
+        session_send_changed(s, "State"); /* its object stays until it is forgotten */
         pool_fill(s->manager); /* a pooled session's place is free again */
         (void) session_save(s);
         session_arm_expiry(s);
@@ -1041,6 +1041,7 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
         r = command_start(s, req, fn, userdata, &c, e);
         if (r < 0)
                 return r;
+        session_send_changed(s, "Commands");
         session_touch(s);
         *ret = c;
         return 1;
@@ -1084,7 +1085,7 @@ static void on_disk_counted(FileOp *op, int r, void *userdata) {
 
 /* A walk of the whole workspace, on a file API thread, not more often than every few
  * seconds: the answer is the last count, never a wait for one. */
-static uint64_t session_disk_bytes(Session *s) {
+uint64_t session_disk_bytes(Session *s) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         FileOp *op = NULL;
         int r;

@@ -145,6 +145,10 @@ void session_command_finished(Session *s, Command *c);
 
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
+/* When it closes for inactivity or its maximum lifetime; once closed, when it is forgotten. */
+uint64_t session_expiry(Session *s);
+/* The last count of the workspace's bytes (a count older than 5 s is started for the next look). */
+uint64_t session_disk_bytes(Session *s);
 /* Queues the record for the writer (store-writer.h): for changes that matter after a
  * restart (state, close reason, frozen, the command counter). */
 int session_save(Session *s);
