@@ -308,6 +308,28 @@ static char *json_text(json_object *o) {
         return strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 }
 
+/* An "as" of domains as a JSON array. */
+static int read_domains(sd_bus_message *reply, json_object **ret) {
+        json_object *a = json_object_new_array();
+        const char *d;
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        r = sd_bus_message_enter_container(reply, 'a', "s");
+        while (r >= 0 && (r = sd_bus_message_read_basic(reply, 's', &d)) > 0)
+                json_object_array_add(a, json_object_new_string(d));
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r < 0) {
+                json_object_put(a);
+                return r;
+        }
+        json_object_put(*ret);
+        *ret = a;
+        return 0;
+}
+
 /* Reads the properties of a session object into a session, with "json" shaped like the HTTP
  * API's object (the fields libsandboxd reads). */
 static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **ret) {
@@ -315,8 +337,9 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
         sd_bus_message *reply = NULL;
         sandboxd_session *s = NULL;
         json_object *o = NULL, *limits = NULL;
-        uint64_t last_activity = 0, idle = 0;
+        uint64_t last_activity = 0, idle = 0, disk_bytes = 0;
         const char *close_reason = NULL, *network = NULL, *dynamic_user = NULL;
+        json_object *deny = NULL, *allow = NULL;
         int r;
 
         r = call_method(d, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
@@ -354,7 +377,21 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
                         r = sd_bus_message_read_basic(reply, 'u', &u);
                 else if (type == 'b')
                         r = sd_bus_message_read_basic(reply, 'b', &bl);
-                else
+                else if (streq(name, "NetworkDeny") && streq(contents, "as"))
+                        r = read_domains(reply, &deny);
+                else if (streq(name, "NetworkAllow") && streq(contents, "(bas)")) {
+                        r = sd_bus_message_enter_container(reply, 'r', "bas");
+                        if (r >= 0)
+                                r = sd_bus_message_read_basic(reply, 'b', &bl);
+                        if (r >= 0)
+                                r = read_domains(reply, &allow);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(reply);
+                        if (r >= 0 && !bl) { /* no allow list: the JSON has none */
+                                json_object_put(allow);
+                                allow = NULL;
+                        }
+                } else
                         r = sd_bus_message_skip(reply, contents);
                 if (r < 0)
                         break;
@@ -388,8 +425,12 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
                         s->cpu_quota = t;
                 else if (streq(name, "TasksMax"))
                         s->tasks_max = t;
+                else if (streq(name, "Commands"))
+                        s->commands = u;
                 else if (streq(name, "RunningCommands"))
                         s->running = u;
+                else if (streq(name, "DiskBytes"))
+                        disk_bytes = t;
                 else if (streq(name, "CloseReason"))
                         close_reason = str;
                 else if (streq(name, "Network"))
@@ -428,8 +469,23 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
         json_object_object_add(o, "workspace_path", json_object_new_string(s->workspace_path ?: ""));
         if (dynamic_user && *dynamic_user)
                 json_object_object_add(o, "dynamic_user", json_object_new_string(dynamic_user));
-        if (network && *network)
-                json_object_object_add(o, "network", json_object_new_string(network));
+        if (network && *network) {
+                /* as the HTTP API has it: {"mode", and in mode proxy "deny" and maybe "allow"} */
+                json_object *net = json_object_new_object();
+
+                if (!net) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                json_object_object_add(net, "mode", json_object_new_string(network));
+                if (streq(network, "proxy")) {
+                        json_object_object_add(net, "deny", deny ?: json_object_new_array());
+                        deny = NULL;
+                        if (allow)
+                                json_object_object_add(net, "allow", TAKE_PTR(allow));
+                }
+                json_object_object_add(o, "network", net);
+        }
         json_object_object_add(limits, "memory_max", json_object_new_uint64(s->memory_max));
         json_object_object_add(limits, "cpu_quota", json_object_new_uint64(s->cpu_quota));
         json_object_object_add(limits, "tasks_max", json_object_new_uint64(s->tasks_max));
@@ -440,17 +496,23 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
         json_object_object_add(o, "created_at_usec", json_object_new_uint64(s->created_at_usec));
         json_object_object_add(o, "last_activity_usec", json_object_new_uint64(last_activity));
         json_object_object_add(o, "expires_at_usec", json_object_new_uint64(s->expires_at_usec));
+        json_object_object_add(o, "commands", json_object_new_uint64(s->commands));
         json_object_object_add(o, "running", json_object_new_uint64(s->running));
+        json_object_object_add(o, "disk_bytes", json_object_new_uint64(disk_bytes));
         s->json = json_text(o);
         if (!s->json) {
                 r = -ENOMEM;
                 goto fail;
         }
         json_object_put(o);
+        json_object_put(deny);
+        json_object_put(allow);
         sd_bus_message_unref(reply);
         *ret = s;
         return 0;
 fail:
+        json_object_put(deny);
+        json_object_put(allow);
         if (r == -ENOMEM)
                 set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
         json_object_put(o);
