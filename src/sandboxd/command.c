@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -925,12 +926,51 @@ static Command *command_alloc(Session *s, unsigned n) {
         return c;
 }
 
+/* The session's table by request id holds the newest command of each id: the one the API
+ * finds. (Two may share one: the generated id of command 5 is "5", which a client may have
+ * chosen for an earlier command.) */
+static void command_hash(Command *c) {
+        Session *s = c->session;
+        Command *old;
+
+        assert(c->request_id && !c->hashed);
+        HASH_FIND_STR(s->commands_by_id, c->request_id, old);
+        if (old && old->n > c->n)
+                return;
+        if (old) {
+                HASH_DEL(s->commands_by_id, old);
+                old->hashed = false;
+        }
+        HASH_ADD_KEYPTR(hh, s->commands_by_id, c->request_id, strlen(c->request_id), c);
+        c->hashed = true;
+}
+
+static void command_unhash(Command *c) {
+        Session *s = c->session;
+        Command *o, *next = NULL;
+
+        if (!c->hashed)
+                return;
+        HASH_DEL(s->commands_by_id, c);
+        c->hashed = false;
+        /* an older command of the same id is found again */
+        LIST_FOREACH(commands, o, s->commands)
+                if (o != c && o->request_id && streq(o->request_id, c->request_id) && (!next || o->n > next->n))
+                        next = o;
+        if (next)
+                command_hash(next);
+}
+
 static int command_set_names(Command *c, const char *request_id) {
+        assert(!c->request_id);
         if (request_id)
                 c->request_id = strdup(request_id);
         else
                 (void) asprintf(&c->request_id, "%u", c->n);
-        if (!c->request_id || asprintf(&c->unit, "sandboxd-%s-%u.service", c->session->id, c->n) < 0)
+        if (!c->request_id)
+                return -ENOMEM;
+        command_hash(c);
+        if (asprintf(&c->unit, "sandboxd-%s-%u.service", c->session->id, c->n) < 0)
                 return -ENOMEM;
         return systemd_unit_path(c->unit, &c->unit_path);
 }
@@ -1464,6 +1504,7 @@ Command *command_free(Command *c) {
                 c->session->manager->n_starting--;
 
         output_free(c->output);
+        command_unhash(c);
         LIST_REMOVE(commands, c->session->commands, c);
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 close_stream(c, st);

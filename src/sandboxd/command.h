@@ -2,6 +2,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <uthash.h>
 
 #include "buf.h"
 #include "manager.h"
@@ -74,6 +75,8 @@ struct Command {
         void *started_userdata;
 
         LIST_FIELDS(Command, commands);
+        UT_hash_handle hh;   /* in the session's commands_by_id (while it is the newest of its id) */
+        bool hashed;
 };
 
 /* Validates what depends on the session (cwd, executable, limits), then starts the unit.

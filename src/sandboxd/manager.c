@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <dirent.h>
@@ -320,13 +321,27 @@ static int manager_recover(Manager *m) {
         return 0;
 }
 
+void manager_add_session(Manager *m, Session *s) {
+        assert(m && s && s->manager == m && s->id[0]);
+        assert(!manager_find_session(m, s->id)); /* ids are random and checked when made */
+
+        LIST_PREPEND(sessions, m->sessions, s);
+        HASH_ADD_STR(m->sessions_by_id, id, s);
+}
+
+void manager_remove_session(Manager *m, Session *s) {
+        assert(m && s && manager_find_session(m, s->id) == s);
+
+        HASH_DEL(m->sessions_by_id, s);
+        LIST_REMOVE(sessions, m->sessions, s);
+}
+
 Session *manager_find_session(Manager *m, const char *id) {
         Session *s;
 
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (streq(s->id, id))
-                        return s;
-        return NULL;
+        assert(m && id);
+        HASH_FIND_STR(m->sessions_by_id, id, s);
+        return s;
 }
 
 /* at a stop, how long the answers to waiting requests may take to go out */

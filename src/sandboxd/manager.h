@@ -72,7 +72,8 @@ struct Manager {
         struct stat uid_cache_passwd, uid_cache_group; /* what the entries were asked under */
         SenderCacheEntry sender_cache[SENDER_CACHE_MAX];
 
-        Session *sessions;
+        Session *sessions;         /* all of them, newest first */
+        Session *sessions_by_id;   /* the same, in a uthash table by id (hh of Session) */
         PoolSlot *pool;
         StoredFd *stored_fds;
         size_t n_stored_fds;
@@ -123,6 +124,9 @@ void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fd
 /* The stored fd of that name, or -EBADF */
 int manager_take_stored_fd(Manager *m, const char *name);
 
+/* The registry of sessions: a list (newest first) and a table by id. */
+void manager_add_session(Manager *m, Session *s);
+void manager_remove_session(Manager *m, Session *s);
 Session *manager_find_session(Manager *m, const char *id);
 /* The active session of scope (tenant as scope_tenant() gives it, user, workspace). */
 Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -607,7 +608,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         r = session_stop_proxy_units(s); /* prepared for the default mode: not needed */
                 if (r < 0)
                         goto fail;
-                LIST_PREPEND(sessions, m->sessions, s);
+                manager_add_session(m, s);
                 session_send_signal(s, true);
                 session_set_active(s);
         } else {
@@ -621,7 +622,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 r = session_setup_proxy(s);
                 if (r < 0)
                         goto fail;
-                LIST_PREPEND(sessions, m->sessions, s);
+                manager_add_session(m, s);
                 session_send_signal(s, true);
         }
 
@@ -661,8 +662,8 @@ Session *session_free(Session *s) {
         while ((cmd = s->commands))
                 command_free(cmd);
 
-        if (s->manager && (s->sessions_prev || s->manager->sessions == s)) {
-                LIST_REMOVE(sessions, s->manager->sessions, s);
+        if (s->manager && manager_find_session(s->manager, s->id) == s) {
+                manager_remove_session(s->manager, s);
                 manager_check_idle(s->manager);
         }
 
@@ -1052,10 +1053,9 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
 Command *session_find_command(Session *s, const char *request_id) {
         Command *c;
 
-        LIST_FOREACH(commands, c, s->commands)
-                if (streq(c->request_id, request_id))
-                        return c;
-        return NULL;
+        assert(s && request_id);
+        HASH_FIND_STR(s->commands_by_id, request_id, c);
+        return c;
 }
 
 unsigned session_count_running(Session *s) {
@@ -1290,7 +1290,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
                 r = session_prepare_dirs(s);
         if (r < 0)
                 goto fail;
-        LIST_PREPEND(sessions, m->sessions, s);
+        manager_add_session(m, s);
 
         n = scandir(dir, &list, command_record_filter, alphasort);
         for (int i = 0; i < n; i++) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <uthash.h>
 
 #include "buf.h"
 #include "command.h"
@@ -88,11 +89,13 @@ struct Session {
         StoreJob *save_job;          /* its write queued for the writer thread */
         SessionWaiter *waiters;       /* for the slice */
         SessionWaiter *close_waiters; /* for the end of closing */
-        Command *commands;
+        Command *commands;   /* newest first */
+        Command *commands_by_id; /* request id -> the newest command of that id (hh of Command) */
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
         SpoolAccount spool;  /* its commands' spool files (SpoolMaxPerSession=), within the manager's */
 
         LIST_FIELDS(Session, sessions);
+        UT_hash_handle hh;   /* in the manager's sessions_by_id, while in its list */
 };
 
 /* Returns the active session of the request's scope if there is one (0). Otherwise
