@@ -416,8 +416,10 @@ static bool session_counts(const Session *s) {
 }
 
 /* MaxSessionsPerTenant= for API tenants, MaxSessionsPerUser= for local uids (over the
- * socket and D-Bus together); root is the host's administrator and has no quota. */
-static int session_check_quota(Manager *m, const char *creator, RequestError *e) {
+ * socket and D-Bus together); root is the host's administrator and has no quota. A uid's
+ * sessions are those it created for `user`, its login name (authz.c lets it create no
+ * others): a uid given to a new user after userdel is not charged the old user's. */
+static int session_check_quota(Manager *m, const char *creator, const char *user, RequestError *e) {
         unsigned n = 0, max;
         uid_t uid;
         Session *s;
@@ -429,7 +431,8 @@ static int session_check_quota(Manager *m, const char *creator, RequestError *e)
                 LIST_FOREACH(sessions, s, m->sessions) {
                         uid_t u;
 
-                        if (session_counts(s) && authz_creator_uid(s->tenant, &u) >= 0 && u == uid)
+                        if (session_counts(s) && authz_creator_uid(s->tenant, &u) >= 0 && u == uid &&
+                            streq_ptr(s->user, user))
                                 n++;
                 }
                 if (n < max)
@@ -530,7 +533,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 return refuse_draining(error);
         if (pid1_gate_waiting(m->pid1) >= PID1_WAITING_MAX)
                 return refuse_overloaded(m, error);
-        r = session_check_quota(m, tenant, error);
+        r = session_check_quota(m, tenant, req->user, error);
         if (r < 0)
                 return r;
 
