@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <systemd/sd-daemon.h>
 
+#include "bus-util.h"
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
@@ -986,6 +987,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 return r;
         if (r < 0) {
                 e->code = "not_found";
+                e->bus_name = BUS_ERROR_EXECUTABLE_NOT_FOUND;
                 snprintf(e->message, sizeof(e->message), "Executable '%.128s' not found%s.", req->argv[0],
                          r == -EINVAL ? ": give a name to look up in PATH or an absolute path" : " in PATH");
                 return -EINVAL;
