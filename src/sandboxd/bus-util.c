@@ -5,7 +5,7 @@
 int bus_error_set_request(sd_bus_error *error, int r, const RequestError *e) {
         if (r == -EINVAL && e && e->code) {
                 const ApiError *a = api_error_from_code(e->code);
-                const char *name = e->bus_name ?: a && a->bus_name ? a->bus_name : BUS_ERROR_INVALID_VALUE;
+                const char *name = a && a->bus_name ? a->bus_name : BUS_ERROR_INVALID_VALUE;
 
                 return sd_bus_error_set(error, name, e->message);
         }

@@ -29,6 +29,7 @@ static const ApiError table[] = {
         { "forbidden", EACCES, 403, SD_BUS_ERROR_ACCESS_DENIED, SANDBOXD_ERROR_FORBIDDEN },
         /* what is asked about */
         { "not_found", ENOENT, 404, E("NoSuchSession"), SANDBOXD_ERROR_NOT_FOUND },
+        { "executable_not_found", ENOENT, 400, E("ExecutableNotFound"), SANDBOXD_ERROR_INVALID },
         { "session_not_active", EBUSY, 409, E("SessionNotActive"), SANDBOXD_ERROR_CONFLICT },
         { "session_starting", EBUSY, 409, E("SessionStarting"), SANDBOXD_ERROR_CONFLICT },
         { "busy", EBUSY, 409, E("Busy"), SANDBOXD_ERROR_CONFLICT },
@@ -61,7 +62,6 @@ static const ApiError table[] = {
 
 static const ApiErrorAlias aliases[] = {
         { E("NoSuchCommand"), "not_found" },
-        { E("ExecutableNotFound"), "not_found" },
         { E("InvalidArguments"), "invalid_type" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, "forbidden" },
 };

@@ -26,7 +26,7 @@ const ApiError *api_error_table(size_t *ret_n);
 /* The row of an error code; NULL if none. */
 const ApiError *api_error_from_code(const char *code);
 /* The row of a D-Bus error name: its own, or one of the other names D-Bus has for the code
- * (NoSuchCommand and ExecutableNotFound are not_found, as NoSuchSession; InvalidArguments
+ * (NoSuchCommand is not_found, as NoSuchSession; InvalidArguments
  * is invalid_type; InteractiveAuthorizationRequired is forbidden). NULL if none. */
 const ApiError *api_error_from_bus_name(const char *name);
 typedef struct ApiErrorAlias {

@@ -8,7 +8,6 @@
 
 typedef struct RequestError {
         const char *code; /* "invalid_json", "unknown_field", "invalid_type", "invalid_value", ... (error-table.c) */
-        const char *bus_name; /* NULL: the D-Bus error of the code's row; else another name of the code */
         char message[256];
 } RequestError;
 

@@ -84,9 +84,9 @@ def test_no_such_command(api, both):
 @pytest.mark.parametrize("argv0", ["no-such-program-sbx", "bin/true"])
 def test_executable_not_found(api, both, argv0):
     sid, path = both
-    http_is(api.post("/v1/sessions/%s/commands" % sid, {"argv": [argv0]}), "not_found")
-    bus_is(B.manager, ("Exec", "sasa{sv}", sid, [argv0], {}), "not_found", "ExecutableNotFound")
-    bus_is(B.call, (path, B.SESSION, "Run", "asa{sv}", [argv0], {}), "not_found", "ExecutableNotFound")
+    http_is(api.post("/v1/sessions/%s/commands" % sid, {"argv": [argv0]}), "executable_not_found")
+    bus_is(B.manager, ("Exec", "sasa{sv}", sid, [argv0], {}), "executable_not_found", "ExecutableNotFound")
+    bus_is(B.call, (path, B.SESSION, "Run", "asa{sv}", [argv0], {}), "executable_not_found", "ExecutableNotFound")
     assert api.get_session(sid)["commands"] == 0
 
 
@@ -182,8 +182,9 @@ def test_sandboxctl_same_code_both_ways(api, both, argv0):
     # what it hands on: the code and the status of the row, whichever transport
     errors = {t: mcp_exec(t, sid, [argv0]) for t in ("dbus", "http")}
     for t, e in errors.items():
-        assert e["code"] == "not_found" and e["http_status"] == TABLE["not_found"][0], (t, e)
-        assert e["kind"] == "not_found", (t, e)
+        assert e["code"] == "executable_not_found", (t, e)
+        assert e["http_status"] == TABLE["executable_not_found"][0] == 400, (t, e)
+        assert e["kind"] == "invalid", (t, e)
     assert errors["dbus"] == errors["http"], errors
     assert api.get_session(sid)["commands"] == 0
 

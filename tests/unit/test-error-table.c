@@ -85,7 +85,7 @@ static void test_rows(void) {
         ASSERT(!api_error_from_bus_name(NULL));
 
         /* what changed: one failure, one code on both transports */
-        ASSERT_STREQ(api_error_from_bus_name(BUS_ERROR_EXECUTABLE_NOT_FOUND)->code, "not_found");
+        ASSERT_STREQ(api_error_from_bus_name(BUS_ERROR_EXECUTABLE_NOT_FOUND)->code, "executable_not_found");
         ASSERT_STREQ(api_error_from_bus_name(BUS_ERROR_NO_SUCH_COMMAND)->code, "not_found");
         ASSERT_STREQ(api_error_from_bus_name(BUS_ERROR_COMMAND_NOT_RUNNING)->code, "not_running");
         ASSERT_STREQ(api_error_from_bus_name(BUS_ERROR_NOT_SUPPORTED)->code, "unsupported");
@@ -138,7 +138,7 @@ static void test_bus_map(void) {
                 ASSERT(sd_bus_error_get_errno(&e) == t[i].errno_value);
                 sd_bus_error_free(&e);
         }
-        /* ExecutableNotFound is not_found's errno; the standard names keep sd-bus's EACCES */
+        /* ExecutableNotFound is ENOENT; the standard names keep sd-bus's EACCES */
         sd_bus_error e = SD_BUS_ERROR_NULL;
         ASSERT(sd_bus_error_set(&e, BUS_ERROR_EXECUTABLE_NOT_FOUND, "x") == -ENOENT);
         sd_bus_error_free(&e);
@@ -147,7 +147,7 @@ static void test_bus_map(void) {
         sd_bus_error_free(&e);
 }
 
-/* A RequestError goes out as its row's name, or the name the error asks for. */
+/* A RequestError goes out as its row's name. */
 static void test_request_errors(void) {
         size_t n;
         const ApiError *t = api_error_table(&n);
@@ -163,7 +163,7 @@ static void test_request_errors(void) {
         }
 
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        RequestError e = { .code = "not_found", .bus_name = BUS_ERROR_EXECUTABLE_NOT_FOUND, .message = "no exe" };
+        RequestError e = { .code = "executable_not_found", .message = "no exe" };
         ASSERT(bus_error_set_request(&error, -EINVAL, &e) == -ENOENT);
         ASSERT_STREQ(error.name, BUS_ERROR_EXECUTABLE_NOT_FOUND);
         ASSERT_STREQ(api_error_from_bus_name(error.name)->code, e.code);
