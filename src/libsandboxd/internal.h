@@ -35,8 +35,6 @@ struct sandboxd_exec {
 
 /* --- errors.c: pure mappings ------------------------------------------------------------ */
 
-sandboxd_error_kind error_kind_from_http(long status);
-int error_kind_to_errno(sandboxd_error_kind kind);
 /* os_errno: what connect() & co. failed with (CURLINFO_OS_ERRNO), 0 if unknown */
 int errno_from_curl(CURLcode code, long os_errno);
 /* Fills e from an error answer: {"error":{"code":..,"message":..}}, or what can be made of

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 
 #include "backend.h"
+#include "error-table.h"
 #include "io-util.h"
 #include "log.h"
 
@@ -24,7 +25,6 @@
 #define MANAGER_IFACE "io.sandboxd.sandbox1.Manager"
 #define SESSION_IFACE "io.sandboxd.sandbox1.Session"
 #define COMMAND_IFACE "io.sandboxd.sandbox1.Command"
-#define ERROR_PREFIX "io.sandboxd.sandbox1.Error."
 /* Calls that wait for systemd (creating or closing a session) may take a while. */
 #define CALL_TIMEOUT_USEC (120ULL * 1000000ULL)
 
@@ -116,36 +116,14 @@ static void set_ok(DbusBackend *d) {
 
 static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...)
         _printf_(5, 6);
-/* The status the HTTP API answers for the same error: callers that pass it on (the MCP
- * server's tool errors) then look the same whatever the transport. */
-static long http_status_of(sandboxd_error_kind kind) {
-        switch (kind) {
-        case SANDBOXD_ERROR_INVALID:
-                return 400;
-        case SANDBOXD_ERROR_FORBIDDEN:
-                return 403;
-        case SANDBOXD_ERROR_NOT_FOUND:
-                return 404;
-        case SANDBOXD_ERROR_CONFLICT:
-                return 409;
-        case SANDBOXD_ERROR_SERVER:
-                return 500;
-        case SANDBOXD_ERROR_UNSUPPORTED:
-                return 501;
-        case SANDBOXD_ERROR_SYSTEMD:
-                return 502;
-        case SANDBOXD_ERROR_UNAVAILABLE:
-                return 503;
-        default:
-                return 0;
-        }
-}
-
 static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...) {
         va_list ap;
+        /* the status the HTTP API answers for the same code: callers that pass it on (the MCP
+         * server's tool errors) then look the same whatever the transport */
+        const ApiError *a = code ? api_error_from_code(code) : NULL;
 
         d->error_is_http = false;
-        d->error = (sandboxd_error) { .kind = kind, .error = err, .http_status = http_status_of(kind) };
+        d->error = (sandboxd_error) { .kind = kind, .error = err, .http_status = a ? a->http_status : 0 };
         snprintf(d->error.code, sizeof(d->error.code), "%s", code ?: "");
         va_start(ap, fmt);
         (void) vsnprintf(d->error.message, sizeof(d->error.message), fmt, ap);
@@ -153,42 +131,19 @@ static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const ch
         return err;
 }
 
-/* Maps a D-Bus error to the kinds and errno values of libsandboxd, so the verbs react alike. */
+/* Maps a D-Bus error to the code, kind and errno the HTTP API's answer would give, through
+ * the error table (error-table.c), so the verbs react alike on both transports. */
 static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
+        /* the bus could not reach sandboxd at all */
         static const struct {
                 const char *name;
-                sandboxd_error_kind kind;
                 int err;
-                const char *code;
-        } table[] = {
-                { ERROR_PREFIX "NoSuchSession", SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found" },
-                { ERROR_PREFIX "NoSuchCommand", SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found" },
-                { ERROR_PREFIX "InvalidName", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_name" },
-                { ERROR_PREFIX "InvalidArguments", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_request" },
-                { ERROR_PREFIX "InvalidType", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_type" },
-                { ERROR_PREFIX "UnknownOption", SANDBOXD_ERROR_INVALID, -EINVAL, "unknown_field" },
-                { ERROR_PREFIX "InvalidValue", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_value" },
-                { ERROR_PREFIX "InvalidPath", SANDBOXD_ERROR_INVALID, -EINVAL, "invalid_path" },
-                { ERROR_PREFIX "ReservedEnvironment", SANDBOXD_ERROR_INVALID, -EINVAL, "reserved_env" },
-                { ERROR_PREFIX "LimitExceeded", SANDBOXD_ERROR_INVALID, -EINVAL, "limit_exceeded" },
-                { ERROR_PREFIX "ExecutableNotFound", SANDBOXD_ERROR_INVALID, -EINVAL, "executable_not_found" },
-                { ERROR_PREFIX "NotSupported", SANDBOXD_ERROR_UNSUPPORTED, -EOPNOTSUPP, "not_supported" },
-                { ERROR_PREFIX "SessionNotActive", SANDBOXD_ERROR_CONFLICT, -EBUSY, "session_not_active" },
-                { ERROR_PREFIX "SessionStarting", SANDBOXD_ERROR_CONFLICT, -EBUSY, "session_starting" },
-                { ERROR_PREFIX "CommandNotRunning", SANDBOXD_ERROR_CONFLICT, -EBUSY, "not_running" },
-                { ERROR_PREFIX "NotPurged", SANDBOXD_ERROR_CONFLICT, -EBUSY, "not_purged" },
-                { ERROR_PREFIX "PurgeFailed", SANDBOXD_ERROR_SERVER, -EPROTO, "purge_failed" },
-                { ERROR_PREFIX "Draining", SANDBOXD_ERROR_UNAVAILABLE, -EAGAIN, "draining" },
-                { ERROR_PREFIX "SystemdFailed", SANDBOXD_ERROR_SYSTEMD, -EREMOTEIO, "systemd_failed" },
-                { SD_BUS_ERROR_ACCESS_DENIED, SANDBOXD_ERROR_FORBIDDEN, -EPERM, "forbidden" },
-                { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, SANDBOXD_ERROR_FORBIDDEN, -EPERM, "forbidden" },
-                { SD_BUS_ERROR_SERVICE_UNKNOWN, SANDBOXD_ERROR_TRANSPORT, -ECONNREFUSED, "" },
-                { SD_BUS_ERROR_NAME_HAS_NO_OWNER, SANDBOXD_ERROR_TRANSPORT, -ECONNREFUSED, "" },
-                { SD_BUS_ERROR_NO_REPLY, SANDBOXD_ERROR_TRANSPORT, -ETIMEDOUT, "" },
-                { SD_BUS_ERROR_TIMEOUT, SANDBOXD_ERROR_TRANSPORT, -ETIMEDOUT, "" },
-                { SD_BUS_ERROR_DISCONNECTED, SANDBOXD_ERROR_TRANSPORT, -ECONNRESET, "" },
-                { SD_BUS_ERROR_UNKNOWN_OBJECT, SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found" },
+        } transport[] = {
+                { SD_BUS_ERROR_SERVICE_UNKNOWN, -ECONNREFUSED }, { SD_BUS_ERROR_NAME_HAS_NO_OWNER, -ECONNREFUSED },
+                { SD_BUS_ERROR_NO_REPLY, -ETIMEDOUT },           { SD_BUS_ERROR_TIMEOUT, -ETIMEDOUT },
+                { SD_BUS_ERROR_DISCONNECTED, -ECONNRESET },
         };
+        const ApiError *a;
         const char *msg;
 
         if (!e || !sd_bus_error_is_set(e)) {
@@ -198,19 +153,22 @@ static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
                                  "unexpected answer on D-Bus: %s", strerror(r < 0 ? -r : EBADMSG));
         }
         msg = e->message && e->message[0] ? e->message : e->name;
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (sd_bus_error_has_name(e, table[i].name)) {
-                        if (table[i].kind == SANDBOXD_ERROR_TRANSPORT)
-                                return set_error(d, table[i].kind, table[i].err, "",
-                                                 "%s is not available on the system bus (%s: %s)", BUS_NAME, e->name,
-                                                 msg);
-                        if (sd_bus_error_has_names(e, ERROR_PREFIX "NoSuchSession", ERROR_PREFIX "NoSuchCommand"))
-                                /* the words of the HTTP API, then sandboxd's own */
-                                return set_error(d, table[i].kind, table[i].err, table[i].code, "No such %s (%s)",
-                                                 strstr(e->name, "Session") ? "session" : "command", msg);
-                        return set_error(d, table[i].kind, table[i].err, table[i].code, "%s", msg);
-                }
-        return set_error(d, SANDBOXD_ERROR_SERVER, -EPROTO, "", "%s (%s)", msg, e->name);
+        for (size_t i = 0; i < ELEMENTSOF(transport); i++)
+                if (sd_bus_error_has_name(e, transport[i].name))
+                        return set_error(d, SANDBOXD_ERROR_TRANSPORT, transport[i].err, "",
+                                         "%s is not available on the system bus (%s: %s)", BUS_NAME, e->name, msg);
+
+        /* an object path that names nothing is what HTTP calls a URL that does */
+        a = api_error_from_bus_name(e->name) ?: sd_bus_error_has_name(e, SD_BUS_ERROR_UNKNOWN_OBJECT)
+                                                         ? api_error_from_code("not_found")
+                                                         : NULL;
+        if (!a)
+                return set_error(d, SANDBOXD_ERROR_SERVER, -EPROTO, "", "%s (%s)", msg, e->name);
+        if (sd_bus_error_has_names(e, BUS_ERROR_PREFIX "NoSuchSession", BUS_ERROR_PREFIX "NoSuchCommand"))
+                /* the words of the HTTP API, then sandboxd's own */
+                return set_error(d, a->kind, api_error_kind_errno(a->kind), a->code, "No such %s (%s)",
+                                 strstr(e->name, "Session") ? "session" : "command", msg);
+        return set_error(d, a->kind, api_error_kind_errno(a->kind), a->code, "%s", msg);
 }
 
 static int dbus_set_wakeup(Backend *b, int fd, backend_wakeup_fn fn, void *userdata) {
@@ -1379,6 +1337,9 @@ int backend_dbus_new(Backend **ret) {
                 return -ENOMEM;
         d->backend.ops = &backend_dbus_ops;
         d->wakeup_fd = -EBADF;
+        /* the errno of each of sandboxd's error names (sd_bus_error_get_errno(), and what
+         * sd_bus_call() returns) */
+        (void) sd_bus_error_add_map(api_error_bus_map());
         r = sd_bus_open_system(&d->bus);
         if (r < 0) {
                 log_error_errno(r, "Cannot connect to the system bus (%s): %m. sandboxctl talks D-Bus to the local "

@@ -3,12 +3,14 @@
 
 #include <systemd/sd-bus.h>
 
+#include "error-table.h"
 #include "request.h"
 
-/* The errors of the D-Bus API, documented in sandboxd-dbus(5). Authorization failures use
- * the standard org.freedesktop.DBus.Error.AccessDenied and
+/* The names of the D-Bus API's errors, documented in sandboxd-dbus(5); each is a row of the
+ * error table (error-table.c), or another name for one (NoSuchCommand, ExecutableNotFound,
+ * InvalidArguments). Authorization failures use the standard
+ * org.freedesktop.DBus.Error.AccessDenied and
  * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, which clients map to EACCES. */
-#define BUS_ERROR_PREFIX "io.sandboxd.sandbox1.Error."
 #define BUS_ERROR_NO_SUCH_SESSION BUS_ERROR_PREFIX "NoSuchSession"
 #define BUS_ERROR_NO_SUCH_COMMAND BUS_ERROR_PREFIX "NoSuchCommand"
 #define BUS_ERROR_INVALID_ARGUMENTS BUS_ERROR_PREFIX "InvalidArguments"
@@ -36,6 +38,8 @@
 #define BUS_ERROR_PURGE_FAILED BUS_ERROR_PREFIX "PurgeFailed"
 #define BUS_ERROR_NOT_PURGED BUS_ERROR_PREFIX "NotPurged"
 
-/* The error of a RequestError (the codes the HTTP API sends in "error.code"), or, without
- * a code, of errno r. Returns a negative errno, like sd_bus_error_set(). */
+/* The error of a RequestError (the codes the HTTP API sends in "error.code"): the D-Bus
+ * name of the code's row in the error table, or e->bus_name; InvalidValue for a code that
+ * has no D-Bus name (one of HTTP only). Without a code, of errno r. Returns a negative
+ * errno, like sd_bus_error_set(). */
 int bus_error_set_request(sd_bus_error *error, int r, const RequestError *e);

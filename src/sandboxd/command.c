@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <systemd/sd-daemon.h>
 
+#include "bus-util.h"
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
@@ -1025,7 +1026,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                e->code = "not_found";
+                e->code = "executable_not_found";
                 snprintf(e->message, sizeof(e->message), "Executable '%.128s' not found%s.", req->argv[0],
                          r == -EINVAL ? ": give a name to look up in PATH or an absolute path" : " in PATH");
                 return -EINVAL;

@@ -20,30 +20,13 @@
 #include "time-util.h"
 #include "validate.h"
 
-static unsigned status_for_request_error(const RequestError *e) {
-        if (streq_ptr(e->code, "payload_too_large"))
-                return MHD_HTTP_CONTENT_TOO_LARGE;
-        if (streq_ptr(e->code, "conflict") || streq_ptr(e->code, "session_not_active"))
-                return MHD_HTTP_CONFLICT;
-        if (streq_ptr(e->code, "draining") || streq_ptr(e->code, "overloaded"))
-                return MHD_HTTP_SERVICE_UNAVAILABLE;
-        if (streq_ptr(e->code, "forbidden"))
-                return MHD_HTTP_FORBIDDEN;
-        if (streq_ptr(e->code, "too_many_sessions") || streq_ptr(e->code, "too_many_running") ||
-            streq_ptr(e->code, "too_many_commands"))
-                return MHD_HTTP_TOO_MANY_REQUESTS;
-        if (streq_ptr(e->code, "spool_full"))
-                return MHD_HTTP_INSUFFICIENT_STORAGE;
-        return MHD_HTTP_BAD_REQUEST;
-}
-
 static int queue_request_error(HttpRequest *r, int ret, const RequestError *e) {
         struct MHD_Response *resp;
         unsigned status;
 
         if (ret == -ENOMEM || !e->code)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
-        status = status_for_request_error(e);
+                return http_queue_error(r, "internal", strerror(-ret));
+        status = http_error_status(e->code);
         resp = http_error_response(e->code, e->message);
         if (resp && status == MHD_HTTP_SERVICE_UNAVAILABLE)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
@@ -59,11 +42,11 @@ static int method_not_allowed(HttpRequest *r, const char *allow) {
         resp = http_error_response("method_not_allowed", msg);
         if (resp)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-        return http_queue(r, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+        return http_queue(r, http_error_status("method_not_allowed"), resp);
 }
 
 static int not_found(HttpRequest *r, const char *what) {
-        return http_queue_error(r, MHD_HTTP_NOT_FOUND, "not_found", what);
+        return http_queue_error(r, "not_found", what);
 }
 
 static bool is_json_request(HttpRequest *r) {
@@ -312,7 +295,7 @@ static int set_draining(HttpRequest *r, bool drain) {
         int ret = manager_set_draining(r->server->manager, drain);
 
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         return route_drain_state(r);
 }
 
@@ -335,7 +318,7 @@ static void complete_stopping(HttpRequest *r, const char *what) {
         resp = http_error_response("stopping", msg);
         if (resp)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
-        http_complete(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        http_complete(r, http_error_status("stopping"), resp);
 }
 
 static void on_session_ready(Session *s, int ret, void *userdata) {
@@ -345,8 +328,7 @@ static void on_session_ready(Session *s, int ret, void *userdata) {
         if (ret == -ESHUTDOWN)
                 complete_stopping(r, "the session's slice may exist: ask again for the same scope once it is back.");
         else if (ret < 0)
-                http_complete(r, MHD_HTTP_BAD_GATEWAY,
-                              http_error_response("systemd_failed", s->error ?: "systemd could not create the session's slice."));
+                http_complete_error(r, "systemd_failed", s->error ?: "systemd could not create the session's slice.");
         else
                 http_complete(r, r->status, session_response(s));
 }
@@ -357,7 +339,7 @@ static int refuse_draining(HttpRequest *r) {
 
         if (resp)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "30");
-        return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        return http_queue(r, http_error_status("draining"), resp);
 }
 
 static int route_create_session(HttpRequest *r) {
@@ -371,8 +353,7 @@ static int route_create_session(HttpRequest *r) {
                 return refuse_draining(r);
 
         if (!is_json_request(r))
-                return http_queue_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
-                                        "Send the request body as application/json.");
+                return http_queue_error(r, "unsupported_media_type", "Send the request body as application/json.");
 
         ret = session_request_parse(r->body.data, r->body.len, &req, &e);
         if (ret < 0)
@@ -385,14 +366,14 @@ static int route_create_session(HttpRequest *r) {
                 const char *reason = NULL;
 
                 if (authz_decide(&r->caller, http_transport(r), AUTHZ_CREATE, &target, &reason) != AUTHZ_ALLOW)
-                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                        return http_queue_error(r, "forbidden", reason);
         }
 
         ret = session_create(m, &req, r->tenant, &s, &e);
         if (ret < 0) {
                 if (ret == -EINVAL)
                         return queue_request_error(r, ret, &e);
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         }
         r->status = ret > 0 ? MHD_HTTP_CREATED : MHD_HTTP_OK;
 
@@ -404,7 +385,7 @@ static int route_create_session(HttpRequest *r) {
         ret = session_wait_ready(s, on_session_ready, r);
         if (ret < 0) {
                 http_resume(r);
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         }
         return MHD_YES;
 }
@@ -417,7 +398,7 @@ static int route_list_sessions(HttpRequest *r) {
         Buf b = {};
 
         if (user && !user_name_is_valid(user))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_name", "Invalid user name in ?user=.");
+                return http_queue_error(r, "invalid_name", "Invalid user name in ?user=.");
 
         if (buf_puts(&b, "{\"sessions\":[") < 0)
                 return MHD_NO;
@@ -444,16 +425,15 @@ static void on_session_closed(Session *s, int ret, void *userdata) {
         if (ret == -EIO) {
                 (void) asprintf(&msg, "The session is closed, but emptying its workspace failed: %s",
                                 s->purge_error ?: "?");
-                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("purge_failed", msg ?: "?"));
+                http_complete_error(r, "purge_failed", msg ?: "?");
         } else if (ret == -ESTALE)
-                http_complete(r, MHD_HTTP_CONFLICT,
-                              http_error_response("not_purged", "The session was closed without ?purge=true: its "
+                http_complete_error(r, "not_purged", "The session was closed without ?purge=true: its "
                                                                 "workspace stays. Create a session of the scope and "
-                                                                "close that one with ?purge=true."));
+                                                                "close that one with ?purge=true.");
         else if (ret == -ESHUTDOWN)
                 complete_stopping(r, "the session goes on closing: ask again once it is back.");
         else if (ret < 0)
-                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("internal", "The session went away."));
+                http_complete_error(r, "internal", "The session went away.");
         else
                 http_complete(r, MHD_HTTP_OK, session_response(s));
 }
@@ -467,15 +447,15 @@ static int route_delete_session(HttpRequest *r) {
         int purge = query_bool(r, "purge", false), ret;
 
         if (purge < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?purge= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?purge= must be true or false.");
         if (s->state == SESSION_STARTING)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "session_starting", "The session is still starting.");
+                return http_queue_error(r, "session_starting", "The session is still starting.");
 
         http_suspend(r);
         ret = session_close(s, "deleted", purge, on_session_closed, r);
         if (ret < 0) {
                 http_resume(r);
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         }
         return MHD_YES;
 }
@@ -502,11 +482,11 @@ static void on_frozen(Session *s, int ret, const char *message, void *userdata) 
         HttpRequest *r = userdata;
 
         if (ret == -ESTALE)
-                http_complete(r, MHD_HTTP_CONFLICT, http_error_response("session_not_active", "The session is closing."));
+                http_complete_error(r, "session_not_active", "The session is closing.");
         else if (ret == -ESHUTDOWN)
                 complete_stopping(r, "whether the session is frozen: ask again once it is back.");
         else if (ret < 0)
-                http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", message));
+                http_complete_error(r, "systemd_failed", message);
         else
                 http_complete(r, MHD_HTTP_OK, session_response(s));
 }
@@ -520,13 +500,12 @@ static int freeze_session(HttpRequest *r, bool freeze) {
         r->session = s;
         ret = session_freeze(s, freeze, on_frozen, r);
         if (ret == -EOPNOTSUPP)
-                return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "unsupported",
-                                        "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or hybrid, "
+                return http_queue_error(r, "unsupported", "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or hybrid, "
                                         "where systemd cannot freeze units.");
         if (ret == -EBUSY)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "busy", "A freeze or thaw of this session is under way.");
+                return http_queue_error(r, "busy", "A freeze or thaw of this session is under way.");
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         http_suspend(r);
         return MHD_YES;
 }
@@ -567,7 +546,7 @@ static void on_command_started(Command *c, int ret, const char *message, void *u
         }
         if (ret < 0) {
                 snprintf(msg, sizeof(msg), "systemd refused to start the command: %s", message ?: strerror(-ret));
-                http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", msg));
+                http_complete_error(r, "systemd_failed", msg);
                 return;
         }
         if (r->status == MHD_HTTP_ACCEPTED)
@@ -585,10 +564,9 @@ static int route_start_command(HttpRequest *r) {
         int ret;
 
         if (wait < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?wait= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?wait= must be true or false.");
         if (!is_json_request(r))
-                return http_queue_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
-                                        "Send the request body as application/json.");
+                return http_queue_error(r, "unsupported_media_type", "Send the request body as application/json.");
 
         ret = command_request_parse(r->body.data, r->body.len, &req, &e);
         if (ret < 0)
@@ -658,10 +636,9 @@ static int route_events(HttpRequest *r) {
         uint64_t offset = 0;
 
         if (v && parse_uint64(v, &offset) < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?offset= must be a byte offset (an integer).");
+                return http_queue_error(r, "invalid_value", "?offset= must be a byte offset (an integer).");
         if (offset > c->output->log_size)
-                return http_queue_error(r, MHD_HTTP_RANGE_NOT_SATISFIABLE, "invalid_offset",
-                                        "?offset= is past the end of the command's events.");
+                return http_queue_error(r, "invalid_offset", "?offset= is past the end of the command's events.");
         return http_queue(r, MHD_HTTP_OK, http_command_stream_response(r, c, offset));
 }
 
@@ -675,25 +652,24 @@ static int route_signal(HttpRequest *r) {
 
         o = r->body.len > 0 && !memchr(r->body.data, 0, r->body.len) ? json_tokener_parse(r->body.data) : NULL;
         if (!o || !json_object_is_type(o, json_type_object))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_json", "Send {\"signal\": \"SIGINT\"}.");
+                return http_queue_error(r, "invalid_json", "Send {\"signal\": \"SIGINT\"}.");
         json_object_object_foreach(o, key, val) {
                 if (!streq(key, "signal"))
-                        return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "unknown_field", "Only 'signal' is allowed.");
+                        return http_queue_error(r, "unknown_field", "Only 'signal' is allowed.");
                 v = val;
         }
         if (!v || !json_object_is_type(v, json_type_string))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_type", "Field 'signal' must be a string.");
+                return http_queue_error(r, "invalid_type", "Field 'signal' must be a string.");
         name = json_object_get_string(v);
         sig = command_signal_from_string(name);
         if (sig < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
-                                        "Field 'signal' must be one of SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2.");
+                return http_queue_error(r, "invalid_value", "Field 'signal' must be one of SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2.");
 
         ret = command_signal(c, sig);
         if (ret == -ESRCH)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "not_running", "The command has already finished.");
+                return http_queue_error(r, "not_running", "The command has already finished.");
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
 
         if (buf_printf(&b, "{\"request_id\":\"%s\",\"signal\":\"%s\",\"target\":\"all\"}", c->request_id, name) < 0)
                 return MHD_NO;
@@ -709,8 +685,7 @@ static void on_stdin_written(Command *c, int ret, void *userdata) {
                 return;
         }
         if (ret < 0) {
-                http_complete(r, MHD_HTTP_CONFLICT,
-                              http_error_response("stdin_closed", "The command's stdin is closed (it exited or closed it)."));
+                http_complete_error(r, "stdin_closed", "The command's stdin is closed (it exited or closed it).");
                 return;
         }
         snprintf(json, sizeof(json), "{\"written\":%zu}\n", r->body.len);
@@ -722,16 +697,14 @@ static int route_stdin(HttpRequest *r) {
         int eof = query_bool(r, "eof", false), ret;
 
         if (eof < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?eof= must be 1 or 0.");
+                return http_queue_error(r, "invalid_value", "?eof= must be 1 or 0.");
         if (c->stdin_mode != STDIN_STREAM)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "stdin_not_streamed",
-                                        "The command was not started with \"stdin\":\"stream\".");
+                return http_queue_error(r, "stdin_not_streamed", "The command was not started with \"stdin\":\"stream\".");
         ret = command_write_stdin(c, r->body.data ?: "", r->body.len, eof, on_stdin_written, r);
         if (ret == -EPIPE)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "stdin_closed",
-                                        "The command's stdin is closed (it finished, or an earlier ?eof=1 closed it).");
+                return http_queue_error(r, "stdin_closed", "The command's stdin is closed (it finished, or an earlier ?eof=1 closed it).");
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         http_suspend(r);
         return MHD_YES;
 }
@@ -741,9 +714,9 @@ static int route_stdin(HttpRequest *r) {
 /* A listing holds at most this many entries ("truncated":true beyond). */
 #define FILES_LIST_MAX 100000
 
-static unsigned refuse(struct MHD_Response **ret_resp, unsigned status, const char *code, const char *message) {
+static unsigned refuse(struct MHD_Response **ret_resp, const char *code, const char *message) {
         *ret_resp = http_error_response(code, message);
-        return status;
+        return http_error_status(code);
 }
 
 /* The answer to a failed file operation (see files.h for what the errors mean). */
@@ -752,44 +725,39 @@ static unsigned files_error(Manager *m, int err, struct MHD_Response **ret_resp)
 
         switch (err) {
         case -EINVAL:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                              "The path must be relative to the workspace and name an entry in it "
+                return refuse(ret_resp, "invalid_path", "The path must be relative to the workspace and name an entry in it "
                               "(not the workspace itself, '.' or '..').");
         case -EXDEV:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The path resolves outside the workspace.");
+                return refuse(ret_resp, "invalid_path", "The path resolves outside the workspace.");
         case -ELOOP:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                              "The path runs into a symlink loop, or through too many symlinks.");
+                return refuse(ret_resp, "invalid_path", "The path runs into a symlink loop, or through too many symlinks.");
         case -ENAMETOOLONG:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The path or a name in it is too long.");
+                return refuse(ret_resp, "invalid_path", "The path or a name in it is too long.");
         case -ENOENT:
-                return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such file or directory in the workspace.");
+                return refuse(ret_resp, "not_found", "No such file or directory in the workspace.");
         case -ENOTDIR:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_a_directory", "A component of the path is not a directory.");
+                return refuse(ret_resp, "not_a_directory", "A component of the path is not a directory.");
         case -EISDIR:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "is_a_directory", "The path is a directory.");
+                return refuse(ret_resp, "is_a_directory", "The path is a directory.");
         case -EMEDIUMTYPE:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_a_regular_file",
-                              "The path is a FIFO, socket, device or symlink: sandboxd neither opens nor replaces those.");
+                return refuse(ret_resp, "not_a_regular_file", "The path is a FIFO, socket, device or symlink: sandboxd neither opens nor replaces those.");
         case -EEXIST:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "exists",
-                              "Something is in the way (for ?move_to=, add &overwrite=true to replace it).");
+                return refuse(ret_resp, "exists", "Something is in the way (for ?move_to=, add &overwrite=true to replace it).");
         case -ENOTEMPTY:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_empty", "The directory is not empty (add ?recursive=true).");
+                return refuse(ret_resp, "not_empty", "The directory is not empty (add ?recursive=true).");
         case -EACCES:
         case -EPERM:
-                return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden",
-                              "Permission denied: the file API has the rights of the scope's own user.");
+                return refuse(ret_resp, "forbidden", "Permission denied: the file API has the rights of the scope's own user.");
         case -EFBIG:
                 snprintf(msg, sizeof(msg), "The file is larger than the configured MaxFileSize= (%" PRIu64 " bytes).",
                          m->config.max_file_bytes);
-                return refuse(ret_resp, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg);
+                return refuse(ret_resp, "payload_too_large", msg);
         case -ENOSPC:
         case -EDQUOT:
-                return refuse(ret_resp, MHD_HTTP_INSUFFICIENT_STORAGE, "insufficient_storage", "No space left for the workspace.");
+                return refuse(ret_resp, "insufficient_storage", "No space left for the workspace.");
         default:
                 snprintf(msg, sizeof(msg), "File operation failed: %s", strerror(-err));
-                return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", msg);
+                return refuse(ret_resp, "internal", msg);
         }
 }
 
@@ -812,13 +780,11 @@ static unsigned files_check(HttpRequest *r, const char *path, struct MHD_Respons
         Session *s = r->target;
 
         if (s->state != SESSION_ACTIVE)
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "session_not_active",
-                              s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
+                return refuse(ret_resp, "session_not_active", s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
         if (r->url_has_nul)
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The URL contains a NUL byte (%00).");
+                return refuse(ret_resp, "invalid_path", "The URL contains a NUL byte (%00).");
         if (path[0] == '/')
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                              "The path must be relative to the workspace, not absolute.");
+                return refuse(ret_resp, "invalid_path", "The path must be relative to the workspace, not absolute.");
         session_touch(s);
         return 0;
 }
@@ -836,7 +802,7 @@ static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_w
         ret = workspace_open(s->workspace_host_dir, true, ret_ws);
         if (ret < 0) {
                 log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", s->workspace_host_dir, s->id);
-                return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "The workspace cannot be opened.");
+                return refuse(ret_resp, "internal", "The workspace cannot be opened.");
         }
         return 0;
 }
@@ -914,8 +880,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
         }
         if (op->workspace_failed) {
                 log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", op->dir, op->key);
-                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                              http_error_response("internal", "The workspace cannot be opened."));
+                http_complete_error(r, "internal", "The workspace cannot be opened.");
                 return;
         }
         if (ret < 0) {
@@ -953,7 +918,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
                 break;
         }
         if (!resp) {
-                status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+                status = http_error_status("internal");
                 resp = http_error_response("internal", "Out of memory.");
         }
         http_complete(r, status, resp);
@@ -974,7 +939,7 @@ static int queue_file_op(HttpRequest *r, FileOp *op) {
                 resp = http_error_response("too_many_file_operations", msg);
                 if (resp)
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-                return http_queue(r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+                return http_queue(r, http_error_status("too_many_file_operations"), resp);
         }
         if (ret == -EAGAIN || ret == -ESHUTDOWN) {
                 snprintf(msg, sizeof(msg), "sandboxd has %u file operations queued or running; ask again shortly.",
@@ -982,10 +947,10 @@ static int queue_file_op(HttpRequest *r, FileOp *op) {
                 resp = http_error_response("overloaded", msg);
                 if (resp)
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+                return http_queue(r, http_error_status("overloaded"), resp);
         }
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         r->file_op = op;
         http_suspend(r);
         return MHD_YES;
@@ -1002,7 +967,7 @@ static int route_files_delete(HttpRequest *r, FileOp *op) {
 
         if (recursive < 0) {
                 file_op_free(op);
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?recursive= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?recursive= must be true or false.");
         }
         op->kind = FILE_OP_REMOVE;
         op->flag = recursive;
@@ -1015,23 +980,21 @@ static int route_files_change(HttpRequest *r, FileOp *op) {
         int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false);
 
         if (!query(r, "mkdir") && !move_to)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
-                                        "Say what to do: ?mkdir, or ?move_to=NEW_PATH (a plain PUT uploads a file).");
+                return http_queue_error(r, "invalid_value", "Say what to do: ?mkdir, or ?move_to=NEW_PATH (a plain PUT uploads a file).");
         if (query(r, "mkdir") && move_to)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir and ?move_to= do not go together.");
+                return http_queue_error(r, "invalid_value", "?mkdir and ?move_to= do not go together.");
 
         if (!move_to) {
                 if (mkdir <= 0)
-                        return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir takes no value, or true.");
+                        return http_queue_error(r, "invalid_value", "?mkdir takes no value, or true.");
                 o->kind = FILE_OP_MKDIR;
                 return queue_file_op(r, TAKE_PTR(o));
         }
 
         if (overwrite < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?overwrite= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?overwrite= must be true or false.");
         if (move_to[0] == '/')
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                                        "?move_to= must be relative to the workspace, not absolute.");
+                return http_queue_error(r, "invalid_path", "?move_to= must be relative to the workspace, not absolute.");
         o->kind = FILE_OP_MOVE;
         o->flag = overwrite;
         o->to = strdup(move_to);
@@ -1056,7 +1019,7 @@ static int route_files(HttpRequest *r) {
         /* the kind is set below */
         ret = file_op_new(FILE_OP_STAT, s->id, s->workspace_host_dir, path, &op);
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
 
         if (streq(r->method, "GET") || streq(r->method, "HEAD"))
                 return route_files_get(r, op);
@@ -1088,18 +1051,14 @@ int http_route_upload_begin(HttpRequest *r) {
 
         v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (v && startswith(v, "multipart/"))
-                return http_refuse_upload(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                                          http_error_response("unsupported_media_type",
-                                                              "Send the file's bytes as the body (application/octet-stream), "
-                                                              "not a form."));
+                return http_refuse_upload_error(r, "unsupported_media_type", "Send the file's bytes as the body (application/octet-stream), "
+                                                              "not a form.");
         v = query(r, "mode");
         if (v) {
                 unsigned bits;
 
                 if (parse_mode(v, &bits) < 0)
-                        return http_refuse_upload(r, MHD_HTTP_BAD_REQUEST,
-                                                  http_error_response("invalid_value",
-                                                                      "?mode= must be octal permission bits, at most 0777."));
+                        return http_refuse_upload_error(r, "invalid_value", "?mode= must be octal permission bits, at most 0777.");
                 mode = (mode_t) bits;
         }
         v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1144,8 +1103,7 @@ int http_route_upload_finish(HttpRequest *r) {
                 return MHD_NO;
         if (!s || s->state != SESSION_ACTIVE) {
                 r->upload = files_upload_free(r->upload);
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "session_not_active",
-                                        "The session was closed while the file came in.");
+                return http_queue_error(r, "session_not_active", "The session was closed while the file came in.");
         }
         ret = files_upload_commit(r->upload, &created, &st);
         r->upload = files_upload_free(r->upload);
@@ -1268,16 +1226,16 @@ static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_res
                         v = authz_decide(&r->caller, http_transport(r), route_op(r),
                                          &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);
                 if (v == AUTHZ_FORBIDDEN)
-                        return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                        return refuse(ret_resp, "forbidden", reason);
                 if (v != AUTHZ_ALLOW)
-                        return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such session.");
+                        return refuse(ret_resp, "not_found", "No such session.");
                 r->target = s;
         }
         if (FLAGS_SET(r->route->flags, HTTP_ROUTE_COMMAND)) {
                 Command *c = request_id_is_valid(r->params[1]) ? session_find_command(s, r->params[1]) : NULL;
 
                 if (!c)
-                        return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such command.");
+                        return refuse(ret_resp, "not_found", "No such command.");
                 r->target_command = c;
         }
         return 0;
@@ -1297,7 +1255,7 @@ int http_route(HttpRequest *r) {
 
         /* A file path with %00 is the file API's to refuse, after the session. */
         if (r->url_has_nul && !(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_FILES)))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_url", "The URL contains a NUL byte (%00).");
+                return http_queue_error(r, "invalid_url", "The URL contains a NUL byte (%00).");
         if (!r->route)
                 return not_found(r, "No such route.");
 
@@ -1305,7 +1263,7 @@ int http_route(HttpRequest *r) {
                 const char *reason = NULL;
 
                 if (authz_decide(&r->caller, http_transport(r), route_op(r), NULL, &reason) != AUTHZ_ALLOW)
-                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                        return http_queue_error(r, "forbidden", reason);
         }
 
         status = http_route_resolve(r, &resp);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "auth.h"
+#include "error-table.h"
 #include "http.h"
 #include "list.h"
 #include "log.h"
@@ -176,8 +177,18 @@ int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
         return ret;
 }
 
-int http_queue_error(HttpRequest *r, unsigned status, const char *code, const char *message) {
-        return http_queue(r, status, http_error_response(code, message));
+unsigned http_error_status(const char *code) {
+        const ApiError *a = api_error_from_code(code);
+
+        if (!a) {
+                log_error("Error code '%s' is not in the error table; answering 500.", code);
+                return MHD_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return a->http_status;
+}
+
+int http_queue_error(HttpRequest *r, const char *code, const char *message) {
+        return http_queue(r, http_error_status(code), http_error_response(code, message));
 }
 
 int http_queue_json(HttpRequest *r, unsigned status, Buf *json) {
@@ -212,6 +223,10 @@ void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
         r->status = status;
         r->response = resp;
         http_resume(r);
+}
+
+void http_complete_error(HttpRequest *r, const char *code, const char *message) {
+        http_complete(r, http_error_status(code), http_error_response(code, message));
 }
 
 /* --- streaming a command's event log ------------------------------------------- */
@@ -309,7 +324,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                 if (!peer_caller(r) ||
                     authz_decide(&r->caller, AUTHZ_HTTP_UNIX, AUTHZ_LIST, NULL, &reason) != AUTHZ_ALLOW) {
                         server->manager->metrics.auth_failures++;
-                        *ret_status = MHD_HTTP_FORBIDDEN;
+                        *ret_status = http_error_status("forbidden");
                         *ret_resp = http_error_response("forbidden", reason);
                         return false;
                 }
@@ -320,7 +335,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                 /* the key may have been checked already, when the request began */
                 if (!r->tenant && (!token || auth_check_key(server->manager, token, &r->tenant) < 0)) {
                         server->manager->metrics.auth_failures++;
-                        *ret_status = MHD_HTTP_UNAUTHORIZED;
+                        *ret_status = http_error_status("unauthorized");
                         *ret_resp = http_error_response(
                                 "unauthorized", token ? "Invalid API key." : "Missing 'Authorization: Bearer <key>' header.");
                         if (*ret_resp)
@@ -346,6 +361,10 @@ int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *res
         r->response = resp;
         r->status = status;
         return MHD_YES;
+}
+
+int http_refuse_upload_error(HttpRequest *r, const char *code, const char *message) {
+        return http_refuse_upload(r, http_error_status(code), http_error_response(code, message));
 }
 
 static bool take_url_has_nul(struct MHD_Connection *connection) {
@@ -398,8 +417,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                  * coding until the connection times out. */
                 te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
                 if (te && strcasecmp(te, "chunked") != 0)
-                        return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented",
-                                                "Only the chunked transfer coding is supported.");
+                        return http_queue_error(r, "not_implemented", "Only the chunked transfer coding is supported.");
 
                 /* A file upload is checked and opened before its body comes, which then goes
                  * straight to the file. */
@@ -449,7 +467,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 
                 snprintf(msg, sizeof(msg), "Request body is larger than MaxBodySize=%" PRIu64 " bytes.",
                          m->config.max_body_bytes);
-                return http_queue_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg);
+                return http_queue_error(r, "payload_too_large", msg);
         }
 
         if (!request_authorize(r, &status, &resp))
@@ -459,7 +477,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 resp = http_error_response("stopping", "sandboxd is stopping; ask again once it is back.");
                 if (resp)
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
-                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+                return http_queue(r, http_error_status("stopping"), resp);
         }
         return http_route(r);
 }

@@ -13,6 +13,7 @@
 #include "command.h"
 #include "http.h"
 #include "log.h"
+#include "error-table.h"
 #include "manager.h"
 #include "manager-dbus.h"
 #include "polkit.h"
@@ -523,6 +524,10 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 static int setup_bus(Manager *m) {
         int r;
 
+        /* the errno of each error name sandboxd sends (error-table.c) */
+        r = sd_bus_error_add_map(api_error_bus_map());
+        if (r < 0)
+                return log_error_errno(r, "Failed to register the D-Bus error names: %m");
         r = sd_bus_open_system(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");

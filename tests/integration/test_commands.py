@@ -133,7 +133,7 @@ def test_bare_name_resolved_via_path(api, session):
 def test_unknown_executable(api, session, argv0):
     before = units()
     r = api.post("/v1/sessions/%s/commands" % session["id"], {"argv": [argv0]})
-    assert_error(r, 400, "not_found")
+    assert_error(r, 400, "executable_not_found")
     assert units() == before
     assert api.get_session(session["id"])["commands"] == 0
 
