@@ -13,7 +13,6 @@
 #include "command.h"
 #include "exec-env.h"
 #include "proxy.h"
-#include "command-dbus.h"
 #include "io-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -604,8 +603,8 @@ static void command_set_result(Command *c, const CommandResult *res) {
         (void) command_save(c);
         if (m->n_running > 0)
                 m->n_running--;
-        command_send_changed(c);
-        command_send_finished(c);
+        manager_notify_command_changed(c->session->manager, c);
+        manager_notify_command_finished(c->session->manager, c);
         session_command_finished(c->session, c);
 }
 
@@ -865,7 +864,7 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
                 log_warning("Failed to spool the start of %s, ignoring.", c->unit);
         buf_done(&line);
         (void) command_save(c);
-        command_send_changed(c);
+        manager_notify_command_changed(c->session->manager, c);
 
         r = command_watch(c);
         if (r < 0)

@@ -483,8 +483,46 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
         return 0;
 }
 
+/* The signals of sessions and commands, as the core tells of their changes. */
+static void bus_session_added(Session *s, void *userdata) {
+        session_send_signal(s, true);
+}
+
+static void bus_session_changed(Session *s, unsigned what, void *userdata) {
+        if (what & SESSION_CHANGED_STATE)
+                session_send_changed(s, "State");
+        if (what & SESSION_CHANGED_ACTIVITY)
+                session_send_changed(s, "LastActivity");
+        if (what & SESSION_CHANGED_FROZEN)
+                session_send_changed(s, "Frozen");
+}
+
+static void bus_session_removed(Session *s, void *userdata) {
+        session_send_signal(s, false);
+}
+
+static void bus_command_changed(Command *c, void *userdata) {
+        command_send_changed(c);
+}
+
+static void bus_command_finished(Command *c, void *userdata) {
+        command_send_finished(c);
+}
+
+static const Observer bus_observer = {
+        .session_added = bus_session_added,
+        .session_changed = bus_session_changed,
+        .session_removed = bus_session_removed,
+        .command_changed = bus_command_changed,
+        .command_finished = bus_command_finished,
+};
+
 int manager_bus_register(Manager *m) {
         int r;
+
+        r = manager_add_observer(m, &bus_observer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the sessions for D-Bus: %m");
 
         r = sd_bus_add_filter(m->bus, NULL, on_bus_message, m);
         if (r < 0)

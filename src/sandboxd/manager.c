@@ -329,6 +329,42 @@ Session *manager_find_session(Manager *m, const char *id) {
         return NULL;
 }
 
+int manager_add_observer(Manager *m, const Observer *o, void *userdata) {
+        if (m->n_observers >= OBSERVERS_MAX)
+                return -ENOSPC;
+        m->observers[m->n_observers].observer = o;
+        m->observers[m->n_observers].userdata = userdata;
+        m->n_observers++;
+        return 0;
+}
+
+#define NOTIFY(m, fn, ...)                                                              \
+        do {                                                                            \
+                for (size_t _i = 0; _i < (m)->n_observers; _i++)                        \
+                        if ((m)->observers[_i].observer->fn)                            \
+                                (m)->observers[_i].observer->fn(__VA_ARGS__, (m)->observers[_i].userdata); \
+        } while (0)
+
+void manager_notify_session_added(Manager *m, Session *s) {
+        NOTIFY(m, session_added, s);
+}
+
+void manager_notify_session_changed(Manager *m, Session *s, unsigned what) {
+        NOTIFY(m, session_changed, s, what);
+}
+
+void manager_notify_session_removed(Manager *m, Session *s) {
+        NOTIFY(m, session_removed, s);
+}
+
+void manager_notify_command_changed(Manager *m, Command *c) {
+        NOTIFY(m, command_changed, c);
+}
+
+void manager_notify_command_finished(Manager *m, Command *c) {
+        NOTIFY(m, command_finished, c);
+}
+
 /* at a stop, how long the answers to waiting requests may take to go out */
 #define STOP_FLUSH_MSEC 2000
 

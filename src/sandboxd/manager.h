@@ -10,6 +10,7 @@
 #include "file-ops.h"
 #include "list.h"
 #include "metrics.h"
+#include "observer.h"
 #include "output.h"
 #include "pid1-gate.h"
 #include "store-writer.h"
@@ -93,6 +94,12 @@ struct Manager {
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
 
+        struct {
+                const Observer *observer;
+                void *userdata;
+        } observers[OBSERVERS_MAX]; /* who is told of sessions and commands (observer.h) */
+        size_t n_observers;
+
         PolkitQuery *polkit_queries; /* questions to polkit, and their answers */
         BusPending *bus_pending;     /* D-Bus calls answered later */
         bool bus_name_releasing;     /* exiting when idle: the name goes first */
@@ -126,3 +133,13 @@ int manager_take_stored_fd(Manager *m, const char *name);
 Session *manager_find_session(Manager *m, const char *id);
 /* The active session of scope (tenant as scope_tenant() gives it, user, workspace). */
 Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
+
+/* Adds an observer (observer.h): told of every change from now on, until sandboxd exits.
+ * -ENOSPC past OBSERVERS_MAX. */
+int manager_add_observer(Manager *m, const Observer *o, void *userdata);
+/* What the core tells the observers. */
+void manager_notify_session_added(Manager *m, Session *s);
+void manager_notify_session_changed(Manager *m, Session *s, unsigned what);
+void manager_notify_session_removed(Manager *m, Session *s);
+void manager_notify_command_changed(Manager *m, Command *c);
+void manager_notify_command_finished(Manager *m, Command *c);

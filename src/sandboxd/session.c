@@ -17,7 +17,6 @@
 #include "proxy.h"
 #include "scope.h"
 #include "session.h"
-#include "session-dbus.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
@@ -295,7 +294,7 @@ void session_arm_expiry(Session *s) {
 void session_touch(Session *s) {
         s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
         session_arm_expiry(s);
-        session_send_changed(s, "LastActivity");
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_ACTIVITY);
         session_save_soon(s);
 }
 
@@ -367,7 +366,7 @@ static int session_setup_proxy(Session *s) {
 static void session_set_active(Session *s) {
         s->state = SESSION_ACTIVE;
         log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
-        session_send_changed(s, "State");
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         (void) session_save(s);
         session_arm_expiry(s);
         run_waiters(&s->waiters, s, 0);
@@ -386,7 +385,7 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 s->error = strdup(msg);
                 s->state = SESSION_FAILED;
                 run_waiters(&s->waiters, s, -EIO);
-                session_send_signal(s, false);
+                manager_notify_session_removed(s->manager, s);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
                 return 0;
         }
@@ -607,7 +606,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 if (r < 0)
                         goto fail;
                 LIST_PREPEND(sessions, m->sessions, s);
-                session_send_signal(s, true);
+                manager_notify_session_added(m, s);
                 session_set_active(s);
         } else {
                 r = systemd_start_slice_async(m->pid1, &s->start_call, s->slice, "sandboxd session", &s->limits,
@@ -621,7 +620,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 if (r < 0)
                         goto fail;
                 LIST_PREPEND(sessions, m->sessions, s);
-                session_send_signal(s, true);
+                manager_notify_session_added(m, s);
         }
 
         if (pooled)
@@ -801,8 +800,8 @@ static void session_closing_step(Session *s) {
         s->state = SESSION_CLOSED;
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
-        session_send_changed(s, "State");
-        session_send_signal(s, false);
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
+        manager_notify_session_removed(s->manager, s);
         pool_fill(s->manager); /* a pooled session's place is free again */
         (void) session_save(s);
         session_arm_expiry(s);
@@ -837,7 +836,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         s->purge_done = false;
         free(s->close_reason);
         s->close_reason = strdup(reason);
-        session_send_changed(s, "State");
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         /* its processes must run to their end; a freeze or thaw under way ends here */
         frozen = s->frozen || (s->freeze_call && s->freeze_target);
         if (s->freeze_call)
@@ -845,7 +844,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         if (frozen) {
                 (void) systemd_freeze_unit_async(s->manager->pid1, NULL, s->slice, false, NULL, NULL);
                 s->frozen = false;
-                session_send_changed(s, "Frozen");
+                manager_notify_session_changed(s->manager, s, SESSION_CHANGED_FROZEN);
         }
         (void) session_save(s);
 
@@ -894,7 +893,7 @@ static void freeze_done(Session *s, int r, const char *message) {
         if (r >= 0 && s->frozen != s->freeze_target) {
                 s->frozen = s->freeze_target;
                 log_info("Session %s is %s.", s->id, s->frozen ? "frozen" : "thawed");
-                session_send_changed(s, "Frozen");
+                manager_notify_session_changed(s->manager, s, SESSION_CHANGED_FROZEN);
                 (void) session_save(s);
         }
         if (fn)
