@@ -10,6 +10,7 @@
 #include "file-ops.h"
 #include "files.h"
 #include "http.h"
+#include "http-json.h"
 #include "json-util.h"
 #include "log.h"
 #include "ndjson.h"

@@ -222,7 +222,7 @@ void session_save_pending(Session *s) {
 
 /* --- expiry ---------------------------------------------------------------------- */
 
-static uint64_t session_expiry(Session *s) {
+uint64_t session_expiry(Session *s) {
         const Config *c = &s->manager->config;
 
         if (s->state == SESSION_CLOSED)
@@ -1083,7 +1083,7 @@ static void on_disk_counted(FileOp *op, int r, void *userdata) {
 
 /* A walk of the whole workspace, on a file API thread, not more often than every few
  * seconds: the answer is the last count, never a wait for one. */
-static uint64_t session_disk_bytes(Session *s) {
+uint64_t session_disk_bytes(Session *s) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         FileOp *op = NULL;
         int r;
@@ -1109,48 +1109,6 @@ static uint64_t session_disk_bytes(Session *s) {
         s->disk_op = op;
         s->disk_checked_usec = now;
         return s->disk_bytes;
-}
-
-static int append_domains(Buf *b, const char *key, char * const *l) {
-        int r = buf_printf(b, ",\"%s\":[", key);
-
-        for (size_t i = 0; r >= 0 && l && l[i]; i++) {
-                if (i > 0)
-                        r = buf_puts(b, ",");
-                if (r >= 0)
-                        r = json_append_string(b, l[i], strlen(l[i]));
-        }
-        return r < 0 ? r : buf_puts(b, "]");
-}
-
-int session_append_json(Session *s, Buf *b) {
-        int r;
-
-        r = buf_printf(b, "{\"id\":\"%s\",\"user\":\"%s\",\"workspace\":\"%s\",\"state\":\"%s\",\"unit\":\"%s\","
-                          "\"dynamic_user\":\"%s\",\"workspace_path\":\"%s\",\"created_at_usec\":%" PRIu64 ","
-                          "\"last_activity_usec\":%" PRIu64 ",\"ttl_s\":%" PRIu64 ",\"expires_at_usec\":%" PRIu64 ","
-                          "\"frozen\":%s,"
-                          "\"limits\":{\"memory_max\":%" PRIu64 ",\"cpu_quota\":%" PRIu64 ",\"tasks_max\":%" PRIu64 "},"
-                          "\"commands\":%u,\"running\":%u,\"disk_bytes\":%" PRIu64,
-                       s->id, s->user, s->workspace, session_state_to_string(s->state), s->slice, s->dynamic_user,
-                       s->workspace_dir, s->created_realtime_usec, s->last_activity_realtime_usec,
-                       s->ttl_usec / USEC_PER_SEC, session_expiry(s), s->frozen ? "true" : "false", s->limits.memory_max,
-                       s->limits.cpu_quota_percent, s->limits.tasks_max, s->n_commands, session_count_running(s),
-                       session_disk_bytes(s));
-        if (r >= 0)
-                r = buf_printf(b, ",\"network\":{\"mode\":\"%s\"", network_mode_to_string(s->network));
-        if (r >= 0 && s->network == NETWORK_PROXY) {
-                r = append_domains(b, "deny", s->net_deny);
-                if (r >= 0 && s->net_allow)
-                        r = append_domains(b, "allow", s->net_allow);
-        }
-        if (r >= 0)
-                r = buf_puts(b, "}");
-        if (r >= 0 && s->close_reason)
-                r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
-        if (r >= 0)
-                r = buf_puts(b, "}");
-        return r;
 }
 
 /* --- recovery --------------------------------------------------------------------------- */
