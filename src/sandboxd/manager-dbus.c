@@ -509,12 +509,20 @@ static void bus_command_finished(Command *c, void *userdata) {
         command_send_finished(c);
 }
 
+/* Calls answered later, and questions to polkit: sandboxd does not exit while they wait. */
+static bool bus_busy(void *userdata) {
+        Manager *m = userdata;
+
+        return m->bus_pending || polkit_pending(m) > 0;
+}
+
 static const Observer bus_observer = {
         .session_added = bus_session_added,
         .session_changed = bus_session_changed,
         .session_removed = bus_session_removed,
         .command_changed = bus_command_changed,
         .command_finished = bus_command_finished,
+        .busy = bus_busy,
 };
 
 int manager_bus_register(Manager *m) {

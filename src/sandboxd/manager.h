@@ -115,14 +115,14 @@ Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 int manager_load_config(Manager *m, const char *path);
-int manager_startup(Manager *m, const char *listen_path);
-int manager_run(Manager *m);
 
 /* Re-evaluates whether the daemon is idle and arms or disarms the exit timer. */
 void manager_check_idle(Manager *m);
 /* Drain: refuse new sessions and commands, let running commands finish, then exit. It lasts
  * across activations (a flag file in /run/sandboxd) until undone. */
 int manager_set_draining(Manager *m, bool draining);
+/* At start-up: draining again if the flag file of a drain is there. */
+void manager_resume_draining(Manager *m);
 bool manager_is_idle(Manager *m);
 
 /* Hands over (and forgets) the stored fds of command <sid>-<n>: stdout, stderr, stdin. */

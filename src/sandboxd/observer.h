@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
+
 /* Who wants to know what happens to sessions and commands (the D-Bus front end, for its
  * signals). The core tells the manager (manager_notify_*()), the manager tells each
  * observer, in the order they were added; the core knows nothing of who listens. */
@@ -25,6 +27,9 @@ typedef struct Observer {
         void (*command_changed)(Command *c, void *userdata);
         /* its result is final: after command_changed */
         void (*command_finished)(Command *c, void *userdata);
+        /* whether it holds work that keeps sandboxd from exiting when idle (calls it
+         * answers later): asked by manager_is_idle() */
+        bool (*busy)(void *userdata);
 } Observer;
 
 #define OBSERVERS_MAX 4

@@ -1289,7 +1289,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
                  session_state_to_string(s->state), session_count_running(s));
         if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING) {
-                /* Only the listener: manager_recover() starts the units that are missing,
+                /* Only the listener: daemon_recover() starts the units that are missing,
                  * once it has asked PID 1 which exist. (A closing session's too: closing
                  * removes its socket.) */
                 r = session_listen_proxy(s);
