@@ -4,9 +4,8 @@
 
 #include "bus-request.h"
 #include "bus-util.h"
-#include "command-dbus.h"
 #include "log.h"
-#include "manager-dbus.h"
+#include "bus-api.h"
 #include "polkit.h"
 #include "session-dbus.h"
 #include "time-util.h"
