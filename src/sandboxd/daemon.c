@@ -147,7 +147,7 @@ static int daemon_recover(Manager *m) {
 
                 if (de->d_name[0] == '.')
                         continue;
-                if (sscanf(de->d_name, "%16[0-9a-f]-%u.env", sid, &n) == 2 && (s = manager_find_session(m, sid)))
+                if (sscanf(de->d_name, "%16[0-9a-f]-%u.env", sid, &n) == 2 && (s = session_find(m, sid)))
                         LIST_FOREACH(commands, c, s->commands)
                                 if (c->n == n)
                                         break;
@@ -174,6 +174,7 @@ static int daemon_recover(Manager *m) {
                         free(s->close_reason);
                         s->close_reason = strdup("slice-gone");
                         s->state = SESSION_CLOSED;
+                        session_list_changed(m);
                         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
                         (void) session_save(s);
                         session_arm_expiry(s);
@@ -194,7 +195,7 @@ static int daemon_recover(Manager *m) {
                 Command *c = NULL;
 
                 if (sscanf(all[i], "sandboxd-%16[0-9a-f]-%u.service%n", sid, &n, &end) != 2 || all[i][end] != 0 ||
-                    !(s = manager_find_session(m, sid)) || streq(all_states[i], "inactive"))
+                    !(s = session_find(m, sid)) || streq(all_states[i], "inactive"))
                         continue;
                 LIST_FOREACH(commands, c, s->commands)
                         if (c->n == n)

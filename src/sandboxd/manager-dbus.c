@@ -28,7 +28,7 @@ static int find_session(Manager *m, const char *id, Session **ret, sd_bus_error 
         if (!session_id_is_valid(id))
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_NAME,
                                          "Invalid session id '%.32s': must be 16 lowercase hexadecimal digits.", id);
-        s = manager_find_session(m, id);
+        s = session_find(m, id);
         if (!s)
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_SESSION, "No session '%s'.", id);
         *ret = s;
@@ -90,7 +90,7 @@ static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_er
                 return -ENOMEM;
 
         /* the scope's, and its active session's if there is one (which would be returned) */
-        s = manager_find_session_by_scope(m, scope_tenant(tenant), req.user, req.workspace);
+        s = session_find_by_scope(m, scope_tenant(tenant), req.user, req.workspace);
         r = bus_authorize(m, call, AUTHZ_CREATE, req.user, req.workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;

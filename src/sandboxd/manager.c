@@ -6,8 +6,6 @@
 
 #include "log.h"
 #include "manager.h"
-#include "scope.h"
-#include "session.h"
 #include "time-util.h"
 
 int manager_new(Manager **ret) {
@@ -100,15 +98,6 @@ int manager_take_stored_fd(Manager *m, const char *name) {
         return -EBADF;
 }
 
-Session *manager_find_session(Manager *m, const char *id) {
-        Session *s;
-
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (streq(s->id, id))
-                        return s;
-        return NULL;
-}
-
 int manager_add_observer(Manager *m, const Observer *o, void *userdata) {
         if (m->n_observers >= OBSERVERS_MAX)
                 return -ENOSPC;
@@ -143,18 +132,6 @@ void manager_notify_command_changed(Manager *m, Command *c) {
 
 void manager_notify_command_finished(Manager *m, Command *c) {
         NOTIFY(m, command_finished, c);
-}
-
-#define IN_SET_STATE(st) ((st) == SESSION_STARTING || (st) == SESSION_ACTIVE)
-
-Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
-        Session *s;
-
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (IN_SET_STATE(s->state) && streq(s->user, user) && streq(s->workspace, workspace) &&
-                    streq(scope_tenant(s->tenant), tenant))
-                        return s;
-        return NULL;
 }
 
 static int drain_flag_path(Manager *m, char *buf, size_t n) {
@@ -194,15 +171,6 @@ int manager_set_draining(Manager *m, bool draining) {
         return 0;
 }
 
-static bool manager_has_live_sessions(Manager *m) {
-        Session *s;
-
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (s->state != SESSION_CLOSED)
-                        return true;
-        return false;
-}
-
 bool manager_is_idle(Manager *m) {
         /* a unit being released: at most TimeoutStopSec= more */
         bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->releases;
@@ -214,7 +182,7 @@ bool manager_is_idle(Manager *m) {
 
         /* Closed sessions keep their records on disk: they do not keep us running. A drained
          * daemon goes as soon as its commands are done, open sessions or not. */
-        return quiet && (m->draining || (m->config.idle_exit_usec > 0 && !manager_has_live_sessions(m)));
+        return quiet && (m->draining || (m->config.idle_exit_usec > 0 && m->n_live_sessions == 0));
 }
 
 void manager_check_idle(Manager *m) {

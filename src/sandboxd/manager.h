@@ -73,7 +73,9 @@ struct Manager {
         struct stat uid_cache_passwd, uid_cache_group; /* what the entries were asked under */
         SenderCacheEntry sender_cache[SENDER_CACHE_MAX];
 
-        Session *sessions;
+        Session *sessions;       /* the list: session.c adds, removes and finds them */
+        unsigned n_live_sessions; /* those not closed (session_list_changed()) */
+        unsigned n_pool_in_use;   /* those not closed or failed whose slice came from the pool */
         PoolSlot *pool;
         StoredFd *stored_fds;
         size_t n_stored_fds;
@@ -129,10 +131,6 @@ bool manager_is_idle(Manager *m);
 void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fds[3]);
 /* The stored fd of that name, or -EBADF */
 int manager_take_stored_fd(Manager *m, const char *name);
-
-Session *manager_find_session(Manager *m, const char *id);
-/* The active session of scope (tenant as scope_tenant() gives it, user, workspace). */
-Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
 
 /* Adds an observer (observer.h): told of every change from now on, until sandboxd exits.
  * -ENOSPC past OBSERVERS_MAX. */

@@ -318,10 +318,46 @@ static int on_proxy_started(sd_bus_message *reply, void *userdata, sd_bus_error 
         return 0;
 }
 
+static bool session_proxy_accepting(void *userdata) {
+        Session *s = userdata;
+
+        return s->state == SESSION_ACTIVE;
+}
+
+/* A connection the egress proxy refused: the command that named itself, else every
+ * running one of the session, gets the event. */
+static void session_proxy_denied(void *userdata, unsigned command, const char *event, size_t len) {
+        Session *s = userdata;
+        bool any = false;
+        Command *cmd;
+
+        for (int pass = 0; pass < 2 && !any; pass++)
+                LIST_FOREACH(commands, cmd, s->commands) {
+                        if (!command_status_is_running(cmd) || !cmd->output || cmd->output->finished)
+                                continue;
+                        if (pass == 0 && (command == 0 || cmd->n != command))
+                                continue;
+                        if (output_append_event(cmd->output, event, len) < 0)
+                                log_warning("Failed to add a network_denied event to %s, ignoring.", cmd->unit);
+                        any = true;
+                }
+}
+
 static int session_listen_proxy(Session *s) {
+        ProxySession ps = {
+                .id = s->id,
+                .user = s->user,
+                .workspace = s->workspace,
+                .net_deny = s->net_deny,
+                .net_allow = s->net_allow,
+                .accepting = session_proxy_accepting,
+                .denied = session_proxy_denied,
+                .userdata = s,
+        };
+
         if (s->network != NETWORK_PROXY || !s->manager->proxy || s->proxy)
                 return 0;
-        return proxy_listen(s->manager->proxy, s, &s->proxy);
+        return proxy_listen(s->manager->proxy, &ps, &s->proxy);
 }
 
 int session_start_proxy_units(Session *s) {
@@ -365,6 +401,7 @@ static int session_setup_proxy(Session *s) {
 
 static void session_set_active(Session *s) {
         s->state = SESSION_ACTIVE;
+        session_list_changed(s->manager);
         log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
         manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         (void) session_save(s);
@@ -384,6 +421,7 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 free(s->error);
                 s->error = strdup(msg);
                 s->state = SESSION_FAILED;
+                session_list_changed(s->manager);
                 run_waiters(&s->waiters, s, -EIO);
                 manager_notify_session_removed(s->manager, s);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
@@ -464,6 +502,42 @@ static int limit_check(RequestError *e, const char *field, bool has, uint64_t as
         return 0;
 }
 
+/* --- the manager's list ------------------------------------------------------------- */
+
+Session *session_find(Manager *m, const char *id) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (streq(s->id, id))
+                        return s;
+        return NULL;
+}
+
+Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                if ((s->state == SESSION_STARTING || s->state == SESSION_ACTIVE) && streq(s->user, user) && streq(s->workspace, workspace) &&
+                    streq(scope_tenant(s->tenant), tenant))
+                        return s;
+        return NULL;
+}
+
+void session_list_changed(Manager *m) {
+        unsigned live = 0, pooled = 0;
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions) {
+                if (s->state == SESSION_CLOSED)
+                        continue;
+                live++;
+                if (s->from_pool && s->state != SESSION_FAILED)
+                        pooled++;
+        }
+        m->n_live_sessions = live;
+        m->n_pool_in_use = pooled;
+}
+
 static Session *session_alloc(Manager *m) {
         Session *s = calloc(1, sizeof(Session));
 
@@ -518,7 +592,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         int r;
 
         /* One active session per scope: asking again returns it, as it is. */
-        s = manager_find_session_by_scope(m, scope_tenant(tenant), req->user, req->workspace);
+        s = session_find_by_scope(m, scope_tenant(tenant), req->user, req->workspace);
         if (s) {
                 *ret = s;
                 return 0;
@@ -606,6 +680,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 if (r < 0)
                         goto fail;
                 LIST_PREPEND(sessions, m->sessions, s);
+                session_list_changed(m);
                 manager_notify_session_added(m, s);
                 session_set_active(s);
         } else {
@@ -620,6 +695,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 if (r < 0)
                         goto fail;
                 LIST_PREPEND(sessions, m->sessions, s);
+                session_list_changed(m);
                 manager_notify_session_added(m, s);
         }
 
@@ -661,6 +737,7 @@ Session *session_free(Session *s) {
 
         if (s->manager && (s->sessions_prev || s->manager->sessions == s)) {
                 LIST_REMOVE(sessions, s->manager->sessions, s);
+                session_list_changed(s->manager);
                 manager_check_idle(s->manager);
         }
 
@@ -798,6 +875,7 @@ static void session_closing_step(Session *s) {
         (void) store_rm_rf(s->userdb_dir);
 
         s->state = SESSION_CLOSED;
+        session_list_changed(s->manager);
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
         manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
@@ -831,6 +909,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         }
 
         s->state = SESSION_CLOSING;
+        session_list_changed(s->manager);
         s->closing = true;
         s->purge = purge;
         s->purge_done = false;
@@ -1247,6 +1326,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         if (r < 0)
                 goto fail;
         LIST_PREPEND(sessions, m->sessions, s);
+        session_list_changed(m);
 
         n = scandir(dir, &list, command_record_filter, alphasort);
         for (int i = 0; i < n; i++) {

@@ -143,6 +143,14 @@ int session_userdb_update(Session *s);
 /* The command engine tells us when one of ours ends. */
 void session_command_finished(Session *s, Command *c);
 
+/* The session of that id in the manager's list, or NULL. */
+Session *session_find(Manager *m, const char *id);
+/* The active (or starting) session of scope (tenant as scope_tenant() gives it, user, workspace). */
+Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
+/* Counts again what the manager keeps of its list (n_live_sessions, n_pool_in_use): after
+ * a session is added to it or removed, or its state changes. */
+void session_list_changed(Manager *m);
+
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
 /* Queues the record for the writer (store-writer.h): for changes that matter after a
