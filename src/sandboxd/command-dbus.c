@@ -3,15 +3,11 @@
 #include "bus-util.h"
 #include "command-dbus.h"
 #include "log.h"
-#include "manager-dbus.h"
+#include "bus-api.h"
 #include "parse-util.h"
 #include "polkit.h"
 #include "session-dbus.h"
 #include "session.h"
-
-int command_bus_path(Command *c, char **ret) {
-        return asprintf(ret, BUS_SESSION_PREFIX "/%s/command/%u", c->session->id, c->n) < 0 ? -ENOMEM : 0;
-}
 
 Command *command_from_path(Manager *m, const char *path) {
         const char *rest, *num;

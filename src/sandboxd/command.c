@@ -15,7 +15,6 @@
 #include "command.h"
 #include "exec-env.h"
 #include "proxy.h"
-#include "command-dbus.h"
 #include "io-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -606,8 +605,8 @@ static void command_set_result(Command *c, const CommandResult *res) {
         (void) command_save(c);
         if (m->n_running > 0)
                 m->n_running--;
-        command_send_changed(c);
-        command_send_finished(c);
+        manager_notify_command_changed(c->session->manager, c);
+        manager_notify_command_finished(c->session->manager, c);
         session_command_finished(c->session, c);
 }
 
@@ -867,7 +866,7 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
                 log_warning("Failed to spool the start of %s, ignoring.", c->unit);
         buf_done(&line);
         (void) command_save(c);
-        command_send_changed(c);
+        manager_notify_command_changed(c->session->manager, c);
 
         r = command_watch(c);
         if (r < 0)
@@ -1387,77 +1386,6 @@ int command_stop(Command *c) {
         if (command_status_is_terminal(c->result.status))
                 return 0;
         return systemd_stop_unit_async(c->session->manager->pid1, c->unit, NULL, NULL);
-}
-
-static int append_stream_snapshot(Command *c, Buf *b, OutputStream st) {
-        Buf raw = {};
-        bool valid;
-        int r;
-
-        r = output_read_raw(c->output, st, &raw);
-        if (r < 0)
-                goto finish;
-        if (utf8_valid_prefix(raw.data ?: "", raw.len, &valid) == raw.len && valid) {
-                r = buf_printf(b, ",\"%s\":", stream_names[st]);
-                if (r >= 0)
-                        r = json_append_string(b, raw.data ?: "", raw.len);
-        } else {
-                r = buf_printf(b, ",\"%s\":null,\"%s_b64\":\"", stream_names[st], stream_names[st]);
-                if (r >= 0)
-                        r = base64_encode(b, raw.data, raw.len);
-                if (r >= 0)
-                        r = buf_puts(b, "\"");
-        }
-finish:
-        buf_done(&raw);
-        return r;
-}
-
-int command_append_json(Command *c, Buf *b, bool with_output) {
-        Output *o = c->output;
-        int r;
-
-        r = buf_puts(b, "{\"request_id\":");
-        if (r >= 0)
-                r = json_append_string(b, c->request_id, strlen(c->request_id));
-        if (r >= 0)
-                r = buf_printf(b, ",\"unit\":\"%s\",\"session\":\"%s\",\"terminal\":%s,\"created_at_usec\":%" PRIu64
-                                  ",\"stdin\":\"%s\",\"argv\":[",
-                               c->unit, c->session->id, command_status_is_terminal(c->result.status) ? "true" : "false",
-                               c->created_realtime_usec, stdin_mode_to_string(c->stdin_mode));
-        for (char **a = c->argv; r >= 0 && a && *a; a++) {
-                if (a != c->argv)
-                        r = buf_puts(b, ",");
-                if (r >= 0)
-                        r = json_append_string(b, *a, strlen(*a));
-        }
-        if (r >= 0)
-                r = buf_puts(b, "],");
-        if (r < 0)
-                return r;
-
-        if (command_status_is_terminal(c->result.status))
-                r = ndjson_append_result_fields(b, &c->result);
-        else
-                r = buf_printf(b, "\"status\":\"%s\",\"exit_code\":null,\"signal\":null,\"reason\":null,"
-                                  "\"duration_ms\":null,\"usage\":{\"cpu_usec\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
-                                  ",\"tasks\":%" PRIu64 "}",
-                               command_status_to_string(c->result.status), c->cpu_sampled_usec, c->memory_peak,
-                               c->tasks_peak);
-        if (r < 0)
-                return r;
-
-        r = buf_printf(b, ",\"truncated\":%s,\"stdout_truncated\":%s,\"stderr_truncated\":%s,"
-                          "\"stdout_bytes\":%" PRIu64 ",\"stderr_bytes\":%" PRIu64 ",\"events_bytes\":%" PRIu64,
-                       o->truncated[0] || o->truncated[1] ? "true" : "false", o->truncated[0] ? "true" : "false",
-                       o->truncated[1] ? "true" : "false", o->total[0], o->total[1], o->log_size);
-        if (r >= 0 && with_output)
-                r = append_stream_snapshot(c, b, OUTPUT_STDOUT);
-        if (r >= 0 && with_output)
-                r = append_stream_snapshot(c, b, OUTPUT_STDERR);
-        if (r >= 0)
-                r = buf_puts(b, "}");
-        return r;
 }
 
 /* --- teardown --------------------------------------------------------------------------- */

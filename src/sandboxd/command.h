@@ -116,7 +116,6 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandSt
 /* Stops a running command (its unit); the result follows as usual. */
 int command_stop(Command *c);
 
-int command_append_json(Command *c, Buf *b, bool with_output);
 int command_save(Command *c);
 
 bool command_status_is_running(const Command *c);

@@ -10,6 +10,7 @@
 #include "file-ops.h"
 #include "files.h"
 #include "http.h"
+#include "http-json.h"
 #include "json-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -360,7 +361,7 @@ static int route_create_session(HttpRequest *r) {
                 return queue_request_error(r, ret, &e);
 
         /* May the caller have a session of this scope, and the active one if there is one? */
-        s = manager_find_session_by_scope(m, scope_tenant(r->tenant), req.user, req.workspace);
+        s = session_find_by_scope(m, scope_tenant(r->tenant), req.user, req.workspace);
         {
                 AuthzTarget target = { .user = req.user, .session = s, .creator = s ? s->tenant : NULL };
                 const char *reason = NULL;
@@ -890,7 +891,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
         }
 
         /* What it changed shows in the next count of the disk usage. */
-        s = manager_find_session(m, op->key);
+        s = session_find(m, op->key);
         if (s && (op->kind == FILE_OP_MKDIR || op->kind == FILE_OP_REMOVE))
                 s->disk_checked_usec = 0;
 
@@ -1094,7 +1095,7 @@ int http_route_upload_data(HttpRequest *r, const char *data, size_t n) {
 }
 
 int http_route_upload_finish(HttpRequest *r) {
-        Session *s = manager_find_session(r->server->manager, r->upload_session);
+        Session *s = session_find(r->server->manager, r->upload_session);
         bool created;
         struct stat st;
         int ret;
@@ -1221,7 +1222,7 @@ static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_res
                 const char *reason = "No such session.";
 
                 if (session_id_is_valid(r->params[0]))
-                        s = manager_find_session(r->server->manager, r->params[0]);
+                        s = session_find(r->server->manager, r->params[0]);
                 if (s)
                         v = authz_decide(&r->caller, http_transport(r), route_op(r),
                                          &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);

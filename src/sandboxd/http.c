@@ -679,7 +679,7 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                 MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
-                /* SIGPIPE is ignored (manager_startup()): lets MHD send files with sendfile(). */
+                /* SIGPIPE is ignored (daemon_startup()): lets MHD send files with sendfile(). */
                 MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int) 1,
                 MHD_OPTION_END);
         if (!s->daemon) {

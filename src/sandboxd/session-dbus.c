@@ -4,9 +4,8 @@
 
 #include "bus-request.h"
 #include "bus-util.h"
-#include "command-dbus.h"
 #include "log.h"
-#include "manager-dbus.h"
+#include "bus-api.h"
 #include "polkit.h"
 #include "session-dbus.h"
 #include "time-util.h"
@@ -36,7 +35,7 @@ Session *session_from_path(Manager *m, const char *path, const char **ret_rest) 
                 return NULL;
         if (ret_rest)
                 *ret_rest = p + 16;
-        return manager_find_session(m, id);
+        return session_find(m, id);
 }
 
 int session_check_read_access(sd_bus *bus, Session *s, sd_bus_error *error) {

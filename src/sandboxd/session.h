@@ -146,6 +146,17 @@ int session_userdb_update(Session *s);
 /* The command engine tells us when one of ours ends. */
 void session_command_finished(Session *s, Command *c);
 
+/* The manager's list of sessions (newest first) and its table by id (uthash). */
+void session_add(Manager *m, Session *s);
+void session_remove(Manager *m, Session *s);
+/* The session of that id in the manager's list, or NULL. */
+Session *session_find(Manager *m, const char *id);
+/* The active (or starting) session of scope (tenant as scope_tenant() gives it, user, workspace). */
+Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
+/* Counts again what the manager keeps of its list (n_live_sessions, n_pool_in_use): after
+ * a session is added to it or removed, or its state changes. */
+void session_list_changed(Manager *m);
+
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
 /* When it closes for inactivity or its maximum lifetime; once closed, when it is forgotten. */
@@ -162,4 +173,7 @@ void session_save_soon(Session *s);
 void session_save_pending(Session *s);
 void session_arm_expiry(Session *s);
 
-int session_append_json(Session *s, Buf *b);
+/* When it expires (CLOCK_REALTIME): idle expiry, lifetime, or the end of its retention once closed. */
+uint64_t session_expiry(Session *s);
+/* The workspace's disk usage as last counted; queues a new count when that is old. */
+uint64_t session_disk_bytes(Session *s);
