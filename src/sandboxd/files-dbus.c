@@ -20,6 +20,8 @@ static int set_files_error(sd_bus_error *error, Manager *m, int err) {
         (void) files_request_error(err, m->config.max_file_bytes, &e);
         if (streq(e.code, "internal"))
                 return sd_bus_error_set_errnof(error, err, "%s", e.message);
+        if (streq(e.code, "not_found")) /* the file, not the session */
+                return sd_bus_error_set(error, BUS_ERROR_NO_SUCH_FILE, e.message);
         return bus_error_set_request(error, -EINVAL, &e);
 }
 

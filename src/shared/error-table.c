@@ -62,6 +62,7 @@ static const ApiError table[] = {
 
 static const ApiErrorAlias aliases[] = {
         { E("NoSuchCommand"), "not_found" },
+        { E("NoSuchFile"), "not_found" },
         { E("InvalidArguments"), "invalid_type" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, "forbidden" },
 };
