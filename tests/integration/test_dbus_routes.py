@@ -173,7 +173,8 @@ def test_metrics_and_drain_refused_to_others():
     for method, sig, args in (("Metrics", "", ()), ("GetDraining", "", ()), ("SetDraining", "b", (True,))):
         with pytest.raises(B.BusError) as e:
             B.call_as("nobody", B.PATH, B.MANAGER, method, sig, *args)
-        assert e.value.name == B.ACCESS_DENIED, e.value
+        # sandboxd's refusal (authz_decide()), not the bus policy's
+        assert e.value.name == B.ACCESS_DENIED and "AdminGroup=" in e.value.message, e.value
     assert B.manager("GetDraining")[0] is False
 
 
@@ -195,7 +196,7 @@ def test_list_commands_and_snapshot(api, session):
     h = api.get("/v1/sessions/%s/commands/snap" % sid).json
     assert h.pop("found") is True
     assert out == b"out\x01" and err == b"err"
-    assert h.pop("stdout", None) is None and h.pop("stdout_b64") and h.pop("stderr") == "err"
+    assert h.pop("stdout") == "out\x01" and h.pop("stderr") == "err"
     assert snap == h
     assert snap["exit_code"] == 3
 
@@ -206,10 +207,11 @@ def test_list_commands_and_snapshot(api, session):
 
 def test_attach_is_the_http_event_stream(api, session):
     sid = session["id"]
-    run_http(api, sid, ["sh", "-c", "for i in 1 2 3; do echo line$i; echo e$i >&2; done"], request_id="ev")
+    run_http(api, sid, ["sh", "-c", "for i in 1 2 3; do echo line$i; sleep 0.2; echo e$i >&2; sleep 0.2; done"],
+             request_id="ev")
     path = command_object(sid, "ev")
     whole = api.get("/v1/sessions/%s/commands/ev/events" % sid).body
-    assert whole.count(b"\n") >= 7, whole
+    assert whole.count(b"\n") >= 5, whole
     first = len(whole.split(b"\n", 1)[0]) + 1
     for offset in (0, first, len(whole) // 2, len(whole)):
         http = api.get("/v1/sessions/%s/commands/ev/events?offset=%d" % (sid, offset)).body
