@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "bus-api.h"
 #include "log.h"
+#include "output-pipe.h"
 #include "polkit.h"
 #include "time-util.h"
 
@@ -28,6 +29,8 @@ BusPending *bus_pending_free(BusPending *p) {
         if (!p)
                 return NULL;
         output_detach(&p->reader);
+        if (p->file_op)
+                file_op_detach(p->file_op);
         LIST_REMOVE(pending, p->manager->bus_pending, p);
         sd_bus_message_unref(p->call);
         free(p);
@@ -49,6 +52,7 @@ void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error) {
 void manager_bus_free(Manager *m) {
         while (m->bus_pending)
                 bus_pending_free(m->bus_pending);
+        output_pipes_free_all(m);
         polkit_free_all(m);
 }
 

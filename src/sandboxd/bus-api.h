@@ -6,6 +6,7 @@
 #include "authz.h"
 #include "session.h"
 #include "manager.h"
+#include "file-ops.h"
 #include "output.h"
 
 /* The D-Bus API, sandboxd-dbus(5): io.sandboxd.sandbox1.Manager at /io/sandboxd/sandbox1,
@@ -17,6 +18,11 @@
 #define BUS_MANAGER_INTERFACE "io.sandboxd.sandbox1.Manager"
 #define BUS_SESSION_INTERFACE "io.sandboxd.sandbox1.Session"
 #define BUS_COMMAND_INTERFACE "io.sandboxd.sandbox1.Command"
+#define BUS_FILES_INTERFACE "io.sandboxd.sandbox1.Files"
+
+/* What Run and Snapshot answer with, at most, of each stream (the kept output, OutputMax=,
+ * is bounded too): a D-Bus message must stay well below the bus's limit. */
+#define BUS_OUTPUT_MAX (8U * 1024 * 1024)
 
 /* A method call answered later: once a session is ready or closed, a command started or
  * over, systemd done. It holds the call, never the session (which may go meanwhile). */
@@ -28,6 +34,8 @@ struct BusPending {
         bool run;            /* Run: answered when the command is over */
         Command *command;    /* Run: the command, while the reader is attached */
         OutputReader reader; /* Run: tells when the command is over, or gone */
+        FileOp *file_op;     /* a file method: its operation, while it is queued or runs */
+        uint64_t bytes;      /* WriteStdin: the bytes given */
         LIST_FIELDS(BusPending, pending);
 };
 

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <inttypes.h>
+#include <unistd.h>
+
 #include "bus-util.h"
 #include "command-dbus.h"
+#include "http-json.h"
 #include "log.h"
+#include "output-pipe.h"
 #include "bus-api.h"
 #include "parse-util.h"
 #include "polkit.h"
@@ -175,6 +180,126 @@ static int method_signal(sd_bus_message *call, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(call, NULL);
 }
 
+/* GET .../commands/RID: the HTTP API's object (without its output fields) and the kept
+ * bytes of each stream. */
+static int method_snapshot(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Command *c = userdata;
+        Session *s = c->session;
+        Buf json = {}, raw[_OUTPUT_STREAM_MAX] = {};
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        r = command_append_json(c, &json, false);
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", json.data);
+        for (OutputStream st = 0; r >= 0 && st < _OUTPUT_STREAM_MAX; st++) {
+                r = output_read_raw(c->output, st, &raw[st]);
+                if (r >= 0)
+                        r = sd_bus_message_append_array(reply, 'y', raw[st].data ?: "", MIN(raw[st].len, BUS_OUTPUT_MAX));
+        }
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        buf_done(&json);
+        for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
+                buf_done(&raw[st]);
+        return r;
+}
+
+/* GET .../events?offset=: the same NDJSON, into a pipe (output-pipe.h). */
+static int method_attach(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+        Session *s = c->session;
+        uint64_t offset;
+        int fd = -EBADF, r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = sd_bus_message_read(call, "t", &offset);
+        if (r < 0)
+                return r;
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (offset > c->output->log_size)
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_OFFSET,
+                                         "Offset %" PRIu64 " is past the end of the command's events (%" PRIu64 " bytes).",
+                                         offset, c->output->log_size);
+        r = output_pipe_new(s->manager, c->output, offset, &fd);
+        if (r == -EAGAIN)
+                return sd_bus_error_setf(error, BUS_ERROR_OVERLOADED,
+                                         "sandboxd has %u event pipes open; close one or ask again shortly.", OUTPUT_PIPES_MAX);
+        if (r < 0)
+                return r;
+        r = sd_bus_reply_method_return(call, "h", fd);
+        close(fd);
+        return r;
+}
+
+static void on_stdin_written(Command *c, int r, void *userdata) {
+        BusPending *p = userdata;
+
+        if (r == -ESHUTDOWN) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING,
+                                                                "sandboxd is stopping; what reached the command's stdin is unknown."));
+                return;
+        }
+        if (r < 0) {
+                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STDIN_CLOSED,
+                                                                "The command's stdin is closed (it exited or closed it)."));
+                return;
+        }
+        r = sd_bus_reply_method_return(p->call, "t", p->bytes);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer WriteStdin, ignoring: %m");
+        bus_pending_free(p);
+}
+
+/* POST .../stdin[?eof=1]: answered once the bytes are in the pipe. */
+static int method_write_stdin(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+        Session *s = c->session;
+        const void *data = NULL;
+        size_t n = 0;
+        BusPending *p;
+        int eof, r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = sd_bus_message_read_array(call, 'y', &data, &n);
+        if (r >= 0)
+                r = sd_bus_message_read(call, "b", &eof);
+        if (r < 0)
+                return r;
+        r = bus_authorize(s->manager, call, AUTHZ_STDIN, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (c->stdin_mode != STDIN_STREAM)
+                return sd_bus_error_set(error, BUS_ERROR_STDIN_NOT_STREAMED,
+                                        "The command was not started with stdin \"stream\".");
+
+        r = bus_pending_new(s->manager, call, s, &p);
+        if (r < 0)
+                return r;
+        p->bytes = n;
+        r = command_write_stdin(c, data ?: "", n, eof, on_stdin_written, p);
+        if (r < 0) {
+                bus_pending_free(p);
+                if (r == -EPIPE)
+                        return sd_bus_error_set(error, BUS_ERROR_STDIN_CLOSED,
+                                                "The command's stdin is closed (it finished, or an earlier eof closed it).");
+                return r;
+        }
+        return 1;
+}
+
 #define CHANGES SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 #define CONST SD_BUS_VTABLE_PROPERTY_CONST
 
@@ -204,6 +329,21 @@ const sd_bus_vtable command_vtable[] = {
                                 SD_BUS_ARGS("s", signal),
                                 SD_BUS_NO_RESULT,
                                 method_signal,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Snapshot",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("s", json, "ay", stdout, "ay", stderr),
+                                method_snapshot,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Attach",
+                                SD_BUS_ARGS("t", offset),
+                                SD_BUS_RESULT("h", events),
+                                method_attach,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("WriteStdin",
+                                SD_BUS_ARGS("ay", data, "b", eof),
+                                SD_BUS_RESULT("t", written),
+                                method_write_stdin,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END
 };

@@ -18,6 +18,7 @@
 #include "pool.h"
 #include "scope.h"
 #include "session.h"
+#include "status.h"
 #include "time-util.h"
 #include "validate.h"
 
@@ -105,10 +106,6 @@ static bool session_visible(HttpRequest *r, Session *s) {
 
 /* --- health ----------------------------------------------------------------- */
 
-static bool manager_is_ready(Manager *m) {
-        return m->bus && sd_bus_is_open(m->bus) > 0;
-}
-
 static int route_healthz(HttpRequest *r) {
         Buf b = {};
 
@@ -119,7 +116,7 @@ static int route_healthz(HttpRequest *r) {
 
 static int route_readyz(HttpRequest *r) {
         Manager *m = r->server->manager;
-        bool ready = manager_is_ready(m) && !m->draining;
+        bool ready = status_is_ready(m) && !m->draining;
         Buf b = {};
 
         if (buf_printf(&b, "{\"status\":\"%s\"}",
@@ -141,25 +138,21 @@ static int append_pool_json(Manager *m, Buf *b) {
 
 static int route_health(HttpRequest *r) {
         Manager *m = r->server->manager;
-        uint64_t now = now_usec(CLOCK_REALTIME);
-        unsigned n_sessions = 0;
-        Session *s;
+        StatusHealth h;
         Buf b = {};
         char ts[64];
-        time_t t = (time_t) (now / USEC_PER_SEC);
+        time_t t;
         struct tm tm;
 
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (s->state == SESSION_ACTIVE)
-                        n_sessions++;
+        status_health(m, &h);
+        t = (time_t) (h.timestamp_usec / USEC_PER_SEC);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 
         if (buf_printf(&b,
                        "{\"status\":\"%s\",\"timestamp\":\"%s\",\"uptime\":%.3f,\"version\":\"%s\","
                        "\"sessions\":%u,\"running_commands\":%u,\"pool\":",
-                       m->draining ? "draining" : manager_is_ready(m) ? "ok" : "degraded", ts,
-                       (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC, PROJECT_VERSION,
-                       n_sessions, m->n_running) < 0 ||
+                       h.status, ts, (double) h.uptime_usec / USEC_PER_SEC, PROJECT_VERSION, h.sessions,
+                       h.running_commands) < 0 ||
             append_pool_json(m, &b) < 0 || buf_puts(&b, "}") < 0) {
                 buf_done(&b);
                 return MHD_NO;
@@ -178,100 +171,10 @@ static int route_pool(HttpRequest *r) {
 }
 
 static int route_metrics(HttpRequest *r) {
-        Manager *m = r->server->manager;
-        unsigned by_state[_SESSION_STATE_MAX] = {};
         struct MHD_Response *resp;
-        PoolStats ps;
-        Session *s;
         Buf b = {};
-        int ret;
 
-        LIST_FOREACH(sessions, s, m->sessions)
-                by_state[s->state]++;
-        pool_stats(m, &ps);
-
-        ret = buf_puts(&b, "# HELP sandboxd_sessions Sessions known, by state.\n# TYPE sandboxd_sessions gauge\n");
-        for (SessionState st = 0; ret >= 0 && st < _SESSION_STATE_MAX; st++)
-                ret = buf_printf(&b, "sandboxd_sessions{state=\"%s\"} %u\n", session_state_to_string(st), by_state[st]);
-        if (ret >= 0)
-                ret = buf_printf(&b,
-                                 "# HELP sandboxd_commands_running Commands running now.\n"
-                                 "# TYPE sandboxd_commands_running gauge\n"
-                                 "sandboxd_commands_running %u\n"
-                                 "# HELP sandboxd_pool_slices Prepared session slices, by state.\n"
-                                 "# TYPE sandboxd_pool_slices gauge\n"
-                                 "sandboxd_pool_slices{state=\"ready\"} %u\n"
-                                 "sandboxd_pool_slices{state=\"starting\"} %u\n"
-                                 "sandboxd_pool_slices{state=\"in_use\"} %u\n"
-                                 "# HELP sandboxd_http_connections Open HTTP connections.\n"
-                                 "# TYPE sandboxd_http_connections gauge\n"
-                                 "sandboxd_http_connections %u\n"
-                                 "# HELP sandboxd_pid1_calls Calls to systemd, sent and not answered or waiting to be sent.\n"
-                                 "# TYPE sandboxd_pid1_calls gauge\n"
-                                 "sandboxd_pid1_calls{state=\"in_flight\"} %u\n"
-                                 "sandboxd_pid1_calls{state=\"waiting\"} %u\n"
-                                 "# HELP sandboxd_pid1_jobs Jobs of systemd asked by sandboxd and not finished.\n"
-                                 "# TYPE sandboxd_pid1_jobs gauge\n"
-                                 "sandboxd_pid1_jobs %u\n"
-                                 "# HELP sandboxd_http_requests_waiting HTTP requests waiting for an answer (on systemd, a session, stdin).\n"
-                                 "# TYPE sandboxd_http_requests_waiting gauge\n"
-                                 "sandboxd_http_requests_waiting %u\n"
-                                 "# HELP sandboxd_draining 1 while sandboxd drains.\n"
-                                 "# TYPE sandboxd_draining gauge\n"
-                                 "sandboxd_draining %d\n"
-                                 "# HELP sandboxd_uptime_seconds Seconds since this process started.\n"
-                                 "# TYPE sandboxd_uptime_seconds gauge\n"
-                                 "sandboxd_uptime_seconds %.3f\n"
-                                 "# HELP sandboxd_build_info The version running.\n"
-                                 "# TYPE sandboxd_build_info gauge\n"
-                                 "sandboxd_build_info{version=\"%s\"} 1\n",
-                                 m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections,
-                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), pid1_gate_jobs(m->pid1),
-                                 m->n_http_waiting,
-                                 m->draining,
-                                 (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
-                                 PROJECT_VERSION);
-        if (ret >= 0) {
-                StoreWriterStats ws;
-
-                store_writer_stats(m->writer, &ws);
-                ret = buf_printf(&b,
-                                 "# HELP sandboxd_records_queued Records waiting for the writer thread.\n"
-                                 "# TYPE sandboxd_records_queued gauge\n"
-                                 "sandboxd_records_queued %u\n"
-                                 "# HELP sandboxd_record_write_max_seconds The longest record write, fsync()s included.\n"
-                                 "# TYPE sandboxd_record_write_max_seconds gauge\n"
-                                 "sandboxd_record_write_max_seconds %.6f\n"
-                                 "# HELP sandboxd_record_writes_total Session and command records written to disk.\n"
-                                 "# TYPE sandboxd_record_writes_total counter\n"
-                                 "sandboxd_record_writes_total %" PRIu64 "\n"
-                                 "# HELP sandboxd_record_write_errors_total Record writes and removals that failed.\n"
-                                 "# TYPE sandboxd_record_write_errors_total counter\n"
-                                 "sandboxd_record_write_errors_total %" PRIu64 "\n"
-                                 "# HELP sandboxd_record_write_seconds_total Time spent writing records, fsync()s included.\n"
-                                 "# TYPE sandboxd_record_write_seconds_total counter\n"
-                                 "sandboxd_record_write_seconds_total %.6f\n",
-                                 ws.queued, (double) ws.write_max_usec / USEC_PER_SEC, ws.writes, ws.errors,
-                                 (double) ws.write_usec / USEC_PER_SEC);
-        }
-        if (ret >= 0) {
-                FileOpsStats fs;
-
-                file_ops_stats(m->file_ops, &fs);
-                ret = buf_printf(&b,
-                                 "# HELP sandboxd_file_operations File API operations and disk usage counts off the loop, by state.\n"
-                                 "# TYPE sandboxd_file_operations gauge\n"
-                                 "sandboxd_file_operations{state=\"queued\"} %u\n"
-                                 "sandboxd_file_operations{state=\"running\"} %u\n"
-                                 "# HELP sandboxd_file_operations_total File operations done, or refused for want of room.\n"
-                                 "# TYPE sandboxd_file_operations_total counter\n"
-                                 "sandboxd_file_operations_total{result=\"done\"} %" PRIu64 "\n"
-                                 "sandboxd_file_operations_total{result=\"refused\"} %" PRIu64 "\n",
-                                 fs.queued, fs.running, fs.done, fs.refused);
-        }
-        if (ret >= 0)
-                ret = metrics_format(&m->metrics, &b);
-        if (ret < 0) {
+        if (status_format_metrics(r->server->manager, &b) < 0) {
                 buf_done(&b);
                 return MHD_NO;
         }
@@ -720,46 +623,12 @@ static unsigned refuse(struct MHD_Response **ret_resp, const char *code, const c
         return http_error_status(code);
 }
 
-/* The answer to a failed file operation (see files.h for what the errors mean). */
+/* The answer to a failed file operation (files_request_error(), the same for D-Bus). */
 static unsigned files_error(Manager *m, int err, struct MHD_Response **ret_resp) {
-        char msg[160];
+        RequestError e = {};
 
-        switch (err) {
-        case -EINVAL:
-                return refuse(ret_resp, "invalid_path", "The path must be relative to the workspace and name an entry in it "
-                              "(not the workspace itself, '.' or '..').");
-        case -EXDEV:
-                return refuse(ret_resp, "invalid_path", "The path resolves outside the workspace.");
-        case -ELOOP:
-                return refuse(ret_resp, "invalid_path", "The path runs into a symlink loop, or through too many symlinks.");
-        case -ENAMETOOLONG:
-                return refuse(ret_resp, "invalid_path", "The path or a name in it is too long.");
-        case -ENOENT:
-                return refuse(ret_resp, "not_found", "No such file or directory in the workspace.");
-        case -ENOTDIR:
-                return refuse(ret_resp, "not_a_directory", "A component of the path is not a directory.");
-        case -EISDIR:
-                return refuse(ret_resp, "is_a_directory", "The path is a directory.");
-        case -EMEDIUMTYPE:
-                return refuse(ret_resp, "not_a_regular_file", "The path is a FIFO, socket, device or symlink: sandboxd neither opens nor replaces those.");
-        case -EEXIST:
-                return refuse(ret_resp, "exists", "Something is in the way (for ?move_to=, add &overwrite=true to replace it).");
-        case -ENOTEMPTY:
-                return refuse(ret_resp, "not_empty", "The directory is not empty (add ?recursive=true).");
-        case -EACCES:
-        case -EPERM:
-                return refuse(ret_resp, "forbidden", "Permission denied: the file API has the rights of the scope's own user.");
-        case -EFBIG:
-                snprintf(msg, sizeof(msg), "The file is larger than the configured MaxFileSize= (%" PRIu64 " bytes).",
-                         m->config.max_file_bytes);
-                return refuse(ret_resp, "payload_too_large", msg);
-        case -ENOSPC:
-        case -EDQUOT:
-                return refuse(ret_resp, "insufficient_storage", "No space left for the workspace.");
-        default:
-                snprintf(msg, sizeof(msg), "File operation failed: %s", strerror(-err));
-                return refuse(ret_resp, "internal", msg);
-        }
+        (void) files_request_error(err, m->config.max_file_bytes, &e);
+        return refuse(ret_resp, e.code, e.message);
 }
 
 static int queue_files_error(HttpRequest *r, int err) {
@@ -810,21 +679,10 @@ static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_w
 
 /* {"name":..,"path":..,"type":..,...} of one entry. */
 static struct MHD_Response *entry_response(const char *path, const struct stat *st) {
-        _cleanup_free_ char *p = strdup(path);
         struct MHD_Response *resp;
-        const char *name;
-        size_t n;
         Buf b = {};
 
-        if (!p)
-                return NULL;
-        n = strlen(p);
-        while (n > 0 && p[n - 1] == '/')
-                p[--n] = 0;
-        name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
-
-        if (buf_puts(&b, "{") < 0 || files_append_entry_fields(&b, name, st, NULL) < 0 || buf_puts(&b, ",") < 0 ||
-            files_append_name(&b, "path", p) < 0 || buf_puts(&b, "}") < 0) {
+        if (files_append_entry_json(&b, path, st) < 0) {
                 buf_done(&b);
                 return NULL;
         }

@@ -6,11 +6,14 @@
 #include "bus-request.h"
 #include "bus-util.h"
 #include "command-dbus.h"
+#include "files-dbus.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "polkit.h"
+#include "pool.h"
 #include "scope.h"
 #include "session-dbus.h"
+#include "status.h"
 #include "time-util.h"
 #include "validate.h"
 
@@ -238,6 +241,98 @@ static int method_run(sd_bus_message *call, void *userdata, sd_bus_error *error)
         return manager_exec(call, userdata, true, error);
 }
 
+/* --- what sandboxd says of itself: GET /v1/health, /v1/pool, /metrics, /v1/drain ---------- */
+
+static int append_pool(sd_bus_message *reply, Manager *m) {
+        PoolStats st;
+
+        pool_stats(m, &st);
+        return sd_bus_message_append(reply, "a{sv}", 7, "profile", "s", pool_profile_to_string(m->config.pool_profile),
+                                     "size", "u", st.size, "min_ready", "u", st.min_ready, "ready", "u", st.ready,
+                                     "starting", "u", st.starting, "in_use", "u", st.in_use, "refill_due", "b",
+                                     (int) st.refill_due);
+}
+
+/* Anyone on the bus, as anyone admitted to HTTP (and as the Version property). */
+static int method_health(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        StatusHealth h;
+        int r;
+
+        status_health(m, &h);
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "a{sv}", 6, "status", "s", h.status, "timestamp", "t", h.timestamp_usec,
+                                          "uptime", "d", (double) h.uptime_usec / USEC_PER_SEC, "version", "s",
+                                          PROJECT_VERSION, "sessions", "u", h.sessions, "running_commands", "u",
+                                          h.running_commands);
+        if (r >= 0)
+                r = append_pool(reply, m);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_pool(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = append_pool(reply, userdata);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_metrics(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        Buf b = {};
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = bus_authorize(m, call, AUTHZ_METRICS, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = status_format_metrics(m, &b);
+        if (r >= 0)
+                r = sd_bus_reply_method_return(call, "s", b.data ?: "");
+        buf_done(&b);
+        return r;
+}
+
+static int method_get_draining(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = bus_authorize(m, call, AUTHZ_DRAIN, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        return sd_bus_reply_method_return(call, "bu", (int) m->draining, m->n_running);
+}
+
+static int method_set_draining(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int drain, r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read(call, "b", &drain);
+        if (r < 0)
+                return r;
+        r = bus_authorize(m, call, AUTHZ_DRAIN, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = manager_set_draining(m, drain);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "bu", (int) m->draining, m->n_running);
+}
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", PROJECT_VERSION);
@@ -278,6 +373,32 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_run,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
 
+        SD_BUS_METHOD_WITH_ARGS("Health",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a{sv}", health, "a{sv}", pool),
+                                method_health,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPool",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a{sv}", pool),
+                                method_get_pool,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Metrics",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("s", text),
+                                method_metrics,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetDraining",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("b", draining, "u", running_commands),
+                                method_get_draining,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetDraining",
+                                SD_BUS_ARGS("b", draining),
+                                SD_BUS_RESULT("b", draining, "u", running_commands),
+                                method_set_draining,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+
         SD_BUS_SIGNAL_WITH_ARGS("SessionNew", SD_BUS_ARGS("s", id, "o", path), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SessionRemoved", SD_BUS_ARGS("s", id, "o", path), 0),
         SD_BUS_SIGNAL_WITH_ARGS("CommandFinished",
@@ -288,8 +409,8 @@ static const sd_bus_vtable manager_vtable[] = {
 
 /* --- dispatch ---------------------------------------------------------------------------- */
 
-/* The vtable for an object path of ours, by its shape. */
-static const sd_bus_vtable *vtable_for_path(const char *path, const char **ret_interface) {
+/* The vtable for an object path of ours, by its shape (and, on a session's, the interface). */
+static const sd_bus_vtable *vtable_for_path(const char *path, const char *interface, const char **ret_interface) {
         const char *p;
 
         if (streq(path, BUS_PATH)) {
@@ -299,6 +420,10 @@ static const sd_bus_vtable *vtable_for_path(const char *path, const char **ret_i
         p = startswith(path, BUS_SESSION_PREFIX "/");
         if (!p || strlen(p) < 16)
                 return NULL;
+        if (p[16] == 0 && streq_ptr(interface, BUS_FILES_INTERFACE)) {
+                *ret_interface = BUS_FILES_INTERFACE;
+                return files_vtable;
+        }
         if (p[16] == 0) {
                 *ret_interface = BUS_SESSION_INTERFACE;
                 return session_vtable;
@@ -326,7 +451,7 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
         path = sd_bus_message_get_path(msg);
         interface = sd_bus_message_get_interface(msg);
         member = sd_bus_message_get_member(msg);
-        if (!path || !member || !(vt = vtable_for_path(path, &ours)))
+        if (!path || !member || !(vt = vtable_for_path(path, interface, &ours)))
                 return 0;
         if (interface && !streq(interface, ours))
                 return 0;
@@ -383,11 +508,12 @@ static void bus_command_finished(Command *c, void *userdata) {
         command_send_finished(c);
 }
 
-/* Calls answered later, and questions to polkit: sandboxd does not exit while they wait. */
+/* Calls answered later, events flowing into pipes, and questions to polkit: sandboxd does
+ * not exit while they wait. */
 static bool bus_busy(void *userdata) {
         Manager *m = userdata;
 
-        return m->bus_pending || polkit_pending(m) > 0;
+        return m->bus_pending || m->output_pipes || polkit_pending(m) > 0;
 }
 
 static const Observer bus_observer = {
@@ -416,6 +542,10 @@ int manager_bus_register(Manager *m) {
                                        session_object_find, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to register %s: %m", BUS_SESSION_INTERFACE);
+        r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SESSION_PREFIX, BUS_FILES_INTERFACE, files_vtable,
+                                       session_object_find, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register %s: %m", BUS_FILES_INTERFACE);
         r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SESSION_PREFIX, BUS_COMMAND_INTERFACE, command_vtable,
                                        command_object_find, m);
         if (r < 0)

@@ -24,6 +24,7 @@ typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
 typedef struct PolkitQuery PolkitQuery;
 typedef struct BusPending BusPending;
+typedef struct OutputPipe OutputPipe;
 typedef struct Proxy Proxy;
 typedef struct ProxyListener ProxyListener;
 
@@ -105,6 +106,8 @@ struct Manager {
 
         PolkitQuery *polkit_queries; /* questions to polkit, and their answers */
         BusPending *bus_pending;     /* D-Bus calls answered later */
+        OutputPipe *output_pipes;    /* commands' events into pipes of D-Bus clients (Attach()) */
+        unsigned n_output_pipes;
         bool bus_name_releasing;     /* exiting when idle: the name goes first */
 
         sd_event_source *idle_timer;

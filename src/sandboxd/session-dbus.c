@@ -11,9 +11,6 @@
 #include "time-util.h"
 #include "validate.h"
 
-/* What Run answers with, at most, of each stream (the kept output, OutputMax=, is bounded
- * too): a D-Bus message must stay well below the bus's limit. */
-#define RUN_OUTPUT_MAX (8U * 1024 * 1024)
 
 int session_bus_path(Session *s, char **ret) {
         return asprintf(ret, BUS_SESSION_PREFIX "/%s", s->id) < 0 ? -ENOMEM : 0;
@@ -217,7 +214,7 @@ static void reply_run(BusPending *p, Command *c) {
         for (OutputStream st = 0; r >= 0 && st < _OUTPUT_STREAM_MAX; st++) {
                 r = output_read_raw(c->output, st, &raw[st]);
                 if (r >= 0)
-                        r = sd_bus_message_append_array(reply, 'y', raw[st].data ?: "", MIN(raw[st].len, RUN_OUTPUT_MAX));
+                        r = sd_bus_message_append_array(reply, 'y', raw[st].data ?: "", MIN(raw[st].len, BUS_OUTPUT_MAX));
         }
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
@@ -477,6 +474,67 @@ static int method_touch(sd_bus_message *call, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(call, NULL);
 }
 
+/* GET .../commands: the commands kept, oldest first, as (request id, status, object). */
+static int method_list_commands(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Session *s = userdata;
+        Command *c;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sso)");
+        /* The list is newest first. */
+        for (c = s->commands; c && c->commands_next; c = c->commands_next)
+                ;
+        for (; r >= 0 && c; c = c->commands_prev) {
+                _cleanup_free_ char *path = NULL;
+
+                r = command_bus_path(c, &path);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "(sso)", c->request_id, command_status_to_string(c->result.status),
+                                                  path);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* The command of a request id, as .../commands/RID names it. */
+static int method_get_command(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        Session *s = userdata;
+        const char *rid;
+        Command *c;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = sd_bus_message_read(call, "s", &rid);
+        if (r < 0)
+                return r;
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (!request_id_is_valid(rid))
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_NAME,
+                                         "Invalid request id '%.64s': must match [A-Za-z0-9._-]{1,64}.", rid);
+        c = session_find_command(s, rid);
+        if (!c)
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_COMMAND, "No command '%s' in session %s.", rid, s->id);
+        r = command_bus_path(c, &path);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "o", path);
+}
+
 #define CHANGES SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 #define CONST SD_BUS_VTABLE_PROPERTY_CONST
 
@@ -523,6 +581,16 @@ const sd_bus_vtable session_vtable[] = {
         SD_BUS_METHOD("Freeze", NULL, NULL, method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Thaw", NULL, NULL, method_thaw, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Touch", NULL, NULL, method_touch, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListCommands",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(sso)", commands),
+                                method_list_commands,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetCommand",
+                                SD_BUS_ARGS("s", request_id),
+                                SD_BUS_RESULT("o", command),
+                                method_get_command,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END
 };
 

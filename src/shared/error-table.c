@@ -22,8 +22,8 @@ static const ApiError table[] = {
         { "limit_exceeded", EINVAL, 400, E("LimitExceeded"), SANDBOXD_ERROR_INVALID },
         { "method_not_allowed", EINVAL, 405, NULL, SANDBOXD_ERROR_INVALID },
         { "unsupported_media_type", EINVAL, 415, NULL, SANDBOXD_ERROR_INVALID },
-        { "payload_too_large", EFBIG, 413, NULL, SANDBOXD_ERROR_TOO_LARGE },
-        { "invalid_offset", ERANGE, 416, NULL, SANDBOXD_ERROR_RANGE },
+        { "payload_too_large", EFBIG, 413, E("FileTooLarge"), SANDBOXD_ERROR_TOO_LARGE },
+        { "invalid_offset", ERANGE, 416, E("InvalidOffset"), SANDBOXD_ERROR_RANGE },
         /* who asks */
         { "unauthorized", EKEYREJECTED, 401, NULL, SANDBOXD_ERROR_UNAUTHORIZED },
         { "forbidden", EACCES, 403, SD_BUS_ERROR_ACCESS_DENIED, SANDBOXD_ERROR_FORBIDDEN },
@@ -35,20 +35,20 @@ static const ApiError table[] = {
         { "busy", EBUSY, 409, E("Busy"), SANDBOXD_ERROR_CONFLICT },
         { "not_purged", EBUSY, 409, E("NotPurged"), SANDBOXD_ERROR_CONFLICT },
         { "not_running", ESRCH, 409, E("CommandNotRunning"), SANDBOXD_ERROR_CONFLICT },
-        { "stdin_closed", EPIPE, 409, NULL, SANDBOXD_ERROR_CONFLICT },
-        { "stdin_not_streamed", EBADF, 409, NULL, SANDBOXD_ERROR_CONFLICT },
-        { "not_a_directory", ENOTDIR, 409, NULL, SANDBOXD_ERROR_CONFLICT },
-        { "is_a_directory", EISDIR, 409, NULL, SANDBOXD_ERROR_CONFLICT },
-        { "not_a_regular_file", EBADFD, 409, NULL, SANDBOXD_ERROR_CONFLICT },
-        { "exists", EEXIST, 409, NULL, SANDBOXD_ERROR_CONFLICT },
-        { "not_empty", ENOTEMPTY, 409, NULL, SANDBOXD_ERROR_CONFLICT },
+        { "stdin_closed", EPIPE, 409, E("StdinClosed"), SANDBOXD_ERROR_CONFLICT },
+        { "stdin_not_streamed", EBADF, 409, E("StdinNotStreamed"), SANDBOXD_ERROR_CONFLICT },
+        { "not_a_directory", ENOTDIR, 409, E("NotADirectory"), SANDBOXD_ERROR_CONFLICT },
+        { "is_a_directory", EISDIR, 409, E("IsADirectory"), SANDBOXD_ERROR_CONFLICT },
+        { "not_a_regular_file", EBADFD, 409, E("NotARegularFile"), SANDBOXD_ERROR_CONFLICT },
+        { "exists", EEXIST, 409, E("Exists"), SANDBOXD_ERROR_CONFLICT },
+        { "not_empty", ENOTEMPTY, 409, E("NotEmpty"), SANDBOXD_ERROR_CONFLICT },
         /* quotas */
         { "too_many_sessions", EUSERS, 429, E("TooManySessions"), SANDBOXD_ERROR_INVALID },
         { "too_many_running", EBUSY, 429, E("TooManyRunning"), SANDBOXD_ERROR_INVALID },
         { "too_many_commands", EBUSY, 429, E("TooManyCommands"), SANDBOXD_ERROR_INVALID },
-        { "too_many_file_operations", EBUSY, 429, NULL, SANDBOXD_ERROR_INVALID },
+        { "too_many_file_operations", EBUSY, 429, E("TooManyFileOperations"), SANDBOXD_ERROR_INVALID },
         { "spool_full", ENOSPC, 507, E("SpoolFull"), SANDBOXD_ERROR_SERVER },
-        { "insufficient_storage", ENOSPC, 507, NULL, SANDBOXD_ERROR_SERVER },
+        { "insufficient_storage", ENOSPC, 507, E("InsufficientStorage"), SANDBOXD_ERROR_SERVER },
         /* sandboxd, systemd, this host */
         { "draining", EAGAIN, 503, E("Draining"), SANDBOXD_ERROR_UNAVAILABLE },
         { "overloaded", EAGAIN, 503, E("Overloaded"), SANDBOXD_ERROR_UNAVAILABLE },
@@ -62,6 +62,7 @@ static const ApiError table[] = {
 
 static const ApiErrorAlias aliases[] = {
         { E("NoSuchCommand"), "not_found" },
+        { E("NoSuchFile"), "not_found" },
         { E("InvalidArguments"), "invalid_type" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, "forbidden" },
 };
