@@ -379,7 +379,7 @@ void exec_spec_done(ExecSpec *s) {
         *s = (ExecSpec) {};
 }
 
-static int exec_from_spec(const ExecSpec *s, sandboxd_exec **ret) {
+static int exec_from_spec(sandboxd_client *c, const ExecSpec *s, sandboxd_exec **ret) {
         sandboxd_exec *e = NULL;
         int r;
 
@@ -400,8 +400,11 @@ static int exec_from_spec(const ExecSpec *s, sandboxd_exec **ret) {
                 r = sandboxd_exec_set_stdin(e, s->stdin_data, s->stdin_size);
         if (r >= 0 && s->request_id)
                 r = sandboxd_exec_set_request_id(e, s->request_id);
-        /* the output straight to ours, unless sandboxd's events are printed (--json) */
-        if (r >= 0 && !s->events)
+        /* over D-Bus the command writes straight into our stdout and stderr, unless sandboxd's
+         * events are printed (--json). Over HTTP the verbs print the events' output
+         * themselves, and learn from each event the offset to attach at should the stream
+         * break (output written to fds by the library would not tell them). */
+        if (r >= 0 && !s->events && sandboxd_client_is_bus(c))
                 r = sandboxd_exec_set_output_fds(e, STDOUT_FILENO, STDERR_FILENO);
         if (r < 0) {
                 sandboxd_exec_free(e);
@@ -416,7 +419,7 @@ int exec_spec_run(sandboxd_client *c, const char *session, const ExecSpec *spec,
         sandboxd_exec *e = NULL;
         int r;
 
-        r = exec_from_spec(spec, &e);
+        r = exec_from_spec(c, spec, &e);
         if (r < 0)
                 return r;
         r = sandboxd_exec_run(c, session, e, fn, userdata, ret);
@@ -428,7 +431,7 @@ int exec_spec_start(sandboxd_client *c, const char *session, const ExecSpec *spe
         sandboxd_exec *e = NULL;
         int r;
 
-        r = exec_from_spec(spec, &e);
+        r = exec_from_spec(c, spec, &e);
         if (r < 0)
                 return r;
         r = sandboxd_exec_start(c, session, e, ret_request_id);

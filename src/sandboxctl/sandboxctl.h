@@ -16,8 +16,8 @@ typedef struct ExecSpec {
         size_t stdin_size;
         bool has_stdin;
         char *request_id;    /* always set by the verbs: they need it to send signals */
-        bool events;         /* the caller prints sandboxd's events (--json); else the output goes
-                              * to our stdout and stderr (sandboxd_exec_set_output_fds()) */
+        bool events;         /* the caller prints sandboxd's events (--json); else, over D-Bus, the
+                              * output goes to our stdout and stderr (sandboxd_exec_set_output_fds()) */
 } ExecSpec;
 
 void exec_spec_done(ExecSpec *s);

@@ -263,7 +263,7 @@ int main(int argc, char *argv[]) {
         CHECK(sandboxd_command_signal(c, s->id, rid, SIGSEGV) == -EINVAL);
         {
                 sandboxd_result **cmds = NULL;
-                CHECK(sandboxd_command_list(c, s->id, &cmds, &n) == 0 && n == 3 &&
+                CHECK(sandboxd_command_list(c, s->id, &cmds, &n) == 0 && n == 4 &&
                       strcmp(cmds[0]->request_id, "lib-1") == 0);
                 sandboxd_result_list_free(cmds);
         }
