@@ -82,6 +82,7 @@ _public_ int sandboxd_file_download(sandboxd_client *c, const char *session, con
         if (!c || !session || !path || fd < 0)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         return client_done(c, download(c, session, path, &d, fn, userdata));
 }
 
@@ -94,6 +95,7 @@ _public_ int sandboxd_file_read(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         r = download(c, session, path, &d, NULL, NULL);
         if (r >= 0 && !mem.data)
                 r = buf_reserve(&mem, 0);
@@ -147,6 +149,7 @@ _public_ int sandboxd_file_upload(sandboxd_client *c, const char *session, const
         if (!c || !session || !path || fd < 0)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         return client_done(c, upload(c, session, path, fd, size, NULL, 0, fn, userdata));
 }
 
@@ -155,6 +158,7 @@ _public_ int sandboxd_file_write(sandboxd_client *c, const char *session, const 
         if (!c || !session || !path || (!data && size > 0))
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         return client_done(c, upload(c, session, path, -EBADF, 0, data, size, NULL, NULL));
 }
 
@@ -177,6 +181,7 @@ _public_ int sandboxd_file_stat(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         r = url_file(&url, c, session, path);
         if (r >= 0)
                 r = url_append_query(&url, "stat", NULL);
@@ -207,6 +212,7 @@ _public_ int sandboxd_file_list(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         r = url_file(&url, c, session, path);
         if (r < 0) {
                 buf_done(&url);
@@ -289,6 +295,7 @@ _public_ int sandboxd_file_mkdir(sandboxd_client *c, const char *session, const 
         if (!c || !session || !path)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         r = url_file(&url, c, session, path);
         if (r >= 0)
                 r = url_append_query(&url, "mkdir", NULL);
@@ -305,6 +312,7 @@ _public_ int sandboxd_file_remove(sandboxd_client *c, const char *session, const
         if (!c || !session || !path)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         r = url_file(&url, c, session, path);
         if (r >= 0 && recursive)
                 r = url_append_query(&url, "recursive", "true");
@@ -321,6 +329,7 @@ _public_ int sandboxd_file_move(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !to)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_via_http_files(c));
         r = url_file(&url, c, session, path);
         if (r >= 0)
                 r = url_append_query(&url, "move_to", to);

@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <json-c/json.h>
+#include <systemd/sd-bus.h>
 
 #include "buf.h"
 #include "json-util.h"
@@ -27,10 +28,15 @@ struct sandboxd_client {
         void *wakeup_userdata;
         bool in_wakeup;
         sandboxd_error error;
+        /* the D-Bus transport (transport-dbus.c): NULL for an HTTP client. A bus client is
+         * also an HTTP client of the local unix socket, for what D-Bus does not offer yet. */
+        sd_bus *bus;
+        char *cur_session, *cur_request_id, *cur_path; /* the command bus_exec_run() follows */
 };
 
 struct sandboxd_exec {
         json_object *body; /* the request, as it will be sent */
+        int output_fd[2];  /* stdout, stderr: where the output goes instead of events; -EBADF: none */
 };
 
 /* --- errors.c: pure mappings ------------------------------------------------------------ */
@@ -90,6 +96,8 @@ typedef struct EventReader {
         sandboxd_result *result;  /* from the exit event */
         char *request_id;         /* from the accepted event */
         int error;                /* what stopped the stream */
+        bool output_fds;          /* stdout and stderr events' bytes go to output_fd[] instead of to fn */
+        int output_fd[2];
 } EventReader;
 
 /* Decodes one line into ev; storage (json, decoded bytes, result) lives in *ret_json,
@@ -151,3 +159,44 @@ void http_call_done(HttpCall *call);
 /* GET/POST/DELETE a JSON resource: parses a 2xx body into *ret_json (NULL allowed). */
 int http_json(sandboxd_client *c, const char *method, const char *url, json_object *body, long *ret_status,
               json_object **ret_json);
+
+/* --- transport-dbus.c: the D-Bus transport ---------------------------------------------- */
+
+/* What a bus_*() function returns when the verb goes over HTTP on the local unix socket:
+ * its public function then goes on as for an HTTP client. */
+#define BUS_VIA_HTTP 1
+
+int bus_open(sandboxd_client *c);
+void bus_close(sandboxd_client *c);
+
+int bus_session_create(sandboxd_client *c, const char *user, const char *workspace, const char *options,
+                       sandboxd_session **ret, bool *ret_created);
+int bus_session_get(sandboxd_client *c, const char *id, sandboxd_session **ret);
+int bus_session_list(sandboxd_client *c, const char *user, sandboxd_session ***ret, size_t *ret_n);
+int bus_session_close(sandboxd_client *c, const char *id, bool purge, sandboxd_session **ret);
+int bus_session_freeze(sandboxd_client *c, const char *id, bool freeze, sandboxd_session **ret);
+int bus_session_touch(sandboxd_client *c, const char *id);
+int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *e, sandboxd_event_fn fn,
+                 void *userdata, sandboxd_result **ret);
+int bus_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec *e, char **ret_request_id);
+int bus_command_signal(sandboxd_client *c, const char *session, const char *request_id, int sig);
+
+/* the verbs without a D-Bus method yet: BUS_VIA_HTTP */
+int bus_via_http_health(sandboxd_client *c);
+int bus_via_http_drain(sandboxd_client *c);
+int bus_via_http_exec(sandboxd_client *c);
+int bus_via_http_attach(sandboxd_client *c);
+int bus_via_http_command_snapshot(sandboxd_client *c);
+int bus_via_http_write_stdin(sandboxd_client *c);
+int bus_via_http_files(sandboxd_client *c);
+
+/* In a public function, after client_begin(): the call over D-Bus on a bus client, unless it
+ * says BUS_VIA_HTTP. */
+#define BUS_DISPATCH(c, call)                                           \
+        do {                                                            \
+                if ((c)->bus) {                                         \
+                        int _r = (call);                                \
+                        if (_r != BUS_VIA_HTTP)                         \
+                                return client_done((c), _r);            \
+                }                                                       \
+        } while (0)

@@ -40,6 +40,6 @@ const ApiErrorAlias *api_error_bus_aliases(size_t *ret_n);
 const sd_bus_error_map *api_error_bus_map(void);
 
 /* libsandboxd's kind of an HTTP status, and the (negative) errno of a kind, which its
- * functions return (libsandboxd(3)); sandboxctl's D-Bus transport returns the same. */
+ * functions return (libsandboxd(3)); its D-Bus transport returns the same. */
 sandboxd_error_kind api_error_kind_from_http(long status);
 int api_error_kind_errno(sandboxd_error_kind kind);

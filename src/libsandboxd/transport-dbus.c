@@ -1,24 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The D-Bus transport: io.sandboxd.sandbox1 on the system bus (sandboxd-dbus(5)), authorized
- * by polkit. What the D-Bus API has goes over it: sessions (create, get, list, close, freeze,
- * thaw), starting commands (exec with the caller's own stdout/stderr, start) and signals.
- * What it does not have goes to the HTTP API on the local unix socket, through an HTTP
- * backend kept inside this one: health, drain, attach (offsets, replay of kept events),
- * snapshots with kept output (command get, wait, list), files, and exec with --json (which
- * prints sandboxd's events, which only the HTTP API streams). */
-
-#include <json-c/json.h>
-#include <poll.h>
-#include <stdarg.h>
-#include <signal.h>
-#include <systemd/sd-bus.h>
+ * by polkit. It fills the same structs as the HTTP transport ("json" built from the objects'
+ * properties with the HTTP API's field names) and the same sandboxd_error, through the
+ * error table (error-table.c). What the D-Bus API has goes over it: sessions (create, get,
+ * list, close, freeze, thaw, touch), starting commands (exec with output file descriptors,
+ * start) and signals. What it has no method for yet goes to the HTTP API on the local unix
+ * socket, each verb in a function of its own at the end of this file (bus_via_http_*). */
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
 
-#include "backend.h"
+#include "encoding.h"
 #include "error-table.h"
+#include "internal.h"
 #include "io-util.h"
-#include "log.h"
 
 #define BUS_NAME "io.sandboxd.sandbox1"
 #define MANAGER_PATH "/io/sandboxd/sandbox1"
@@ -28,38 +25,48 @@
 /* Calls that wait for systemd (creating or closing a session) may take a while. */
 #define CALL_TIMEOUT_USEC (120ULL * 1000000ULL)
 
-typedef struct DbusBackend {
-        Backend backend;
-        sd_bus *bus;
-        Backend *http;         /* the unix socket, for what D-Bus does not offer */
-        sandboxd_error error;
-        bool error_is_http;    /* the last operation was forwarded */
-        backend_wakeup_fn wakeup;
-        void *wakeup_userdata;
-        int wakeup_fd;
-        /* the command exec_run follows, so that a Ctrl-C finds its object at once */
-        char *cur_session, *cur_request_id, *cur_path;
-} DbusBackend;
+int bus_open(sandboxd_client *c) {
+        int r;
 
-static DbusBackend *dbus(Backend *b) {
-        return (DbusBackend *) b;
+        /* the errno of each of sandboxd's error names (sd_bus_error_get_errno(), and what
+         * sd_bus_call() returns) */
+        (void) sd_bus_error_add_map(api_error_bus_map());
+        r = sd_bus_open_system(&c->bus);
+        if (r < 0) {
+                c->bus = NULL;
+                return r;
+        }
+        return 0;
 }
 
-static void dbus_free(Backend *b) {
-        DbusBackend *d = dbus(b);
-
-        sd_bus_flush_close_unref(d->bus);
-        backend_free(d->http);
-        free(d->cur_session);
-        free(d->cur_request_id);
-        free(d->cur_path);
-        free(b->description);
-        free(d);
+void bus_close(sandboxd_client *c) {
+        c->bus = sd_bus_flush_close_unref(c->bus);
+        free(c->cur_session);
+        free(c->cur_request_id);
+        free(c->cur_path);
 }
 
-/* sandboxctl's handlers for Ctrl-C, SIGTERM and SIGHUP only write to a pipe that the wait
- * loops poll. sd-bus's own wait for a reply (ppoll) would fail with EINTR if one of them
- * came in during a call, so a call holds them back; they arrive as soon as it returns. */
+static int bus_set_error(sandboxd_client *c, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...)
+        _printf_(5, 6);
+static int bus_set_error(sandboxd_client *c, sandboxd_error_kind kind, int err, const char *code, const char *fmt,
+                         ...) {
+        va_list ap;
+        /* the status the HTTP API answers for the same code: callers that pass it on then
+         * look the same whatever the transport */
+        const ApiError *a = code && *code ? api_error_from_code(code) : NULL;
+
+        c->error = (sandboxd_error) { .kind = kind, .error = err, .http_status = a ? a->http_status : 0 };
+        snprintf(c->error.code, sizeof(c->error.code), "%s", code ?: "");
+        va_start(ap, fmt);
+        (void) vsnprintf(c->error.message, sizeof(c->error.message), fmt, ap);
+        va_end(ap);
+        return err;
+}
+
+/* A caller's handlers for Ctrl-C, SIGTERM and SIGHUP (sandboxctl's write to the pipe it
+ * gives sandboxd_client_set_wakeup()) must not break a call: sd-bus's own wait for a reply
+ * (ppoll) would fail with EINTR if one came in, so a call holds them back in this thread;
+ * they arrive as soon as it returns. */
 static void block_interrupts(sigset_t *ret_old) {
         sigset_t s;
 
@@ -70,17 +77,17 @@ static void block_interrupts(sigset_t *ret_old) {
         (void) sigprocmask(SIG_BLOCK, &s, ret_old);
 }
 
-static int call(DbusBackend *d, sd_bus_message *m, uint64_t usec, sd_bus_error *e, sd_bus_message **reply) {
+static int call(sandboxd_client *c, sd_bus_message *m, uint64_t usec, sd_bus_error *e, sd_bus_message **reply) {
         sigset_t old;
         int r;
 
         block_interrupts(&old);
-        r = sd_bus_call(d->bus, m, usec, e, reply);
+        r = sd_bus_call(c->bus, m, usec, e, reply);
         (void) sigprocmask(SIG_SETMASK, &old, NULL);
         return r;
 }
 
-static int call_method(DbusBackend *d, const char *path, const char *iface, const char *member, sd_bus_error *e,
+static int call_method(sandboxd_client *c, const char *path, const char *iface, const char *member, sd_bus_error *e,
                        sd_bus_message **reply, const char *types, ...) {
         sigset_t old;
         va_list ap;
@@ -88,52 +95,25 @@ static int call_method(DbusBackend *d, const char *path, const char *iface, cons
 
         block_interrupts(&old);
         va_start(ap, types);
-        r = sd_bus_call_methodv(d->bus, BUS_NAME, path, iface, member, e, reply, types, ap);
+        r = sd_bus_call_methodv(c->bus, BUS_NAME, path, iface, member, e, reply, types, ap);
         va_end(ap);
         (void) sigprocmask(SIG_SETMASK, &old, NULL);
         return r;
 }
 
-static int get_command_string(DbusBackend *d, const char *path, const char *member, sd_bus_error *e, char **ret) {
+static int get_command_string(sandboxd_client *c, const char *path, const char *member, sd_bus_error *e, char **ret) {
         sigset_t old;
         int r;
 
         block_interrupts(&old);
-        r = sd_bus_get_property_string(d->bus, BUS_NAME, path, COMMAND_IFACE, member, e, ret);
+        r = sd_bus_get_property_string(c->bus, BUS_NAME, path, COMMAND_IFACE, member, e, ret);
         (void) sigprocmask(SIG_SETMASK, &old, NULL);
         return r;
 }
 
-static const sandboxd_error *dbus_last_error(Backend *b) {
-        DbusBackend *d = dbus(b);
-        return d->error_is_http ? backend_error(d->http) : &d->error;
-}
-
-static void set_ok(DbusBackend *d) {
-        d->error_is_http = false;
-        d->error = (sandboxd_error) {};
-}
-
-static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...)
-        _printf_(5, 6);
-static int set_error(DbusBackend *d, sandboxd_error_kind kind, int err, const char *code, const char *fmt, ...) {
-        va_list ap;
-        /* the status the HTTP API answers for the same code: callers that pass it on (the MCP
-         * server's tool errors) then look the same whatever the transport */
-        const ApiError *a = code ? api_error_from_code(code) : NULL;
-
-        d->error_is_http = false;
-        d->error = (sandboxd_error) { .kind = kind, .error = err, .http_status = a ? a->http_status : 0 };
-        snprintf(d->error.code, sizeof(d->error.code), "%s", code ?: "");
-        va_start(ap, fmt);
-        (void) vsnprintf(d->error.message, sizeof(d->error.message), fmt, ap);
-        va_end(ap);
-        return err;
-}
-
 /* Maps a D-Bus error to the code, kind and errno the HTTP API's answer would give, through
  * the error table (error-table.c), so the verbs react alike on both transports. */
-static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
+static int bus_error(sandboxd_client *c, int r, const sd_bus_error *e) {
         /* the bus could not reach sandboxd at all */
         static const struct {
                 const char *name;
@@ -148,14 +128,14 @@ static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
 
         if (!e || !sd_bus_error_is_set(e)) {
                 if (r == -ENOTCONN || r == -ECONNRESET || r == -ETIMEDOUT)
-                        return set_error(d, SANDBOXD_ERROR_TRANSPORT, r, "", "%s", strerror(-r));
-                return set_error(d, SANDBOXD_ERROR_PROTOCOL, r < 0 ? r : -EBADMSG, "",
+                        return bus_set_error(c, SANDBOXD_ERROR_TRANSPORT, r, "", "%s", strerror(-r));
+                return bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, r < 0 ? r : -EBADMSG, "",
                                  "unexpected answer on D-Bus: %s", strerror(r < 0 ? -r : EBADMSG));
         }
         msg = e->message && e->message[0] ? e->message : e->name;
         for (size_t i = 0; i < ELEMENTSOF(transport); i++)
                 if (sd_bus_error_has_name(e, transport[i].name))
-                        return set_error(d, SANDBOXD_ERROR_TRANSPORT, transport[i].err, "",
+                        return bus_set_error(c, SANDBOXD_ERROR_TRANSPORT, transport[i].err, "",
                                          "%s is not available on the system bus (%s: %s)", BUS_NAME, e->name, msg);
 
         /* an object path that names nothing is what HTTP calls a URL that does */
@@ -163,97 +143,12 @@ static int bus_error(DbusBackend *d, int r, const sd_bus_error *e) {
                                                          ? api_error_from_code("not_found")
                                                          : NULL;
         if (!a)
-                return set_error(d, SANDBOXD_ERROR_SERVER, -EPROTO, "", "%s (%s)", msg, e->name);
+                return bus_set_error(c, SANDBOXD_ERROR_SERVER, -EPROTO, "", "%s (%s)", msg, e->name);
         if (sd_bus_error_has_names(e, BUS_ERROR_PREFIX "NoSuchSession", BUS_ERROR_PREFIX "NoSuchCommand"))
                 /* the words of the HTTP API, then sandboxd's own */
-                return set_error(d, a->kind, api_error_kind_errno(a->kind), a->code, "No such %s (%s)",
+                return bus_set_error(c, a->kind, api_error_kind_errno(a->kind), a->code, "No such %s (%s)",
                                  strstr(e->name, "Session") ? "session" : "command", msg);
-        return set_error(d, a->kind, api_error_kind_errno(a->kind), a->code, "%s", msg);
-}
-
-static int dbus_set_wakeup(Backend *b, int fd, backend_wakeup_fn fn, void *userdata) {
-        DbusBackend *d = dbus(b);
-
-        d->wakeup = fn;
-        d->wakeup_userdata = userdata;
-        d->wakeup_fd = fn ? fd : -EBADF;
-        return 0;
-}
-
-/* --- forwarded to HTTP on the unix socket --------------------------------------------- */
-
-#define HTTP(d) ((d)->error_is_http = true, (d)->http)
-
-static int dbus_health(Backend *b, char **ret) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->health(h, ret);
-}
-
-static int dbus_drain(Backend *b, int drain, char **ret) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->drain(h, drain, ret);
-}
-
-static int dbus_command_attach(Backend *b, const char *session, const char *rid, uint64_t offset, backend_event_fn fn,
-                               void *userdata, sandboxd_result **ret) {
-        Backend *h = HTTP(dbus(b));
-        (void) h->ops->set_wakeup(h, dbus(b)->wakeup ? dbus(b)->wakeup_fd : -1, dbus(b)->wakeup,
-                                  dbus(b)->wakeup_userdata);
-        return h->ops->command_attach(h, session, rid, offset, fn, userdata, ret);
-}
-
-static int dbus_command_wait(Backend *b, const char *session, const char *rid, uint64_t timeout_usec,
-                             sandboxd_result **ret) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->command_wait(h, session, rid, timeout_usec, ret);
-}
-
-static int dbus_command_get(Backend *b, const char *session, const char *rid, sandboxd_result **ret) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->command_get(h, session, rid, ret);
-}
-
-static int dbus_command_list(Backend *b, const char *session, sandboxd_result ***ret, size_t *ret_n) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->command_list(h, session, ret, ret_n);
-}
-
-static int dbus_file_upload(Backend *b, const char *session, const char *path, int fd, uint64_t size,
-                            sandboxd_progress_fn fn, void *userdata) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->file_upload(h, session, path, fd, size, fn, userdata);
-}
-
-static int dbus_file_write(Backend *b, const char *session, const char *path, const void *data, size_t size) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->file_write(h, session, path, data, size);
-}
-
-static int dbus_file_download(Backend *b, const char *session, const char *path, int fd, sandboxd_progress_fn fn,
-                              void *userdata) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->file_download(h, session, path, fd, fn, userdata);
-}
-
-static int dbus_file_read(Backend *b, const char *session, const char *path, size_t max, char **ret, size_t *ret_size) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->file_read(h, session, path, max, ret, ret_size);
-}
-
-static int dbus_file_stat(Backend *b, const char *session, const char *path, sandboxd_file_info **ret) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->file_stat(h, session, path, ret);
-}
-
-static int dbus_file_list(Backend *b, const char *session, const char *path, sandboxd_file_info ***ret, size_t *ret_n,
-                          bool *ret_truncated) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->file_list(h, session, path, ret, ret_n, ret_truncated);
-}
-
-static int dbus_file_mkdir(Backend *b, const char *session, const char *path) {
-        Backend *h = HTTP(dbus(b));
-        return h->ops->file_mkdir(h, session, path);
+        return bus_set_error(c, a->kind, api_error_kind_errno(a->kind), a->code, "%s", msg);
 }
 
 /* --- properties -------------------------------------------------------------------------- */
@@ -290,7 +185,7 @@ static int read_domains(sd_bus_message *reply, json_object **ret) {
 
 /* Reads the properties of a session object into a session, with "json" shaped like the HTTP
  * API's object (the fields libsandboxd reads). */
-static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **ret) {
+static int get_session_at(sandboxd_client *c, const char *path, sandboxd_session **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         sandboxd_session *s = NULL;
@@ -300,10 +195,10 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
         json_object *deny = NULL, *allow = NULL;
         int r;
 
-        r = call_method(d, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
+        r = call_method(c, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
                                SESSION_IFACE);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         s = calloc(1, sizeof(*s));
         if (!s) {
                 r = -ENOMEM;
@@ -402,11 +297,11 @@ static int get_session_at(DbusBackend *d, const char *path, sandboxd_session **r
                         r = sd_bus_message_exit_container(reply);
         }
         if (r < 0) {
-                bus_error(d, r, NULL);
+                bus_error(c, r, NULL);
                 goto fail;
         }
         if (!s->id) {
-                r = set_error(d, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "", "the session object %s has no Id", path);
+                r = bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "", "the session object %s has no Id", path);
                 goto fail;
         }
         s->ttl_s = idle / 1000000;
@@ -472,7 +367,7 @@ fail:
         json_object_put(deny);
         json_object_put(allow);
         if (r == -ENOMEM)
-                set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+                bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
         json_object_put(o);
         json_object_put(limits);
         sandboxd_session_free(s);
@@ -496,7 +391,7 @@ static int signal_number(const char *name) {
 }
 
 /* Reads the properties of a command object into a result (without output: D-Bus has none). */
-static int get_result_at(DbusBackend *d, const char *path, sandboxd_result **ret) {
+static int get_result_at(sandboxd_client *c, const char *path, sandboxd_result **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         sandboxd_result *res = NULL;
@@ -505,10 +400,10 @@ static int get_result_at(DbusBackend *d, const char *path, sandboxd_result **ret
         bool truncated = false;
         int r;
 
-        r = call_method(d, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
+        r = call_method(c, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
                                COMMAND_IFACE);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         res = calloc(1, sizeof(*res));
         if (!res) {
                 r = -ENOMEM;
@@ -580,7 +475,7 @@ static int get_result_at(DbusBackend *d, const char *path, sandboxd_result **ret
                         r = sd_bus_message_exit_container(reply);
         }
         if (r < 0) {
-                bus_error(d, r, NULL);
+                bus_error(c, r, NULL);
                 goto fail;
         }
         res->status = sandboxd_status_from_string(status);
@@ -627,7 +522,7 @@ static int get_result_at(DbusBackend *d, const char *path, sandboxd_result **ret
         return 0;
 fail:
         if (r == -ENOMEM)
-                set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+                bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
         json_object_put(o);
         json_object_put(usage);
         sandboxd_result_free(res);
@@ -635,34 +530,33 @@ fail:
         return r;
 }
 
-static int session_path(DbusBackend *d, const char *id, char **ret) {
+static int session_path(sandboxd_client *c, const char *id, char **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         const char *path;
         int r;
 
-        r = call_method(d, MANAGER_PATH, MANAGER_IFACE, "GetSession", &e, &reply, "s", id);
+        r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "GetSession", &e, &reply, "s", id);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         r = sd_bus_message_read(reply, "o", &path);
         if (r >= 0 && !(*ret = strdup(path)))
                 r = -ENOMEM;
         sd_bus_message_unref(reply);
-        return r < 0 ? bus_error(d, r, NULL) : 0;
+        return r < 0 ? bus_error(c, r, NULL) : 0;
 }
 
 /* --- sessions ---------------------------------------------------------------------------- */
 
-static int dbus_session_get(Backend *b, const char *id, sandboxd_session **ret) {
-        DbusBackend *d = dbus(b);
-        _cleanup_free_ char *path = NULL;
+int bus_session_get(sandboxd_client *c, const char *id, sandboxd_session **ret) {
+                _cleanup_free_ char *path = NULL;
         int r;
 
-        set_ok(d);
-        r = session_path(d, id, &path);
+        client_begin(c);
+        r = session_path(c, id, &path);
         if (r < 0)
                 return r;
-        return get_session_at(d, path, ret);
+        return get_session_at(c, path, ret);
 }
 
 /* Lists (id, user, workspace, state, path). */
@@ -681,16 +575,16 @@ static void listed_free(Listed *l, size_t n) {
         free(l);
 }
 
-static int list_sessions(DbusBackend *d, Listed **ret, size_t *ret_n) {
+static int list_sessions(sandboxd_client *c, Listed **ret, size_t *ret_n) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         Listed *l = NULL;
         size_t n = 0;
         int r;
 
-        r = call_method(d, MANAGER_PATH, MANAGER_IFACE, "ListSessions", &e, &reply, NULL);
+        r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "ListSessions", &e, &reply, NULL);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         r = sd_bus_message_enter_container(reply, 'a', "(sssso)");
         while (r >= 0) {
                 const char *id, *user, *ws, *state, *path;
@@ -715,34 +609,33 @@ static int list_sessions(DbusBackend *d, Listed **ret, size_t *ret_n) {
         sd_bus_message_unref(reply);
         if (r < 0) {
                 listed_free(l, n);
-                return r == -ENOMEM ? set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : bus_error(d, r, NULL);
+                return r == -ENOMEM ? bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : bus_error(c, r, NULL);
         }
         *ret = l;
         *ret_n = n;
         return 0;
 }
 
-static int dbus_session_list(Backend *b, const char *user, sandboxd_session ***ret, size_t *ret_n) {
-        DbusBackend *d = dbus(b);
-        sandboxd_session **list = NULL;
+int bus_session_list(sandboxd_client *c, const char *user, sandboxd_session ***ret, size_t *ret_n) {
+                sandboxd_session **list = NULL;
         Listed *l = NULL;
         size_t n = 0, k = 0;
         int r;
 
-        set_ok(d);
-        r = list_sessions(d, &l, &n);
+        client_begin(c);
+        r = list_sessions(c, &l, &n);
         if (r < 0)
                 return r;
         list = calloc(n + 1, sizeof(*list));
         if (!list) {
                 listed_free(l, n);
-                return set_error(d, SANDBOXD_ERROR_LOCAL, -ENOMEM, "", "out of memory");
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -ENOMEM, "", "out of memory");
         }
         for (size_t i = 0; i < n; i++) {
                 /* like GET /v1/sessions: the sessions that are not closed */
                 if (streq(l[i].state, "closed") || (user && !streq(l[i].user, user)))
                         continue;
-                r = get_session_at(d, l[i].path, &list[k]);
+                r = get_session_at(c, l[i].path, &list[k]);
                 if (r == -ENOENT) /* forgotten meanwhile */
                         continue;
                 if (r < 0) {
@@ -753,7 +646,7 @@ static int dbus_session_list(Backend *b, const char *user, sandboxd_session ***r
                 k++;
         }
         listed_free(l, n);
-        set_ok(d);
+        client_begin(c);
         *ret = list;
         if (ret_n)
                 *ret_n = k;
@@ -813,23 +706,22 @@ static int append_session_options(sd_bus_message *m, const char *options_json) {
         return sd_bus_message_close_container(m);
 }
 
-static int dbus_session_create(Backend *b, const char *user, const char *workspace, const char *options,
+int bus_session_create(sandboxd_client *c, const char *user, const char *workspace, const char *options,
                                sandboxd_session **ret, bool *ret_created) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        DbusBackend *d = dbus(b);
-        sd_bus_message *m = NULL, *reply = NULL;
+                sd_bus_message *m = NULL, *reply = NULL;
         sandboxd_session *s = NULL;
         bool existed = false;
         const char *id, *path;
         int r;
 
-        set_ok(d);
+        client_begin(c);
         if (ret_created) {
                 /* CreateSession does not say whether it created: look first */
                 Listed *l = NULL;
                 size_t n = 0;
 
-                r = list_sessions(d, &l, &n);
+                r = list_sessions(c, &l, &n);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < n; i++)
@@ -838,103 +730,132 @@ static int dbus_session_create(Backend *b, const char *user, const char *workspa
                                 existed = true;
                 listed_free(l, n);
         }
-        r = sd_bus_message_new_method_call(d->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "CreateSession");
+        r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "CreateSession");
         if (r >= 0)
                 r = sd_bus_message_append(m, "ss", user, workspace);
         if (r >= 0)
                 r = append_session_options(m, options);
         if (r < 0) {
                 sd_bus_message_unref(m);
-                return set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
         }
-        r = call(d, m, CALL_TIMEOUT_USEC, &e, &reply);
+        r = call(c, m, CALL_TIMEOUT_USEC, &e, &reply);
         sd_bus_message_unref(m);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         r = sd_bus_message_read(reply, "so", &id, &path);
         if (r < 0) {
                 sd_bus_message_unref(reply);
-                return bus_error(d, r, NULL);
+                return bus_error(c, r, NULL);
         }
-        r = get_session_at(d, path, &s);
+        r = get_session_at(c, path, &s);
         sd_bus_message_unref(reply);
         if (r < 0)
                 return r;
-        *ret = s;
+        if (ret)
+                *ret = s;
+        else
+                sandboxd_session_free(s);
         if (ret_created)
                 *ret_created = !existed;
         return 0;
 }
 
-static int call_on_session(DbusBackend *d, const char *id, const char *method, const char *sig, int arg,
+static int call_on_session(sandboxd_client *c, const char *id, const char *method, const char *sig, int arg,
                            sandboxd_session **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *path = NULL;
         sd_bus_message *reply = NULL;
         int r;
 
-        set_ok(d);
-        r = session_path(d, id, &path);
+        client_begin(c);
+        r = session_path(c, id, &path);
         if (r < 0)
                 return r;
         if (sig)
-                r = call_method(d, path, SESSION_IFACE, method, &e, &reply, sig, arg);
+                r = call_method(c, path, SESSION_IFACE, method, &e, &reply, sig, arg);
         else
-                r = call_method(d, path, SESSION_IFACE, method, &e, &reply, NULL);
+                r = call_method(c, path, SESSION_IFACE, method, &e, &reply, NULL);
         sd_bus_message_unref(reply);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         if (!ret)
                 return 0;
-        return get_session_at(d, path, ret);
+        return get_session_at(c, path, ret);
 }
 
-static int dbus_session_close(Backend *b, const char *id, bool purge, sandboxd_session **ret) {
-        return call_on_session(dbus(b), id, "Close", "b", purge, ret);
+int bus_session_close(sandboxd_client *c, const char *id, bool purge, sandboxd_session **ret) {
+        return call_on_session(c, id, "Close", "b", purge, ret);
 }
 
-static int dbus_session_freeze(Backend *b, const char *id, bool freeze, sandboxd_session **ret) {
-        return call_on_session(dbus(b), id, freeze ? "Freeze" : "Thaw", NULL, 0, ret);
+int bus_session_freeze(sandboxd_client *c, const char *id, bool freeze, sandboxd_session **ret) {
+        return call_on_session(c, id, freeze ? "Freeze" : "Thaw", NULL, 0, ret);
+}
+
+int bus_session_touch(sandboxd_client *c, const char *id) {
+        return call_on_session(c, id, "Touch", NULL, 0, NULL);
 }
 
 /* --- commands ---------------------------------------------------------------------------- */
 
-/* out_fd/err_fd: where the command writes (-1: sandboxd keeps the output) */
-static int append_exec_options(sd_bus_message *m, const ExecSpec *spec, int out_fd, int err_fd) {
+/* The request body of POST .../commands (sandboxd_exec) as Exec's options a{sv}; out_fd,
+ * err_fd: where the command writes (-1: sandboxd keeps the output). */
+static int append_exec_options(sd_bus_message *m, json_object *body, int out_fd, int err_fd) {
+        json_object *v;
         int r;
 
         r = sd_bus_message_open_container(m, 'a', "{sv}");
-        if (r >= 0 && spec->cwd)
-                r = sd_bus_message_append(m, "{sv}", "cwd", "s", spec->cwd);
-        if (r >= 0 && spec->env) {
+        if (r >= 0 && json_object_object_get_ex(body, "cwd", &v))
+                r = sd_bus_message_append(m, "{sv}", "cwd", "s", json_object_get_string(v));
+        if (r >= 0 && json_object_object_get_ex(body, "env", &v)) {
                 r = sd_bus_message_open_container(m, 'e', "sv");
                 if (r >= 0)
                         r = sd_bus_message_append(m, "s", "env");
                 if (r >= 0)
                         r = sd_bus_message_open_container(m, 'v', "as");
                 if (r >= 0)
-                        r = sd_bus_message_append_strv(m, spec->env);
+                        r = sd_bus_message_open_container(m, 'a', "s");
+                json_object_object_foreach(v, name, value) {
+                        _cleanup_free_ char *kv = NULL;
+
+                        if (r < 0)
+                                break;
+                        if (asprintf(&kv, "%s=%s", name, json_object_get_string(value)) < 0) {
+                                kv = NULL;
+                                r = -ENOMEM;
+                                break;
+                        }
+                        r = sd_bus_message_append_basic(m, 's', kv);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
         }
-        if (r >= 0 && spec->timeout_ms > 0)
-                r = sd_bus_message_append(m, "{sv}", "timeout_ms", "t", spec->timeout_ms);
-        if (r >= 0 && spec->request_id)
-                r = sd_bus_message_append(m, "{sv}", "request_id", "s", spec->request_id);
-        if (r >= 0 && spec->has_stdin) {
-                r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r >= 0 && json_object_object_get_ex(body, "timeout_ms", &v))
+                r = sd_bus_message_append(m, "{sv}", "timeout_ms", "t", (uint64_t) json_object_get_int64(v));
+        if (r >= 0 && json_object_object_get_ex(body, "request_id", &v))
+                r = sd_bus_message_append(m, "{sv}", "request_id", "s", json_object_get_string(v));
+        if (r >= 0 && json_object_object_get_ex(body, "stdin", &v)) {
+                const char *b64 = json_get_string(v, "base64");
+                Buf data = {};
+
+                r = b64 ? base64_decode(b64, strlen(b64), &data) : -EINVAL;
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'e', "sv");
                 if (r >= 0)
                         r = sd_bus_message_append(m, "s", "stdin_data");
                 if (r >= 0)
                         r = sd_bus_message_open_container(m, 'v', "ay");
                 if (r >= 0)
-                        r = sd_bus_message_append_array(m, 'y', spec->stdin_data ?: "", spec->stdin_size);
+                        r = sd_bus_message_append_array(m, 'y', data.data ?: "", data.len);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
+                buf_done(&data);
         }
         if (r >= 0 && out_fd >= 0)
                 r = sd_bus_message_append(m, "{sv}", "stdout", "h", out_fd);
@@ -945,28 +866,51 @@ static int append_exec_options(sd_bus_message *m, const ExecSpec *spec, int out_
         return r;
 }
 
-static int exec_call(DbusBackend *d, const char *session, const ExecSpec *spec, int out_fd, int err_fd,
+/* argv of the request body as a strv (borrowed strings) */
+static int append_argv(sd_bus_message *m, json_object *body) {
+        json_object *argv;
+        int r;
+
+        if (!json_object_object_get_ex(body, "argv", &argv) || !json_object_is_type(argv, json_type_array))
+                return -EINVAL;
+        r = sd_bus_message_open_container(m, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < json_object_array_length(argv); i++)
+                r = sd_bus_message_append_basic(m, 's', json_object_get_string(json_object_array_get_idx(argv, i)));
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+/* What Exec cannot do yet: stdin fed later (sandboxd_command_write_stdin() goes over HTTP,
+ * and only a command HTTP started takes it). */
+static bool exec_needs_http(const sandboxd_exec *e) {
+        json_object *v;
+
+        return json_object_object_get_ex(e->body, "stdin", &v) && json_object_is_type(v, json_type_string);
+}
+
+static int exec_call(sandboxd_client *c, const char *session, const sandboxd_exec *spec, int out_fd, int err_fd,
                      char **ret_rid, char **ret_path) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *m = NULL, *reply = NULL;
         const char *rid, *path;
         int r;
 
-        r = sd_bus_message_new_method_call(d->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Exec");
+        r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Exec");
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", session);
         if (r >= 0)
-                r = sd_bus_message_append_strv(m, spec->argv);
+                r = append_argv(m, spec->body);
         if (r >= 0)
-                r = append_exec_options(m, spec, out_fd, err_fd);
+                r = append_exec_options(m, spec->body, out_fd, err_fd);
         if (r < 0) {
                 sd_bus_message_unref(m);
-                return set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
         }
-        r = call(d, m, CALL_TIMEOUT_USEC, &e, &reply);
+        r = call(c, m, CALL_TIMEOUT_USEC, &e, &reply);
         sd_bus_message_unref(m);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         r = sd_bus_message_read(reply, "so", &rid, &path);
         if (r >= 0) {
                 *ret_rid = strdup(rid);
@@ -979,21 +923,24 @@ static int exec_call(DbusBackend *d, const char *session, const ExecSpec *spec, 
         }
         sd_bus_message_unref(reply);
         if (r < 0)
-                return r == -ENOMEM ? set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : bus_error(d, r, NULL);
+                return r == -ENOMEM ? bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : bus_error(c, r, NULL);
         return 0;
 }
 
-static int dbus_exec_start(Backend *b, const char *session, const ExecSpec *spec, char **ret_request_id) {
-        DbusBackend *d = dbus(b);
+int bus_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec *spec, char **ret_request_id) {
         char *rid = NULL, *path = NULL;
         int r;
 
-        set_ok(d);
-        r = exec_call(d, session, spec, -1, -1, &rid, &path);
+        if (exec_needs_http(spec))
+                return bus_via_http_exec(c);
+        r = exec_call(c, session, spec, -1, -1, &rid, &path);
         if (r < 0)
                 return r;
         free(path);
-        *ret_request_id = rid;
+        if (ret_request_id)
+                *ret_request_id = rid;
+        else
+                free(rid);
         return 0;
 }
 
@@ -1011,28 +958,28 @@ static int on_command_finished(sd_bus_message *m, void *userdata, sd_bus_error *
         return 0;
 }
 
-static int command_status(DbusBackend *d, const char *path, bool *ret_terminal) {
+static int command_status(sandboxd_client *c, const char *path, bool *ret_terminal) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *status = NULL;
         sandboxd_status s;
         int r;
 
-        r = get_command_string(d, path, "Status", &e, &status);
+        r = get_command_string(c, path, "Status", &e, &status);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         s = sandboxd_status_from_string(status);
         *ret_terminal = s >= SANDBOXD_STATUS_SUCCEEDED && s < _SANDBOXD_STATUS_MAX;
         return 0;
 }
 
-static int set_current(DbusBackend *d, const char *session, const char *rid, const char *path) {
-        free(d->cur_session);
-        free(d->cur_request_id);
-        free(d->cur_path);
-        d->cur_session = strdup(session);
-        d->cur_request_id = strdup(rid);
-        d->cur_path = strdup(path);
-        return d->cur_session && d->cur_request_id && d->cur_path ? 0 : -ENOMEM;
+static int set_current(sandboxd_client *c, const char *session, const char *rid, const char *path) {
+        free(c->cur_session);
+        free(c->cur_request_id);
+        free(c->cur_path);
+        c->cur_session = strdup(session);
+        c->cur_request_id = strdup(rid);
+        c->cur_path = strdup(path);
+        return c->cur_session && c->cur_request_id && c->cur_path ? 0 : -ENOMEM;
 }
 
 /* The command writes into our stdout and stderr, but never into a terminal: on one it
@@ -1083,47 +1030,44 @@ static void relay_close(Relay *rl) {
                 rl->pass_fd = safe_close(rl->pass_fd);
 }
 
-static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, backend_event_fn fn, void *userdata,
-                         sandboxd_result **ret) {
-        DbusBackend *d = dbus(b);
+int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *spec, sandboxd_event_fn fn,
+                 void *userdata, sandboxd_result **ret) {
         sd_bus_slot *slot = NULL;
         char *rid = NULL, *path = NULL;
         Waiter w = {};
-        Relay relay[2] = { { .read_fd = -1, .pass_fd = -1 }, { .read_fd = -1, .pass_fd = -1 } };
+        Relay relay[2] = { { .target = -1, .read_fd = -1, .pass_fd = -1 }, { .target = -1, .read_fd = -1, .pass_fd = -1 } };
+        sandboxd_result *res = NULL;
         bool terminal = false;
         int r;
 
-        if (spec->events) {
-                /* sandboxd's events (--json) are streamed by the HTTP API only */
-                Backend *h = HTTP(d);
-                (void) h->ops->set_wakeup(h, d->wakeup ? d->wakeup_fd : -1, d->wakeup, d->wakeup_userdata);
-                return h->ops->exec_run(h, session, spec, fn, userdata, ret);
-        }
-        set_ok(d);
+        /* without output fds the caller wants the events, stdin streamed needs HTTP */
+        if (spec->output_fd[0] < 0 || exec_needs_http(spec))
+                return bus_via_http_exec(c);
+        client_begin(c);
 
         /* subscribe before starting it, so that its end cannot go by unseen */
-        r = sd_bus_match_signal(d->bus, &slot, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "CommandFinished",
+        r = sd_bus_match_signal(c->bus, &slot, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "CommandFinished",
                                 on_command_finished, &w);
         if (r < 0)
-                return set_error(d, SANDBOXD_ERROR_TRANSPORT, r, "", "cannot subscribe to CommandFinished: %s",
+                return bus_set_error(c, SANDBOXD_ERROR_TRANSPORT, r, "", "cannot subscribe to CommandFinished: %s",
                                  strerror(-r));
-        r = relay_open(&relay[0], STDOUT_FILENO);
+        r = relay_open(&relay[0], spec->output_fd[0]);
         if (r >= 0)
-                r = relay_open(&relay[1], STDERR_FILENO);
+                r = relay_open(&relay[1], spec->output_fd[1]);
         if (r < 0) {
-                r = set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "cannot create a pipe: %s", strerror(-r));
+                r = bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot create a pipe: %s", strerror(-r));
                 goto finish;
         }
-        r = exec_call(d, session, spec, relay[0].pass_fd, relay[1].pass_fd, &rid, &path);
+        r = exec_call(c, session, spec, relay[0].pass_fd, relay[1].pass_fd, &rid, &path);
         for (size_t i = 0; i < ELEMENTSOF(relay); i++)
                 if (relay[i].pass_fd != relay[i].target)
                         relay[i].pass_fd = safe_close(relay[i].pass_fd); /* the command has it now */
         if (r < 0)
                 goto finish;
         w.path = path;
-        r = set_current(d, session, rid, path);
+        r = set_current(c, session, rid, path);
         if (r < 0) {
-                set_error(d, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+                bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
                 goto finish;
         }
         if (fn) {
@@ -1141,15 +1085,15 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
                         .line = line ?: "",
                         .line_size = line ? strlen(line) : 0,
                 };
-                r = fn(b, &ev, userdata);
+                r = fn(c, &ev, userdata);
                 if (r < 0) {
-                        set_error(d, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
+                        bus_set_error(c, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
                         goto finish;
                 }
         }
 
         /* it may have ended before we were subscribed to its object: ask once */
-        r = command_status(d, path, &terminal);
+        r = command_status(c, path, &terminal);
         if (r < 0)
                 goto finish;
         while (!terminal && !w.finished) {
@@ -1157,22 +1101,22 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
                 uint64_t until;
                 int timeout = 2000, n = 1, wake = -1;
 
-                r = sd_bus_process(d->bus, NULL);
+                r = sd_bus_process(c->bus, NULL);
                 if (r < 0) {
-                        bus_error(d, r, NULL);
+                        bus_error(c, r, NULL);
                         goto finish;
                 }
                 if (r > 0)
                         continue;
-                p[0] = (struct pollfd) { .fd = sd_bus_get_fd(d->bus), .events = sd_bus_get_events(d->bus) };
-                if (d->wakeup && d->wakeup_fd >= 0) {
+                p[0] = (struct pollfd) { .fd = sd_bus_get_fd(c->bus), .events = sd_bus_get_events(c->bus) };
+                if (c->wakeup_fn && c->wakeup_fd >= 0 && !c->in_wakeup) {
                         wake = n;
-                        p[n++] = (struct pollfd) { .fd = d->wakeup_fd, .events = POLLIN };
+                        p[n++] = (struct pollfd) { .fd = c->wakeup_fd, .events = POLLIN };
                 }
                 for (size_t i = 0; i < ELEMENTSOF(relay); i++)
                         if (relay[i].read_fd >= 0)
                                 p[n++] = (struct pollfd) { .fd = relay[i].read_fd, .events = POLLIN };
-                if (sd_bus_get_timeout(d->bus, &until) > 0 && until != UINT64_MAX) {
+                if (sd_bus_get_timeout(c->bus, &until) > 0 && until != UINT64_MAX) {
                         struct timespec ts;
                         uint64_t now;
 
@@ -1187,33 +1131,52 @@ static int dbus_exec_run(Backend *b, const char *session, const ExecSpec *spec, 
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0) {
-                        r = set_error(d, SANDBOXD_ERROR_LOCAL, -errno, "", "poll: %m");
+                        r = bus_set_error(c, SANDBOXD_ERROR_LOCAL, -errno, "", "poll: %m");
                         goto finish;
                 }
                 for (size_t i = 0; i < ELEMENTSOF(relay); i++)
                         relay_copy(&relay[i]);
                 if (wake >= 0 && (p[wake].revents & POLLIN)) {
-                        r = d->wakeup(b, d->wakeup_fd, d->wakeup_userdata);
+                        c->in_wakeup = true;
+                        r = c->wakeup_fn(c, c->wakeup_fd, c->wakeup_userdata);
+                        c->in_wakeup = false;
                         if (r < 0) {
-                                set_error(d, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
+                                bus_set_error(c, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
                                 goto finish;
                         }
                 }
                 if (r == 0) {
                         /* nothing for a while: ask, in case sandboxd restarted and no signal comes */
-                        r = command_status(d, path, &terminal);
-                        if (r < 0 && d->error.kind != SANDBOXD_ERROR_TRANSPORT)
+                        r = command_status(c, path, &terminal);
+                        if (r < 0 && c->error.kind != SANDBOXD_ERROR_TRANSPORT)
                                 goto finish;
-                        set_ok(d);
+                        client_begin(c);
                 }
         }
         /* what the command wrote before it ended is in the pipes by now */
         for (size_t i = 0; i < ELEMENTSOF(relay); i++)
                 relay_close(&relay[i]);
-        r = get_result_at(d, path, ret);
+        r = get_result_at(c, path, &res);
+        if (r >= 0 && fn) {
+                sandboxd_event ev = {
+                        .type = SANDBOXD_EVENT_EXIT,
+                        .type_name = "exit",
+                        .request_id = res->request_id,
+                        .unit = res->unit,
+                        .result = res,
+                        .line = res->json,
+                        .line_size = strlen(res->json),
+                };
+                r = fn(c, &ev, userdata);
+                if (r < 0)
+                        bus_set_error(c, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
+        }
+        if (r >= 0 && ret)
+                *ret = TAKE_PTR(res);
 finish:
+        sandboxd_result_free(res);
         for (size_t i = 0; i < ELEMENTSOF(relay); i++)
-                if (relay[i].target > 0)
+                if (relay[i].target >= 0)
                         relay_close(&relay[i]);
         sd_bus_slot_unref(slot);
         free(rid);
@@ -1223,7 +1186,7 @@ finish:
 
 /* The object of a command by its request id: the one being run, or a search among the
  * session's command objects (newest first). */
-static int find_command(DbusBackend *d, const char *session, const char *rid, char **ret) {
+static int find_command(sandboxd_client *c, const char *session, const char *rid, char **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *spath = NULL, *base = NULL;
         sd_bus_message *reply = NULL;
@@ -1231,23 +1194,23 @@ static int find_command(DbusBackend *d, const char *session, const char *rid, ch
         unsigned max = 0;
         int r;
 
-        if (d->cur_path && streq(d->cur_session, session) && streq(d->cur_request_id, rid))
-                return (*ret = strdup(d->cur_path)) ? 0 : -ENOMEM;
-        r = session_path(d, session, &spath);
+        if (c->cur_path && streq(c->cur_session, session) && streq(c->cur_request_id, rid))
+                return (*ret = strdup(c->cur_path)) ? 0 : -ENOMEM;
+        r = session_path(c, session, &spath);
         if (r < 0)
                 return r;
         if (asprintf(&base, "%s/command", spath) < 0) {
                 base = NULL;
                 return -ENOMEM;
         }
-        r = call_method(d, base, "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply,
+        r = call_method(c, base, "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply,
                                NULL);
         if (r < 0)
-                return bus_error(d, r, &e);
+                return bus_error(c, r, &e);
         r = sd_bus_message_read(reply, "s", &xml);
         if (r < 0) {
                 sd_bus_message_unref(reply);
-                return bus_error(d, r, NULL);
+                return bus_error(c, r, NULL);
         }
         for (p = xml; (p = strstr(p, "<node name=\"")); p++) {
                 unsigned long n = strtoul(p + 12, NULL, 10);
@@ -1263,7 +1226,7 @@ static int find_command(DbusBackend *d, const char *session, const char *rid, ch
                         cpath = NULL;
                         return -ENOMEM;
                 }
-                r = get_command_string(d, cpath, "RequestId", &e2, &crid);
+                r = get_command_string(c, cpath, "RequestId", &e2, &crid);
                 if (r < 0)
                         continue;
                 if (streq(crid, rid)) {
@@ -1272,13 +1235,12 @@ static int find_command(DbusBackend *d, const char *session, const char *rid, ch
                         return 0;
                 }
         }
-        return set_error(d, SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found", "No such command: %s", rid);
+        return bus_set_error(c, SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found", "No such command: %s", rid);
 }
 
-static int dbus_command_signal(Backend *b, const char *session, const char *rid, int sig) {
+int bus_command_signal(sandboxd_client *c, const char *session, const char *rid, int sig) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        DbusBackend *d = dbus(b);
-        _cleanup_free_ char *path = NULL;
+                _cleanup_free_ char *path = NULL;
         sd_bus_message *reply = NULL;
         const char *name = sig == SIGINT    ? "SIGINT"
                            : sig == SIGTERM ? "SIGTERM"
@@ -1289,78 +1251,54 @@ static int dbus_command_signal(Backend *b, const char *session, const char *rid,
                                             : NULL;
         int r;
 
-        set_ok(d);
+        client_begin(c);
         if (!name)
-                return set_error(d, SANDBOXD_ERROR_LOCAL, -EINVAL, "", "signal %d may not be sent", sig);
-        r = find_command(d, session, rid, &path);
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -EINVAL, "", "signal %d may not be sent", sig);
+        r = find_command(c, session, rid, &path);
         if (r < 0)
                 return r;
-        r = call_method(d, path, COMMAND_IFACE, "Signal", &e, &reply, "s", name);
+        r = call_method(c, path, COMMAND_IFACE, "Signal", &e, &reply, "s", name);
         sd_bus_message_unref(reply);
-        return r < 0 ? bus_error(d, r, &e) : 0;
+        return r < 0 ? bus_error(c, r, &e) : 0;
 }
 
-const BackendOps backend_dbus_ops = {
-        .name = "dbus",
-        .free = dbus_free,
-        .last_error = dbus_last_error,
-        .set_wakeup = dbus_set_wakeup,
-        .health = dbus_health,
-        .drain = dbus_drain,
-        .session_create = dbus_session_create,
-        .session_get = dbus_session_get,
-        .session_list = dbus_session_list,
-        .session_close = dbus_session_close,
-        .session_freeze = dbus_session_freeze,
-        .exec_run = dbus_exec_run,
-        .exec_start = dbus_exec_start,
-        .command_attach = dbus_command_attach,
-        .command_wait = dbus_command_wait,
-        .command_get = dbus_command_get,
-        .command_list = dbus_command_list,
-        .command_signal = dbus_command_signal,
-        .file_upload = dbus_file_upload,
-        .file_write = dbus_file_write,
-        .file_download = dbus_file_download,
-        .file_read = dbus_file_read,
-        .file_stat = dbus_file_stat,
-        .file_list = dbus_file_list,
-        .file_mkdir = dbus_file_mkdir,
-};
 
-int backend_dbus_new(Backend **ret) {
-        DbusBackend *d;
-        int r;
+/* --- what the D-Bus API has no method for yet ---------------------------------------------
+ *
+ * These verbs go to the HTTP API on the local unix socket (SANDBOXD_DEFAULT_SOCKET), which a
+ * bus client also knows: each returns BUS_VIA_HTTP, and its public function goes on as an
+ * HTTP client does. Once sandboxd-dbus(5) has a method for one, its function here calls it
+ * instead. */
 
-        d = calloc(1, sizeof(*d));
-        if (!d)
-                return -ENOMEM;
-        d->backend.ops = &backend_dbus_ops;
-        d->wakeup_fd = -EBADF;
-        /* the errno of each of sandboxd's error names (sd_bus_error_get_errno(), and what
-         * sd_bus_call() returns) */
-        (void) sd_bus_error_add_map(api_error_bus_map());
-        r = sd_bus_open_system(&d->bus);
-        if (r < 0) {
-                log_error_errno(r, "Cannot connect to the system bus (%s): %m. sandboxctl talks D-Bus to the local "
-                                   "sandboxd; use --transport=http for its unix socket instead.",
-                                getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket");
-                free(d);
-                return -EHOSTUNREACH;
-        }
-        if (isatty(STDIN_FILENO))
-                (void) sd_bus_set_allow_interactive_authorization(d->bus, true);
-        r = backend_http_new(NULL, NULL, &d->http);
-        if (r >= 0 && asprintf(&d->backend.description, "the system bus (%s)", BUS_NAME) < 0) {
-                d->backend.description = NULL;
-                r = -ENOMEM;
-        }
-        if (r < 0) {
-                backend_free(d->http);
-                sd_bus_flush_close_unref(d->bus);
-                free(d);
-                return r;
-        }
-        *ret = &d->backend;
-        return 0;
+int bus_via_http_health(sandboxd_client *c _unused_) {
+        return BUS_VIA_HTTP;
+}
+
+int bus_via_http_drain(sandboxd_client *c _unused_) {
+        return BUS_VIA_HTTP;
+}
+
+/* sandboxd_exec_run() without output fds: the caller wants sandboxd's events, which only the
+ * HTTP API streams; and any exec with stdin fed later (sandboxd_exec_set_stdin_stream()). */
+int bus_via_http_exec(sandboxd_client *c _unused_) {
+        return BUS_VIA_HTTP;
+}
+
+/* sandboxd_command_attach(): replay of the kept events from an offset, then live */
+int bus_via_http_attach(sandboxd_client *c _unused_) {
+        return BUS_VIA_HTTP;
+}
+
+/* sandboxd_command_get(), _wait(), _list(): snapshots with the kept output and byte counts */
+int bus_via_http_command_snapshot(sandboxd_client *c _unused_) {
+        return BUS_VIA_HTTP;
+}
+
+int bus_via_http_write_stdin(sandboxd_client *c _unused_) {
+        return BUS_VIA_HTTP;
+}
+
+/* sandboxd_file_*(): the file API */
+int bus_via_http_files(sandboxd_client *c _unused_) {
+        return BUS_VIA_HTTP;
 }
