@@ -173,7 +173,3 @@ void session_save_soon(Session *s);
 void session_save_pending(Session *s);
 void session_arm_expiry(Session *s);
 
-/* When it expires (CLOCK_REALTIME): idle expiry, lifetime, or the end of its retention once closed. */
-uint64_t session_expiry(Session *s);
-/* The workspace's disk usage as last counted; queues a new count when that is old. */
-uint64_t session_disk_bytes(Session *s);
