@@ -850,10 +850,13 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 const char *msg = systemd_error_message(reply);
                 void *fn_userdata = c->started_userdata;
+                Session *s = c->session;
 
                 log_error("Failed to start %s: %s", c->unit, msg);
-                /* Never started: nothing to keep. */
+                /* Never started: nothing to keep. A close waiting for it goes on. */
                 command_remove(c);
+                if (s->state == SESSION_CLOSING)
+                        session_command_finished(s, NULL);
                 if (fn)
                         fn(NULL, -EIO, msg, fn_userdata);
                 return 0;

@@ -475,6 +475,36 @@ out:
         ASSERT(started.n == 1 && closed.n == 1 && closed2.n == 1 && after.n == 1);
 }
 
+/* A close while a command's start is not yet answered: the close waits for it; when PID 1
+ * refuses the start, the session closes all the same. */
+static void test_close_while_command_starting(void) {
+        Seen started = {}, closed = {};
+        Session *s;
+        Command *c;
+        char unit[128];
+
+        setup_manager();
+        s = active_session("ws9");
+        if (!s)
+                goto out;
+        c = exec_true(s, &started);
+        if (!c)
+                goto out;
+        snprintf(unit, sizeof(unit), "%s", c->unit);
+        ASSERT(session_close(s, "client", false, on_ready, &closed) >= 0);
+        ASSERT(s->state == SESSION_CLOSING);
+        ASSERT(count_calls("StopUnit", unit) == 1); /* queued behind the start */
+        ASSERT(closed.n == 0);
+        answer_error(find_call("StartTransientUnit", unit), "no unit for you");
+        ASSERT(started.n == 1 && started.r == -EIO);
+        ASSERT(s->state == SESSION_CLOSED);
+        ASSERT(count_calls("StopUnit", s->slice) == 1);
+        ASSERT(closed.n == 1 && closed.r == 0);
+out:
+        teardown_manager();
+        ASSERT(started.n == 1 && closed.n == 1);
+}
+
 static void test_freeze(void) {
         Seen f = {}, g = {}, h = {};
         Session *s;
@@ -582,6 +612,7 @@ int main(void) {
         test_teardown_while_starting();
         test_command_start_answers();
         test_close_with_commands_running();
+        test_close_while_command_starting();
         test_freeze();
         test_teardown_while_freezing();
         test_pool();
