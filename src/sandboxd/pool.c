@@ -133,10 +133,12 @@ void pool_fill_soon(Manager *m) {
 
         if (m->pool_timer && sd_event_source_get_enabled(m->pool_timer, NULL) > 0)
                 return; /* already due */
-        if (!m->pool_timer)
+        if (!m->pool_timer) {
                 r = sd_event_add_time_relative(m->event, &m->pool_timer, CLOCK_MONOTONIC, POOL_FILL_DELAY_USEC,
                                                10 * USEC_PER_MSEC, on_pool_timer, m);
-        else {
+                if (r >= 0)
+                        (void) sd_event_source_set_description(m->pool_timer, "pool-fill");
+        } else {
                 r = sd_event_source_set_time_relative(m->pool_timer, POOL_FILL_DELAY_USEC);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(m->pool_timer, SD_EVENT_ONESHOT);
