@@ -258,6 +258,8 @@ static void teardown_manager(void) {
 
         while ((s = m->sessions))
                 session_free(s);
+        while (m->releases)
+                unit_release_free(m->releases);
         pool_free(m);
         m->writer = store_writer_free(m->writer);
         m = manager_free(m); /* closes the bus */
