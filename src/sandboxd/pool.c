@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
+
 #include "log.h"
 #include "pool.h"
 #include "proxy.h"
@@ -151,6 +153,8 @@ void pool_fill_soon(Manager *m) {
 
 int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
         PoolSlot *p;
+
+        assert(m && ret_id && ret_proxy);
 
         LIST_FOREACH(slots, p, m->pool)
                 if (p->ready) {
