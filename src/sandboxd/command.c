@@ -300,6 +300,7 @@ static int watch_stream(Command *c, OutputStream st) {
         r = sd_event_add_io(c->session->manager->event, &c->io[st], c->fd[st], EPOLLIN, on_output, c);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch %s of %s: %m", stream_names[st], c->unit);
+        (void) sd_event_source_set_description(c->io[st], st == OUTPUT_STDOUT ? "command-stdout" : "command-stderr");
         return 0;
 }
 
@@ -391,6 +392,7 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandSt
                 r = sd_event_add_io(c->session->manager->event, &c->stdin_io, c->stdin_fd, EPOLLOUT, on_stdin_writable, c);
                 if (r < 0)
                         return r;
+                (void) sd_event_source_set_description(c->stdin_io, "command-stdin");
         }
         return sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
 }
@@ -828,6 +830,7 @@ static int command_watch(Command *c) {
                                        10 * USEC_PER_MSEC, on_sample, c);
         if (r < 0)
                 return r;
+        (void) sd_event_source_set_description(c->sample_timer, "command-sample");
         (void) sd_event_source_set_enabled(c->sample_timer, SD_EVENT_ON);
 
         /* Read the state once now: the unit may have changed before our match was in place. */
@@ -850,10 +853,13 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 const char *msg = systemd_error_message(reply);
                 void *fn_userdata = c->started_userdata;
+                Session *s = c->session;
 
                 log_error("Failed to start %s: %s", c->unit, msg);
-                /* Never started: nothing to keep. */
+                /* Never started: nothing to keep. A close waiting for it goes on. */
                 command_remove(c);
+                if (s->state == SESSION_CLOSING)
+                        session_command_finished(s, NULL);
                 if (fn)
                         fn(NULL, -EIO, msg, fn_userdata);
                 return 0;

@@ -321,11 +321,15 @@ static void daemon_stop(Manager *m) {
                 session_abandon_waiters(s);
         file_ops_abandon(m->file_ops);
         r = sd_event_add_defer(m->event, &m->stop_defer, on_stop, m);
-        if (r >= 0)
+        if (r >= 0) {
+                (void) sd_event_source_set_description(m->stop_defer, "daemon-stop");
                 r = sd_event_source_set_priority(m->stop_defer, SD_EVENT_PRIORITY_IDLE);
+        }
         if (r >= 0)
                 r = sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC,
                                                STOP_FLUSH_MSEC * USEC_PER_MSEC, 0, on_stop_timer, m);
+        if (r >= 0)
+                (void) sd_event_source_set_description(m->stop_timer, "daemon-stop-deadline");
         if (r < 0)
                 (void) sd_event_exit(m->event, 0);
 }
@@ -473,9 +477,19 @@ int daemon_startup(Manager *m, const char *listen_path) {
         sigaddset(&ss, SIGINT);
         if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
                 return log_error_errno(-errno, "Failed to block signals: %m");
-        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+        /* the loop owns them (floating), named first */
+        r = 0;
+        for (size_t i = 0; i < 2 && r >= 0; i++) {
+                static const int sigs[] = { SIGTERM, SIGINT };
+                sd_event_source *es;
+
+                r = sd_event_add_signal(m->event, &es, sigs[i], on_signal, m);
+                if (r < 0)
+                        break;
+                (void) sd_event_source_set_description(es, sigs[i] == SIGTERM ? "signal-term" : "signal-int");
+                r = sd_event_source_set_floating(es, true);
+                sd_event_source_unref(es);
+        }
         if (r < 0)
                 return log_error_errno(r, "Failed to watch signals: %m");
         (void) signal(SIGPIPE, SIG_IGN);
@@ -512,6 +526,7 @@ int daemon_startup(Manager *m, const char *listen_path) {
                                        on_idle_timeout, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the idle timer: %m");
+        (void) sd_event_source_set_description(m->idle_timer, "daemon-idle");
         (void) sd_event_source_set_enabled(m->idle_timer, SD_EVENT_OFF);
         manager_check_idle(m);
         return 0;

@@ -696,19 +696,32 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         r = sd_event_add_io(m->event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 goto fail;
+        (void) sd_event_source_set_description(s->io, "http-io");
         /* Accuracy 1 µs: 0 would mean sd-event's default of 250 ms, and MHD asks for "now" whenever a
          * connection has more to read than fitted in its buffer (an upload). */
         r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 1, on_timer, s);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->timer, "http-timer");
         r = sd_event_add_defer(m->event, &s->now, on_now, s);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->now, SD_EVENT_OFF);
-        r = sd_event_add_post(m->event, NULL, on_post, s);
-        if (r < 0)
-                goto fail;
+        (void) sd_event_source_set_description(s->now, "http-now");
+        {
+                sd_event_source *post;
+
+                /* the loop owns it (floating), named first */
+                r = sd_event_add_post(m->event, &post, on_post, s);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_description(post, "http-post");
+                r = sd_event_source_set_floating(post, true);
+                sd_event_source_unref(post);
+                if (r < 0)
+                        goto fail;
+        }
 
         *ret = s;
         return 0;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
+
 #include "log.h"
 #include "pool.h"
 #include "proxy.h"
@@ -133,10 +135,12 @@ void pool_fill_soon(Manager *m) {
 
         if (m->pool_timer && sd_event_source_get_enabled(m->pool_timer, NULL) > 0)
                 return; /* already due */
-        if (!m->pool_timer)
+        if (!m->pool_timer) {
                 r = sd_event_add_time_relative(m->event, &m->pool_timer, CLOCK_MONOTONIC, POOL_FILL_DELAY_USEC,
                                                10 * USEC_PER_MSEC, on_pool_timer, m);
-        else {
+                if (r >= 0)
+                        (void) sd_event_source_set_description(m->pool_timer, "pool-fill");
+        } else {
                 r = sd_event_source_set_time_relative(m->pool_timer, POOL_FILL_DELAY_USEC);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(m->pool_timer, SD_EVENT_ONESHOT);
@@ -149,6 +153,8 @@ void pool_fill_soon(Manager *m) {
 
 int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
         PoolSlot *p;
+
+        assert(m && ret_id && ret_proxy);
 
         LIST_FOREACH(slots, p, m->pool)
                 if (p->ready) {

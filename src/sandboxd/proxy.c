@@ -302,6 +302,7 @@ static void conn_connect_next(ProxyConn *c) {
                         c->ufd = safe_close(c->ufd);
                         break;
                 }
+                (void) sd_event_source_set_description(c->uio, "proxy-upstream");
                 c->state = CONN_CONNECTING;
                 (void) sd_event_source_set_time_relative(c->timer, m->config.proxy_connect_timeout_usec);
                 return;
@@ -626,6 +627,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 /* The request must come soon; later the same timer watches the connect and idleness. */
                 r = sd_event_add_time_relative(m->event, &c->timer, CLOCK_MONOTONIC, m->config.proxy_connect_timeout_usec,
                                                USEC_PER_SEC / 10, on_timer, c);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(c->cio, "proxy-client");
+                (void) sd_event_source_set_description(c->timer, "proxy-connection-timer");
+        }
         if (r < 0) {
                 log_warning_errno(r, "Egress proxy: failed to watch a connection, ignoring: %m");
                 conn_free(c);

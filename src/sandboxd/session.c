@@ -287,6 +287,8 @@ void session_arm_expiry(Session *s) {
                 r = sd_event_add_time(s->manager->event, &s->expiry_timer, CLOCK_REALTIME, when, USEC_PER_SEC, on_expiry, s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to arm the expiry of session %s, ignoring: %m", s->id);
+                else
+                        (void) sd_event_source_set_description(s->expiry_timer, "session-expiry");
                 return;
         }
         (void) sd_event_source_set_time(s->expiry_timer, when);

@@ -143,7 +143,7 @@ int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata);
  * it. -ESRCH: PID 1 has not given it one yet. */
 int session_userdb_update(Session *s);
 
-/* The command engine tells us when one of ours ends. */
+/* The command engine tells us when one of ours ends, or (c NULL) was refused by PID 1. */
 void session_command_finished(Session *s, Command *c);
 
 /* The manager's list of sessions (newest first) and its table by id (uthash). */
