@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A command's life, its one job although over 800 lines: the checks that depend on its
+ * session, its transient unit (started through pid1-gate), its pipes into output.c and its
+ * stdin, signals, the unit's end read into a result, its record and its recovery after a
+ * restart, and the release of finished units. Changes go to the manager's observers. */
 
 #include <assert.h>
 #include <fcntl.h>

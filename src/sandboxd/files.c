@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The workspace's files, its one job although over 800 lines: every path resolved beneath
+ * the workspace (openat2 RESOLVE_BENEATH) as its owner (fsuid), reads, uploads, listings,
+ * stat, mkdir, moves, removals and the disk-usage walk. Called on file-ops.c's threads,
+ * uploads on the loop. */
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The HTTP front end's routes, its one job although over 800 lines: the route table and a
+ * handler per route that checks the request, asks authz.c and the core, and answers
+ * (JSON from http-json.c, errors from the error table). No state of its own. */
 
 #include <fcntl.h>
 #include <inttypes.h>

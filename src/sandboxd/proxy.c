@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The egress proxy's sockets, its one job although over 800 lines: accepting a session's
+ * connections, reading request heads through proxy-proto.c, resolving and checking them
+ * (proxy-resolve.c, net-policy.c), and relaying bytes with bounded buffers, fair shares
+ * and timers. */
 
 #include <arpa/inet.h>
 #include <assert.h>

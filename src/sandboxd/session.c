@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A session's life, its one job although over 800 lines: creation (quota, scope, slice or a
+ * pooled one, proxy), the registry of sessions (session_add/find), expiry and touches,
+ * freezing, closing with its purge, records and their recovery after a restart. It tells
+ * the manager's observers (observer.h) of every change and knows no front end. */
 
 #include <assert.h>
 #include <dirent.h>
