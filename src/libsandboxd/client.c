@@ -36,7 +36,7 @@ _public_ int sandboxd_client_new_bus(sandboxd_client **ret) {
 
         if (!ret)
                 return -EINVAL;
-        /* also an HTTP client of the local unix socket, for what D-Bus does not offer yet */
+        /* set up as an HTTP client of the local unix socket too: sandboxd_request() is raw HTTP */
         r = sandboxd_client_new(NULL, NULL, &c);
         if (r < 0)
                 return r;

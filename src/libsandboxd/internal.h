@@ -29,7 +29,7 @@ struct sandboxd_client {
         bool in_wakeup;
         sandboxd_error error;
         /* the D-Bus transport (transport-dbus.c): NULL for an HTTP client. A bus client is
-         * also an HTTP client of the local unix socket, for what D-Bus does not offer yet. */
+         * also an HTTP client of the local unix socket, for sandboxd_request() only. */
         sd_bus *bus;
         char *cur_session, *cur_request_id, *cur_path; /* the command bus_exec_run() follows */
 };
