@@ -36,7 +36,7 @@ _public_ int sandboxd_client_new_bus(sandboxd_client **ret) {
 
         if (!ret)
                 return -EINVAL;
-        /* also an HTTP client of the local unix socket, for what D-Bus does not offer yet */
+        /* set up as an HTTP client of the local unix socket too: sandboxd_request() is raw HTTP */
         r = sandboxd_client_new(NULL, NULL, &c);
         if (r < 0)
                 return r;
@@ -158,7 +158,7 @@ _public_ int sandboxd_health(sandboxd_client *c, char **ret_json) {
         if (!c || !ret_json)
                 return -EINVAL;
         client_begin(c);
-        BUS_DISPATCH(c, bus_via_http_health(c));
+        BUS_DISPATCH(c, bus_health(c, ret_json));
         return client_done(c, get_json_text(c, "GET", "/v1/health", ret_json));
 }
 
@@ -166,7 +166,7 @@ _public_ int sandboxd_drain(sandboxd_client *c, int drain, char **ret_json) {
         if (!c || !ret_json)
                 return -EINVAL;
         client_begin(c);
-        BUS_DISPATCH(c, bus_via_http_drain(c));
+        BUS_DISPATCH(c, bus_drain(c, drain, ret_json));
         return client_done(c, get_json_text(c, drain > 0 ? "POST" : drain == 0 ? "DELETE" : "GET", "/v1/drain",
                                             ret_json));
 }

@@ -265,7 +265,7 @@ _public_ int sandboxd_command_attach(sandboxd_client *c, const char *session, co
         if (!c || !session || !request_id)
                 return -EINVAL;
         client_begin(c);
-        BUS_DISPATCH(c, bus_via_http_attach(c));
+        BUS_DISPATCH(c, bus_command_attach(c, session, request_id, offset, fn, userdata, ret));
         snprintf(num, sizeof(num), "%llu", (unsigned long long) offset);
         r = url_command(&url, c, session, request_id, "events");
         if (r >= 0)
@@ -300,7 +300,7 @@ _public_ int sandboxd_command_get(sandboxd_client *c, const char *session, const
         if (!c || !session || !request_id || !ret)
                 return -EINVAL;
         client_begin(c);
-        BUS_DISPATCH(c, bus_via_http_command_snapshot(c));
+        BUS_DISPATCH(c, bus_command_get(c, session, request_id, ret));
         return client_done(c, command_get(c, session, request_id, ret));
 }
 
@@ -320,7 +320,7 @@ _public_ int sandboxd_command_wait(sandboxd_client *c, const char *session, cons
         if (!c || !session || !request_id || !ret)
                 return -EINVAL;
         client_begin(c);
-        BUS_DISPATCH(c, bus_via_http_command_snapshot(c));
+        BUS_DISPATCH(c, bus_command_wait(c, session, request_id, timeout_usec, ret));
         for (;;) {
                 sandboxd_result *snap = NULL;
                 uint64_t left = 0, now;
@@ -375,7 +375,7 @@ _public_ int sandboxd_command_list(sandboxd_client *c, const char *session, sand
         if (!c || !session || !ret)
                 return -EINVAL;
         client_begin(c);
-        BUS_DISPATCH(c, bus_via_http_command_snapshot(c));
+        BUS_DISPATCH(c, bus_command_list(c, session, ret, ret_n));
         r = url_session(&url, c, session, "commands");
         if (r >= 0)
                 r = http_json(c, "GET", url.data, NULL, NULL, &answer);
@@ -454,7 +454,7 @@ _public_ int sandboxd_command_write_stdin(sandboxd_client *c, const char *sessio
         if (!c || !session || !request_id || (!data && size > 0))
                 return -EINVAL;
         client_begin(c);
-        BUS_DISPATCH(c, bus_via_http_write_stdin(c));
+        BUS_DISPATCH(c, bus_command_write_stdin(c, session, request_id, data, size, eof));
         r = url_command(&url, c, session, request_id, "stdin");
         if (r >= 0 && eof)
                 r = url_append_query(&url, "eof", "1");

@@ -29,7 +29,7 @@ struct sandboxd_client {
         bool in_wakeup;
         sandboxd_error error;
         /* the D-Bus transport (transport-dbus.c): NULL for an HTTP client. A bus client is
-         * also an HTTP client of the local unix socket, for what D-Bus does not offer yet. */
+         * also an HTTP client of the local unix socket, for sandboxd_request() only. */
         sd_bus *bus;
         char *cur_session, *cur_request_id, *cur_path; /* the command bus_exec_run() follows */
 };
@@ -162,10 +162,6 @@ int http_json(sandboxd_client *c, const char *method, const char *url, json_obje
 
 /* --- transport-dbus.c: the D-Bus transport ---------------------------------------------- */
 
-/* What a bus_*() function returns when the verb goes over HTTP on the local unix socket:
- * its public function then goes on as for an HTTP client. */
-#define BUS_VIA_HTTP 1
-
 int bus_open(sandboxd_client *c);
 void bus_close(sandboxd_client *c);
 
@@ -181,22 +177,27 @@ int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *e
 int bus_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec *e, char **ret_request_id);
 int bus_command_signal(sandboxd_client *c, const char *session, const char *request_id, int sig);
 
-/* the verbs without a D-Bus method yet: BUS_VIA_HTTP */
-int bus_via_http_health(sandboxd_client *c);
-int bus_via_http_drain(sandboxd_client *c);
-int bus_via_http_exec(sandboxd_client *c);
-int bus_via_http_attach(sandboxd_client *c);
-int bus_via_http_command_snapshot(sandboxd_client *c);
-int bus_via_http_write_stdin(sandboxd_client *c);
-int bus_via_http_files(sandboxd_client *c);
+int bus_command_attach(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
+                       sandboxd_event_fn fn, void *userdata, sandboxd_result **ret);
+int bus_command_get(sandboxd_client *c, const char *session, const char *request_id, sandboxd_result **ret);
+int bus_command_wait(sandboxd_client *c, const char *session, const char *request_id, uint64_t timeout_usec,
+                     sandboxd_result **ret);
+int bus_command_list(sandboxd_client *c, const char *session, sandboxd_result ***ret, size_t *ret_n);
+int bus_command_write_stdin(sandboxd_client *c, const char *session, const char *request_id, const void *data,
+                            size_t size, bool eof);
+int bus_health(sandboxd_client *c, char **ret_json);
+int bus_drain(sandboxd_client *c, int drain, char **ret_json);
+/* the file API: Stat() (list false) or List() as the HTTP API's JSON; Read()'s fd and size */
+int bus_file_json(sandboxd_client *c, const char *session, const char *path, bool list, json_object **ret);
+int bus_file_open(sandboxd_client *c, const char *session, const char *path, int *ret_fd, uint64_t *ret_size);
+int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size);
+int bus_file_mkdir(sandboxd_client *c, const char *session, const char *path);
+int bus_file_move(sandboxd_client *c, const char *session, const char *path, const char *to);
+int bus_file_remove(sandboxd_client *c, const char *session, const char *path, bool recursive);
 
-/* In a public function, after client_begin(): the call over D-Bus on a bus client, unless it
- * says BUS_VIA_HTTP. */
+/* In a public function, after client_begin(): the call over D-Bus on a bus client. */
 #define BUS_DISPATCH(c, call)                                           \
         do {                                                            \
-                if ((c)->bus) {                                         \
-                        int _r = (call);                                \
-                        if (_r != BUS_VIA_HTTP)                         \
-                                return client_done((c), _r);            \
-                }                                                       \
+                if ((c)->bus)                                           \
+                        return client_done((c), (call));                \
         } while (0)

@@ -68,9 +68,8 @@ typedef struct sandboxd_client sandboxd_client;
  * or NULL. Nothing is connected yet. */
 int sandboxd_client_new(const char *url, const char *key, sandboxd_client **ret);
 /* The local sandboxd over D-Bus (io.sandboxd.sandbox1 on the system bus, authorized by
- * polkit). Connects to the bus at once: a negative errno if it is not there. What the D-Bus
- * API has no method for yet goes to the HTTP API on SANDBOXD_DEFAULT_SOCKET (libsandboxd(3)
- * lists those functions). */
+ * polkit). Connects to the bus at once: a negative errno if it is not there. Every function
+ * goes over D-Bus but sandboxd_request(), raw HTTP on SANDBOXD_DEFAULT_SOCKET (libsandboxd(3)). */
 int sandboxd_client_new_bus(sandboxd_client **ret);
 /* Whether c was made by sandboxd_client_new_bus(). */
 bool sandboxd_client_is_bus(const sandboxd_client *c);

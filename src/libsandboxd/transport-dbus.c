@@ -1,27 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The D-Bus transport: io.sandboxd.sandbox1 on the system bus (sandboxd-dbus(5)), authorized
  * by polkit. It fills the same structs as the HTTP transport ("json" built from the objects'
- * properties with the HTTP API's field names) and the same sandboxd_error, through the
- * error table (error-table.c). What the D-Bus API has goes over it: sessions (create, get,
- * list, close, freeze, thaw, touch), starting commands (exec with output file descriptors,
- * start) and signals. What it has no method for yet goes to the HTTP API on the local unix
- * socket, each verb in a function of its own at the end of this file (bus_via_http_*). */
+ * properties and methods with the HTTP API's field names) and the same sandboxd_error, through
+ * the error table (error-table.c). Every verb goes over D-Bus: a bus client needs no access to
+ * the HTTP socket. Event streams are the NDJSON of a command's Attach() pipe. */
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <time.h>
 
 #include "encoding.h"
 #include "error-table.h"
 #include "internal.h"
 #include "io-util.h"
+#include "time-util.h"
 
 #define BUS_NAME "io.sandboxd.sandbox1"
 #define MANAGER_PATH "/io/sandboxd/sandbox1"
 #define MANAGER_IFACE "io.sandboxd.sandbox1.Manager"
 #define SESSION_IFACE "io.sandboxd.sandbox1.Session"
 #define COMMAND_IFACE "io.sandboxd.sandbox1.Command"
+#define FILES_IFACE "io.sandboxd.sandbox1.Files"
 /* Calls that wait for systemd (creating or closing a session) may take a while. */
 #define CALL_TIMEOUT_USEC (120ULL * 1000000ULL)
 
@@ -838,7 +840,10 @@ static int append_exec_options(sd_bus_message *m, json_object *body, int out_fd,
                 r = sd_bus_message_append(m, "{sv}", "timeout_ms", "t", (uint64_t) json_object_get_int64(v));
         if (r >= 0 && json_object_object_get_ex(body, "request_id", &v))
                 r = sd_bus_message_append(m, "{sv}", "request_id", "s", json_object_get_string(v));
-        if (r >= 0 && json_object_object_get_ex(body, "stdin", &v)) {
+        if (r >= 0 && json_object_object_get_ex(body, "stdin", &v) && json_object_is_type(v, json_type_string))
+                /* "stream": fed later by WriteStdin() */
+                r = sd_bus_message_append(m, "{sv}", "stdin", "s", json_object_get_string(v));
+        else if (r >= 0 && json_object_object_get_ex(body, "stdin", &v)) {
                 const char *b64 = json_get_string(v, "base64");
                 Buf data = {};
 
@@ -879,14 +884,6 @@ static int append_argv(sd_bus_message *m, json_object *body) {
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;
-}
-
-/* What Exec cannot do yet: stdin fed later (sandboxd_command_write_stdin() goes over HTTP,
- * and only a command HTTP started takes it). */
-static bool exec_needs_http(const sandboxd_exec *e) {
-        json_object *v;
-
-        return json_object_object_get_ex(e->body, "stdin", &v) && json_object_is_type(v, json_type_string);
 }
 
 static int exec_call(sandboxd_client *c, const char *session, const sandboxd_exec *spec, int out_fd, int err_fd,
@@ -931,8 +928,6 @@ int bus_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec 
         char *rid = NULL, *path = NULL;
         int r;
 
-        if (exec_needs_http(spec))
-                return bus_via_http_exec(c);
         r = exec_call(c, session, spec, -1, -1, &rid, &path);
         if (r < 0)
                 return r;
@@ -1030,6 +1025,9 @@ static void relay_close(Relay *rl) {
                 rl->pass_fd = safe_close(rl->pass_fd);
 }
 
+static int exec_events(sandboxd_client *c, const char *session, const sandboxd_exec *spec, sandboxd_event_fn fn,
+                       void *userdata, sandboxd_result **ret);
+
 int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *spec, sandboxd_event_fn fn,
                  void *userdata, sandboxd_result **ret) {
         sd_bus_slot *slot = NULL;
@@ -1040,9 +1038,9 @@ int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *s
         bool terminal = false;
         int r;
 
-        /* without output fds the caller wants the events, stdin streamed needs HTTP */
-        if (spec->output_fd[0] < 0 || exec_needs_http(spec))
-                return bus_via_http_exec(c);
+        /* without output fds the caller wants the events */
+        if (spec->output_fd[0] < 0)
+                return exec_events(c, session, spec, fn, userdata, ret);
         client_begin(c);
 
         /* subscribe before starting it, so that its end cannot go by unseen */
@@ -1184,14 +1182,12 @@ finish:
         return r;
 }
 
-/* The object of a command by its request id: the one being run, or a search among the
- * session's command objects (newest first). */
+/* The object of a command by its request id: the one being run, or the session's GetCommand(). */
 static int find_command(sandboxd_client *c, const char *session, const char *rid, char **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        _cleanup_free_ char *spath = NULL, *base = NULL;
+        _cleanup_free_ char *spath = NULL;
         sd_bus_message *reply = NULL;
-        const char *xml, *p;
-        unsigned max = 0;
+        const char *path;
         int r;
 
         if (c->cur_path && streq(c->cur_session, session) && streq(c->cur_request_id, rid))
@@ -1199,43 +1195,14 @@ static int find_command(sandboxd_client *c, const char *session, const char *rid
         r = session_path(c, session, &spath);
         if (r < 0)
                 return r;
-        if (asprintf(&base, "%s/command", spath) < 0) {
-                base = NULL;
-                return -ENOMEM;
-        }
-        r = call_method(c, base, "org.freedesktop.DBus.Introspectable", "Introspect", &e, &reply,
-                               NULL);
+        r = call_method(c, spath, SESSION_IFACE, "GetCommand", &e, &reply, "s", rid);
         if (r < 0)
                 return bus_error(c, r, &e);
-        r = sd_bus_message_read(reply, "s", &xml);
-        if (r < 0) {
-                sd_bus_message_unref(reply);
-                return bus_error(c, r, NULL);
-        }
-        for (p = xml; (p = strstr(p, "<node name=\"")); p++) {
-                unsigned long n = strtoul(p + 12, NULL, 10);
-                if (n > max)
-                        max = (unsigned) n;
-        }
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r >= 0 && !(*ret = strdup(path)))
+                r = -ENOMEM;
         sd_bus_message_unref(reply);
-        for (unsigned n = max; n > 0; n--) {
-                _cleanup_(sd_bus_error_free) sd_bus_error e2 = SD_BUS_ERROR_NULL;
-                _cleanup_free_ char *cpath = NULL, *crid = NULL;
-
-                if (asprintf(&cpath, "%s/%u", base, n) < 0) {
-                        cpath = NULL;
-                        return -ENOMEM;
-                }
-                r = get_command_string(c, cpath, "RequestId", &e2, &crid);
-                if (r < 0)
-                        continue;
-                if (streq(crid, rid)) {
-                        *ret = cpath;
-                        cpath = NULL;
-                        return 0;
-                }
-        }
-        return bus_set_error(c, SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "not_found", "No such command: %s", rid);
+        return r == -ENOMEM ? bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : r < 0 ? bus_error(c, r, NULL) : 0;
 }
 
 int bus_command_signal(sandboxd_client *c, const char *session, const char *rid, int sig) {
@@ -1263,42 +1230,584 @@ int bus_command_signal(sandboxd_client *c, const char *session, const char *rid,
 }
 
 
-/* --- what the D-Bus API has no method for yet ---------------------------------------------
- *
- * These verbs go to the HTTP API on the local unix socket (SANDBOXD_DEFAULT_SOCKET), which a
- * bus client also knows: each returns BUS_VIA_HTTP, and its public function goes on as an
- * HTTP client does. Once sandboxd-dbus(5) has a method for one, its function here calls it
- * instead. */
+/* --- event streams: the NDJSON of Attach()'s pipe ----------------------------------------- */
 
-int bus_via_http_health(sandboxd_client *c _unused_) {
-        return BUS_VIA_HTTP;
+/* The read end of a pipe of the command's events from offset (GET .../events?offset=). */
+static int attach_fd(sandboxd_client *c, const char *path, uint64_t offset, int *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        int fd, r;
+
+        r = call_method(c, path, COMMAND_IFACE, "Attach", &e, &reply, "t", offset);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        r = sd_bus_message_read(reply, "h", &fd);
+        if (r >= 0 && (*ret = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+                r = -errno;
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(c, r, NULL) : 0;
 }
 
-int bus_via_http_drain(sandboxd_client *c _unused_) {
-        return BUS_VIA_HTTP;
+/* Reads the events of fd (closed here) to the exit event, as the HTTP transport reads its
+ * stream: the same callbacks, result and errors. timeout_usec: 0 for none. */
+static int read_events(sandboxd_client *c, int fd, const char *session, uint64_t offset, uint64_t timeout_usec,
+                       sandboxd_event_fn fn, void *userdata, sandboxd_result **ret) {
+        EventReader er = { .offset = offset, .client = c, .fn = fn, .userdata = userdata,
+                           .output_fd = { -EBADF, -EBADF } };
+        uint64_t deadline = timeout_usec > 0 ? now_usec(CLOCK_MONOTONIC) + timeout_usec : 0;
+        sandboxd_result *res;
+        char buf[65536];
+        int r = 0;
+
+        for (;;) {
+                struct pollfd p[2] = { { .fd = fd, .events = POLLIN } };
+                int n = 1, timeout = -1;
+                ssize_t k;
+
+                if (c->wakeup_fn && c->wakeup_fd >= 0 && !c->in_wakeup)
+                        p[n++] = (struct pollfd) { .fd = c->wakeup_fd, .events = POLLIN };
+                if (deadline > 0) {
+                        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+                        if (now >= deadline) {
+                                r = bus_set_error(c, SANDBOXD_ERROR_TRANSPORT, -ETIMEDOUT, "",
+                                                  "No exit event within the time limit.");
+                                break;
+                        }
+                        timeout = (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT_MAX);
+                }
+                if (poll(p, n, timeout) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = bus_set_error(c, SANDBOXD_ERROR_LOCAL, -errno, "", "poll: %m");
+                        break;
+                }
+                if (n > 1 && (p[1].revents & POLLIN)) {
+                        c->in_wakeup = true;
+                        r = c->wakeup_fn(c, c->wakeup_fd, c->wakeup_userdata);
+                        c->in_wakeup = false;
+                        if (r < 0) {
+                                bus_set_error(c, SANDBOXD_ERROR_CANCELLED, r, "", "stopped by the caller");
+                                break;
+                        }
+                }
+                if (!p[0].revents)
+                        continue;
+                k = read(fd, buf, sizeof(buf));
+                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (k < 0) {
+                        r = bus_set_error(c, SANDBOXD_ERROR_TRANSPORT, -errno, "", "reading the events: %m");
+                        break;
+                }
+                if (k == 0)
+                        break;
+                r = event_reader_feed(&er, buf, (size_t) k);
+                if (r < 0) {
+                        if (er.error < 0)
+                                bus_set_error(c, SANDBOXD_ERROR_CANCELLED, er.error, "", "Stopped by the event callback.");
+                        else if (r == -EBADMSG || r == -EMSGSIZE)
+                                r = bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "",
+                                                  "Attach(): not a valid NDJSON event stream.");
+                        else
+                                bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "%s", strerror(-r));
+                        break;
+                }
+                if (er.result)
+                        break; /* the exit event: the last line */
+        }
+        safe_close(fd);
+        if (r >= 0 && !er.result && line_splitter_finish(&er.lines) < 0)
+                r = bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "", "Attach(): the stream ended inside a line.");
+        else if (r >= 0 && !er.result)
+                /* sandboxd stopped, say: attach again */
+                r = bus_set_error(c, SANDBOXD_ERROR_TRANSPORT, -ECONNRESET, "",
+                                  "Attach(): the stream ended before the command's exit event.");
+        if (r < 0) {
+                event_reader_done(&er);
+                return r;
+        }
+        res = TAKE_PTR(er.result);
+        if (!res->request_id && er.request_id)
+                res->request_id = TAKE_PTR(er.request_id);
+        if (!res->session && session && !(res->session = strdup(session)))
+                r = -ENOMEM;
+        event_reader_done(&er);
+        if (r < 0) {
+                sandboxd_result_free(res);
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+        }
+        if (ret)
+                *ret = res;
+        else
+                sandboxd_result_free(res);
+        return 0;
 }
 
-/* sandboxd_exec_run() without output fds: the caller wants sandboxd's events, which only the
- * HTTP API streams; and any exec with stdin fed later (sandboxd_exec_set_stdin_stream()). */
-int bus_via_http_exec(sandboxd_client *c _unused_) {
-        return BUS_VIA_HTTP;
+/* sandboxd_exec_run() without output fds: Exec(), then its events from the start (the first
+ * is "accepted"), the bytes POST .../commands streams. */
+static int exec_events(sandboxd_client *c, const char *session, const sandboxd_exec *spec, sandboxd_event_fn fn,
+                       void *userdata, sandboxd_result **ret) {
+        _cleanup_free_ char *rid = NULL, *path = NULL;
+        int fd, r;
+
+        client_begin(c);
+        r = exec_call(c, session, spec, -1, -1, &rid, &path);
+        if (r < 0)
+                return r;
+        if (set_current(c, session, rid, path) < 0)
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -ENOMEM, "", "out of memory");
+        r = attach_fd(c, path, 0, &fd);
+        if (r < 0)
+                return r;
+        return read_events(c, fd, session, 0, 0, fn, userdata, ret);
 }
 
-/* sandboxd_command_attach(): replay of the kept events from an offset, then live */
-int bus_via_http_attach(sandboxd_client *c _unused_) {
-        return BUS_VIA_HTTP;
+int bus_command_attach(sandboxd_client *c, const char *session, const char *rid, uint64_t offset,
+                       sandboxd_event_fn fn, void *userdata, sandboxd_result **ret) {
+        _cleanup_free_ char *path = NULL;
+        int fd, r;
+
+        client_begin(c);
+        r = find_command(c, session, rid, &path);
+        if (r >= 0)
+                r = attach_fd(c, path, offset, &fd);
+        if (r < 0)
+                return r;
+        return read_events(c, fd, session, offset, 0, fn, userdata, ret);
 }
 
-/* sandboxd_command_get(), _wait(), _list(): snapshots with the kept output and byte counts */
-int bus_via_http_command_snapshot(sandboxd_client *c _unused_) {
-        return BUS_VIA_HTTP;
+/* --- snapshots of commands ------------------------------------------------------------------ */
+
+/* A stream's kept bytes as the HTTP API has them: a string if UTF-8, else null and _b64. */
+static int add_stream(json_object *o, const char *name, const void *data, size_t size) {
+        char key[32];
+        bool valid;
+        Buf b = {};
+        int r;
+
+        if (utf8_valid_prefix(data, size, &valid) == size && valid)
+                return json_object_object_add(o, name, json_object_new_string_len(data, (int) size));
+        snprintf(key, sizeof(key), "%s_b64", name);
+        r = base64_encode(&b, data, size);
+        if (r >= 0)
+                r = json_object_object_add(o, name, NULL);
+        if (r >= 0)
+                r = json_object_object_add(o, key, json_object_new_string_len(b.data ?: "", (int) b.len));
+        buf_done(&b);
+        return r;
 }
 
-int bus_via_http_write_stdin(sandboxd_client *c _unused_) {
-        return BUS_VIA_HTTP;
+/* Snapshot() of a command object: the HTTP API's JSON of GET .../commands/RID (with_output),
+ * or of the list of GET .../commands (without). */
+static int snapshot_at(sandboxd_client *c, const char *path, bool with_output, sandboxd_result **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(json_object_putp) json_object *o = NULL, *full = NULL;
+        sd_bus_message *reply = NULL;
+        const void *out = NULL, *err = NULL;
+        size_t out_size = 0, err_size = 0;
+        const char *json;
+        int r;
+
+        r = call_method(c, path, COMMAND_IFACE, "Snapshot", &e, &reply, NULL);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        r = sd_bus_message_read(reply, "s", &json);
+        if (r >= 0)
+                r = sd_bus_message_read_array(reply, 'y', &out, &out_size);
+        if (r >= 0)
+                r = sd_bus_message_read_array(reply, 'y', &err, &err_size);
+        if (r >= 0)
+                r = json_parse_text(json, strlen(json), &o) < 0 ? -EBADMSG : 0;
+        if (r >= 0 && with_output) {
+                full = json_object_new_object();
+                r = full ? json_object_object_add(full, "found", json_object_new_boolean(true)) : -ENOMEM;
+                json_object_object_foreach(o, k, v) {
+                        if (r < 0)
+                                break;
+                        r = json_object_object_add(full, k, json_object_get(v));
+                }
+                if (r >= 0)
+                        r = add_stream(full, "stdout", out, out_size);
+                if (r >= 0)
+                        r = add_stream(full, "stderr", err, err_size);
+        }
+        if (r >= 0)
+                r = result_from_json(full ?: o, ret);
+        sd_bus_message_unref(reply);
+        if (r == -EBADMSG)
+                return bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, r, "", "The answer is not a command.");
+        if (r < 0)
+                return r == -ENOMEM ? bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : bus_error(c, r, NULL);
+        return 0;
 }
 
-/* sandboxd_file_*(): the file API */
-int bus_via_http_files(sandboxd_client *c _unused_) {
-        return BUS_VIA_HTTP;
+int bus_command_get(sandboxd_client *c, const char *session, const char *rid, sandboxd_result **ret) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        client_begin(c);
+        r = find_command(c, session, rid, &path);
+        if (r < 0)
+                return r;
+        return snapshot_at(c, path, true, ret);
+}
+
+/* As the HTTP transport: a snapshot, and while it is not terminal the events from where the
+ * log is, to the exit event. */
+int bus_command_wait(sandboxd_client *c, const char *session, const char *rid, uint64_t timeout_usec,
+                     sandboxd_result **ret) {
+        uint64_t deadline = timeout_usec > 0 ? now_usec(CLOCK_MONOTONIC) + timeout_usec : 0;
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        client_begin(c);
+        r = find_command(c, session, rid, &path);
+        if (r < 0)
+                return r;
+        for (;;) {
+                sandboxd_result *snap = NULL;
+                uint64_t left = 0, offset;
+                int fd;
+
+                r = snapshot_at(c, path, true, &snap);
+                if (r < 0)
+                        return r;
+                if (snap->terminal) {
+                        *ret = snap;
+                        return 0;
+                }
+                offset = snap->events_bytes;
+                sandboxd_result_free(snap);
+                if (deadline > 0) {
+                        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+                        if (now >= deadline)
+                                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -ETIMEDOUT, "", "The command is still running.");
+                        left = deadline - now;
+                }
+                r = attach_fd(c, path, offset, &fd);
+                if (r < 0)
+                        return r;
+                r = read_events(c, fd, session, 0, left, NULL, NULL, NULL);
+                if (r == -ETIMEDOUT)
+                        return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "The command is still running.");
+                /* a broken stream: look again */
+                if (r < 0 && r != -ECONNRESET)
+                        return r;
+                client_begin(c);
+        }
+}
+
+int bus_command_list(sandboxd_client *c, const char *session, sandboxd_result ***ret, size_t *ret_n) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *spath = NULL;
+        sd_bus_message *reply = NULL;
+        sandboxd_result **list = NULL;
+        size_t n = 0;
+        int r;
+
+        client_begin(c);
+        r = session_path(c, session, &spath);
+        if (r < 0)
+                return r;
+        r = call_method(c, spath, SESSION_IFACE, "ListCommands", &e, &reply, NULL);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        list = calloc(1, sizeof(*list));
+        r = list ? sd_bus_message_enter_container(reply, 'a', "(sso)") : -ENOMEM;
+        while (r >= 0) {
+                const char *rid, *status, *path;
+                sandboxd_result **nl;
+
+                r = sd_bus_message_read(reply, "(sso)", &rid, &status, &path);
+                if (r <= 0)
+                        break;
+                nl = realloc(list, (n + 2) * sizeof(*list));
+                if (!nl) {
+                        r = -ENOMEM;
+                        break;
+                }
+                list = nl;
+                list[n + 1] = NULL;
+                r = snapshot_at(c, path, false, &list[n]);
+                if (r == -ENOENT) { /* forgotten meanwhile */
+                        r = 0;
+                        continue;
+                }
+                if (r < 0)
+                        break;
+                n++;
+        }
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                sandboxd_result_list_free(list);
+                if (r == -ENOMEM)
+                        return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+                return c->error.error < 0 ? r : bus_error(c, r, NULL);
+        }
+        client_begin(c);
+        *ret = list;
+        if (ret_n)
+                *ret_n = n;
+        return 0;
+}
+
+int bus_command_write_stdin(sandboxd_client *c, const char *session, const char *rid, const void *data, size_t size,
+                            bool eof) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL;
+        sd_bus_message *m = NULL, *reply = NULL;
+        int r;
+
+        client_begin(c);
+        r = find_command(c, session, rid, &path);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, path, COMMAND_IFACE, "WriteStdin");
+        if (r >= 0)
+                r = sd_bus_message_append_array(m, 'y', data ?: "", size);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "b", eof);
+        if (r < 0) {
+                sd_bus_message_unref(m);
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
+        }
+        r = call(c, m, CALL_TIMEOUT_USEC, &e, &reply);
+        sd_bus_message_unref(m);
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(c, r, &e) : 0;
+}
+
+/* --- what sandboxd says of itself ----------------------------------------------------------- */
+
+/* An a{sv} of the Manager as the HTTP API's JSON object: Health()'s timestamp is a date there,
+ * its uptime seconds with 3 decimals. */
+static int read_dict(sd_bus_message *reply, json_object **ret) {
+        json_object *o = json_object_new_object();
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name, *contents, *str;
+                json_object *v = NULL;
+                uint64_t t;
+                uint32_t u;
+                double d;
+                int b;
+
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r >= 0)
+                        r = sd_bus_message_peek_type(reply, NULL, &contents);
+                if (r >= 0)
+                        r = sd_bus_message_enter_container(reply, 'v', contents);
+                if (r < 0)
+                        break;
+                if (streq(contents, "s") && (r = sd_bus_message_read_basic(reply, 's', &str)) >= 0)
+                        v = json_object_new_string(str);
+                else if (streq(contents, "u") && (r = sd_bus_message_read_basic(reply, 'u', &u)) >= 0)
+                        v = json_object_new_uint64(u);
+                else if (streq(contents, "b") && (r = sd_bus_message_read_basic(reply, 'b', &b)) >= 0)
+                        v = json_object_new_boolean(b);
+                else if (streq(contents, "d") && (r = sd_bus_message_read_basic(reply, 'd', &d)) >= 0) {
+                        char text[64];
+
+                        snprintf(text, sizeof(text), "%.3f", d);
+                        v = json_object_new_double_s(d, text);
+                } else if (streq(contents, "t") && (r = sd_bus_message_read_basic(reply, 't', &t)) >= 0) {
+                        if (streq(name, "timestamp")) {
+                                char text[64];
+                                time_t secs = (time_t) (t / USEC_PER_SEC);
+                                struct tm tm;
+
+                                strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&secs, &tm));
+                                v = json_object_new_string(text);
+                        } else
+                                v = json_object_new_uint64(t);
+                } else if (r >= 0)
+                        r = sd_bus_message_skip(reply, contents);
+                if (r >= 0 && v)
+                        r = json_object_object_add(o, name, v);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        *ret = o;
+        return 0;
+}
+
+/* GET /v1/health: Health(), its pool under "pool" */
+int bus_health(sandboxd_client *c, char **ret_json) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        json_object *o = NULL, *pool = NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "Health", &e, &reply, NULL);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        r = read_dict(reply, &o);
+        if (r >= 0)
+                r = read_dict(reply, &pool);
+        if (r >= 0)
+                r = json_object_object_add(o, "pool", TAKE_PTR(pool));
+        if (r >= 0)
+                r = (*ret_json = json_text(o)) ? 0 : -ENOMEM;
+        json_object_put(o);
+        json_object_put(pool);
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(c, r, NULL) : 0;
+}
+
+/* GET, POST, DELETE /v1/drain: GetDraining(), SetDraining() */
+int bus_drain(sandboxd_client *c, int drain, char **ret_json) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        uint32_t running;
+        int draining, r;
+
+        if (drain < 0)
+                r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "GetDraining", &e, &reply, NULL);
+        else
+                r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "SetDraining", &e, &reply, "b", drain > 0);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        r = sd_bus_message_read(reply, "bu", &draining, &running);
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                return bus_error(c, r, NULL);
+        if (asprintf(ret_json, "{\"draining\":%s,\"running_commands\":%" PRIu32 "}", draining ? "true" : "false",
+                     running) < 0)
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -ENOMEM, "", "out of memory");
+        return 0;
+}
+
+/* --- the files of a session: its Files interface -------------------------------------------- */
+
+/* The path as url_file() sends it: leading and repeated slashes dropped. */
+static char *file_path(const char *path) {
+        char *p = malloc(strlen(path) + 1), *q = p;
+
+        if (!p)
+                return NULL;
+        for (const char *s = path; *s; s++)
+                if (*s != '/' || (q > p && q[-1] != '/'))
+                        *q++ = *s;
+        *q = 0;
+        return p;
+}
+
+/* Calls a method of the session's Files interface with (path, ...): the reply in *ret. */
+static int files_call(sandboxd_client *c, const char *session, const char *member, const char *path, const char *to,
+                      int flag, const void *data, size_t size, sd_bus_message **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *spath = NULL, *p = NULL, *t = NULL;
+        sd_bus_message *m = NULL;
+        int r;
+
+        client_begin(c);
+        r = session_path(c, session, &spath);
+        if (r < 0)
+                return r;
+        p = file_path(path);
+        t = to ? file_path(to) : NULL;
+        if (!p || (to && !t))
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -ENOMEM, "", "out of memory");
+        r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, spath, FILES_IFACE, member);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", p);
+        if (r >= 0 && streq(member, "Write")) {
+                r = sd_bus_message_append_array(m, 'y', data ?: "", size);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "a{sv}", 0);
+        } else if (r >= 0 && streq(member, "Move"))
+                r = sd_bus_message_append(m, "sb", t, flag);
+        else if (r >= 0 && streq(member, "Remove"))
+                r = sd_bus_message_append(m, "b", flag);
+        if (r < 0) {
+                sd_bus_message_unref(m);
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
+        }
+        r = call(c, m, CALL_TIMEOUT_USEC, &e, ret);
+        sd_bus_message_unref(m);
+        return r < 0 ? bus_error(c, r, &e) : 0;
+}
+
+/* Stat() or List(): the HTTP API's JSON of ...?stat or of a directory */
+int bus_file_json(sandboxd_client *c, const char *session, const char *path, bool list, json_object **ret) {
+        sd_bus_message *reply = NULL;
+        const char *json;
+        int r;
+
+        r = files_call(c, session, list ? "List" : "Stat", path, NULL, 0, NULL, 0, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "s", &json);
+        if (r >= 0 && json_parse_text(json, strlen(json), ret) < 0)
+                r = bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "", "The answer of %s() is not JSON.",
+                                  list ? "List" : "Stat");
+        else if (r < 0)
+                r = bus_error(c, r, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int bus_file_open(sandboxd_client *c, const char *session, const char *path, int *ret_fd, uint64_t *ret_size) {
+        sd_bus_message *reply = NULL;
+        int fd, r;
+
+        r = files_call(c, session, "Read", path, NULL, 0, NULL, 0, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "ht", &fd, ret_size);
+        if (r >= 0 && (*ret_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+                r = -errno;
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(c, r, NULL) : 0;
+}
+
+int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size) {
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = files_call(c, session, "Write", path, NULL, 0, data, size, &reply);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int bus_file_mkdir(sandboxd_client *c, const char *session, const char *path) {
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = files_call(c, session, "Mkdir", path, NULL, 0, NULL, 0, &reply);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int bus_file_move(sandboxd_client *c, const char *session, const char *path, const char *to) {
+        sd_bus_message *reply = NULL;
+        int r;
+
+        /* as ?move_to= without ?overwrite */
+        r = files_call(c, session, "Move", path, to, false, NULL, 0, &reply);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int bus_file_remove(sandboxd_client *c, const char *session, const char *path, bool recursive) {
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = files_call(c, session, "Remove", path, NULL, recursive, NULL, 0, &reply);
+        sd_bus_message_unref(reply);
+        return r;
 }

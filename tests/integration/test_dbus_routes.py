@@ -351,3 +351,21 @@ def test_missing_and_closed_and_others_sessions(api, session):
     assert api.delete("/v1/sessions/" + sid).status == 200
     assert B.error_of(files, sid, "Stat", "s", "x") == B.ERROR + "SessionNotActive"
     assert api.get(furl(sid, "x", "stat")).json["error"]["code"] == "session_not_active"
+
+
+def test_exec_stdin_stream(api, session):
+    """Exec's stdin "stream": the command is fed by WriteStdin(), as "stdin":"stream" over HTTP."""
+    sid = session["id"]
+    spath = "%s/session/%s" % (B.PATH, sid)
+    rid, path = B.call(spath, B.SESSION, "Exec", "asa{sv}", ["cat"], {"stdin": "stream", "request_id": "busfeed"})
+    assert rid == "busfeed" and B.get_property(path, B.COMMAND, "Stdin") == "stream"
+    assert B.call(path, B.COMMAND, "WriteStdin", "ayb", b"fed over D-Bus", True) == [14]
+    wait_terminal(api, sid, "busfeed")
+    assert B.call(path, B.COMMAND, "Snapshot")[1] == b"fed over D-Bus"
+    assert api.get("/v1/sessions/%s/commands/busfeed" % sid).json["stdin"] == "stream"
+
+    # any other string is refused, and starts nothing
+    before = B.get_property(spath, B.SESSION, "Commands")
+    assert B.error_of(B.call, spath, B.SESSION, "Exec", "asa{sv}", ["cat"], {"stdin": "pipe"}) == \
+        B.ERROR + "InvalidValue"
+    assert B.get_property(spath, B.SESSION, "Commands") == before
