@@ -30,9 +30,41 @@ _public_ int sandboxd_client_new(const char *url, const char *key, sandboxd_clie
         return 0;
 }
 
+_public_ int sandboxd_client_new_bus(sandboxd_client **ret) {
+        sandboxd_client *c = NULL;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        /* set up as an HTTP client of the local unix socket too: sandboxd_request() is raw HTTP */
+        r = sandboxd_client_new(NULL, NULL, &c);
+        if (r < 0)
+                return r;
+        r = bus_open(c);
+        if (r < 0) {
+                sandboxd_client_free(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+_public_ int sandboxd_client_set_interactive(sandboxd_client *c, bool interactive) {
+        if (!c)
+                return -EINVAL;
+        if (!c->bus)
+                return 0; /* HTTP asks nobody */
+        return sd_bus_set_allow_interactive_authorization(c->bus, interactive);
+}
+
+_public_ bool sandboxd_client_is_bus(const sandboxd_client *c) {
+        return c && c->bus;
+}
+
 _public_ sandboxd_client *sandboxd_client_free(sandboxd_client *c) {
         if (!c)
                 return NULL;
+        bus_close(c);
         free(c->base_url);
         free(c->unix_path);
         if (c->auth_header) {
@@ -126,6 +158,7 @@ _public_ int sandboxd_health(sandboxd_client *c, char **ret_json) {
         if (!c || !ret_json)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_health(c, ret_json));
         return client_done(c, get_json_text(c, "GET", "/v1/health", ret_json));
 }
 
@@ -133,6 +166,7 @@ _public_ int sandboxd_drain(sandboxd_client *c, int drain, char **ret_json) {
         if (!c || !ret_json)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_drain(c, drain, ret_json));
         return client_done(c, get_json_text(c, drain > 0 ? "POST" : drain == 0 ? "DELETE" : "GET", "/v1/drain",
                                             ret_json));
 }

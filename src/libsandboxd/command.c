@@ -19,6 +19,7 @@ _public_ int sandboxd_exec_new(sandboxd_exec **ret) {
                 free(e);
                 return -ENOMEM;
         }
+        e->output_fd[0] = e->output_fd[1] = -EBADF;
         *ret = e;
         return 0;
 }
@@ -129,6 +130,14 @@ _public_ int sandboxd_exec_set_stdin_stream(sandboxd_exec *e, bool stream) {
         return exec_set(e, "stdin", json_object_new_string("stream"));
 }
 
+_public_ int sandboxd_exec_set_output_fds(sandboxd_exec *e, int stdout_fd, int stderr_fd) {
+        if (!e || (stdout_fd < 0) != (stderr_fd < 0))
+                return -EINVAL;
+        e->output_fd[0] = stdout_fd >= 0 ? stdout_fd : -EBADF;
+        e->output_fd[1] = stderr_fd >= 0 ? stderr_fd : -EBADF;
+        return 0;
+}
+
 _public_ int sandboxd_exec_set_request_id(sandboxd_exec *e, const char *request_id) {
         if (!e)
                 return -EINVAL;
@@ -147,9 +156,11 @@ static int ndjson_sink(HttpCall *call, const char *p, size_t n) {
 
 /* Reads a stream of events to its exit event. */
 static int stream_events(sandboxd_client *c, const char *method, const char *url, const char *body,
-                         const char *session, uint64_t offset, uint64_t timeout_usec, sandboxd_event_fn fn,
-                         void *userdata, sandboxd_result **ret) {
-        EventReader er = { .offset = offset, .client = c, .fn = fn, .userdata = userdata };
+                         const char *session, uint64_t offset, uint64_t timeout_usec, const int *output_fd,
+                         sandboxd_event_fn fn, void *userdata, sandboxd_result **ret) {
+        EventReader er = { .offset = offset, .client = c, .fn = fn, .userdata = userdata,
+                           .output_fds = output_fd && output_fd[0] >= 0,
+                           .output_fd = { output_fd ? output_fd[0] : -EBADF, output_fd ? output_fd[1] : -EBADF } };
         HttpCall call = HTTP_CALL_INIT;
         sandboxd_result *res;
         int r;
@@ -207,12 +218,13 @@ _public_ int sandboxd_exec_run(sandboxd_client *c, const char *session, const sa
         if (!c || !session || !e)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_exec_run(c, session, e, fn, userdata, ret));
         body = json_to_text(e->body);
         if (!body)
                 return client_fail(c, -ENOMEM);
         r = url_session(&url, c, session, "commands");
         if (r >= 0)
-                r = stream_events(c, "POST", url.data, body, session, 0, 0, fn, userdata, ret);
+                r = stream_events(c, "POST", url.data, body, session, 0, 0, e->output_fd, fn, userdata, ret);
         buf_done(&url);
         return client_done(c, r);
 }
@@ -227,6 +239,7 @@ _public_ int sandboxd_exec_start(sandboxd_client *c, const char *session, const 
         if (!c || !session || !e)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_exec_start(c, session, e, ret_request_id));
         r = url_session(&url, c, session, "commands");
         if (r >= 0)
                 r = url_append_query(&url, "wait", "false");
@@ -252,12 +265,13 @@ _public_ int sandboxd_command_attach(sandboxd_client *c, const char *session, co
         if (!c || !session || !request_id)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_command_attach(c, session, request_id, offset, fn, userdata, ret));
         snprintf(num, sizeof(num), "%llu", (unsigned long long) offset);
         r = url_command(&url, c, session, request_id, "events");
         if (r >= 0)
                 r = url_append_query(&url, "offset", num);
         if (r >= 0)
-                r = stream_events(c, "GET", url.data, NULL, session, offset, 0, fn, userdata, ret);
+                r = stream_events(c, "GET", url.data, NULL, session, offset, 0, NULL, fn, userdata, ret);
         buf_done(&url);
         return client_done(c, r);
 }
@@ -286,6 +300,7 @@ _public_ int sandboxd_command_get(sandboxd_client *c, const char *session, const
         if (!c || !session || !request_id || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_command_get(c, session, request_id, ret));
         return client_done(c, command_get(c, session, request_id, ret));
 }
 
@@ -305,6 +320,7 @@ _public_ int sandboxd_command_wait(sandboxd_client *c, const char *session, cons
         if (!c || !session || !request_id || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_command_wait(c, session, request_id, timeout_usec, ret));
         for (;;) {
                 sandboxd_result *snap = NULL;
                 uint64_t left = 0, now;
@@ -335,7 +351,7 @@ _public_ int sandboxd_command_wait(sandboxd_client *c, const char *session, cons
                 if (r >= 0)
                         r = url_append_query(&url, "offset", num);
                 if (r >= 0)
-                        r = stream_events(c, "GET", url.data, NULL, session, 0, left, NULL, NULL, NULL);
+                        r = stream_events(c, "GET", url.data, NULL, session, 0, left, NULL, NULL, NULL, NULL);
                 if (r == -ETIMEDOUT) {
                         error_set(&c->error, SANDBOXD_ERROR_LOCAL, r, "The command is still running.");
                         break;
@@ -359,6 +375,7 @@ _public_ int sandboxd_command_list(sandboxd_client *c, const char *session, sand
         if (!c || !session || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_command_list(c, session, ret, ret_n));
         r = url_session(&url, c, session, "commands");
         if (r >= 0)
                 r = http_json(c, "GET", url.data, NULL, NULL, &answer);
@@ -417,6 +434,7 @@ _public_ int sandboxd_command_signal(sandboxd_client *c, const char *session, co
         if (!name)
                 return error_set(&c->error, SANDBOXD_ERROR_LOCAL, -EINVAL,
                                  "Only SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1 and SIGUSR2 can be sent.");
+        BUS_DISPATCH(c, bus_command_signal(c, session, request_id, sig));
         body = json_object_new_object();
         if (!body || object_set(body, "signal", json_object_new_string(name)) < 0)
                 return client_fail(c, -ENOMEM);
@@ -436,6 +454,7 @@ _public_ int sandboxd_command_write_stdin(sandboxd_client *c, const char *sessio
         if (!c || !session || !request_id || (!data && size > 0))
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_command_write_stdin(c, session, request_id, data, size, eof));
         r = url_command(&url, c, session, request_id, "stdin");
         if (r >= 0 && eof)
                 r = url_append_query(&url, "eof", "1");

@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 
+#include "error-table.h"
 #include "internal.h"
 
 static const char *const kind_table[_SANDBOXD_ERROR_KIND_MAX] = {
@@ -27,79 +28,6 @@ _public_ const char *sandboxd_error_kind_to_string(sandboxd_error_kind kind) {
         if ((int) kind < 0 || kind >= _SANDBOXD_ERROR_KIND_MAX)
                 return NULL;
         return kind_table[kind];
-}
-
-sandboxd_error_kind error_kind_from_http(long status) {
-        switch (status) {
-        case 400:
-        case 405:
-        case 411:
-        case 415:
-        case 422:
-                return SANDBOXD_ERROR_INVALID;
-        case 401:
-                return SANDBOXD_ERROR_UNAUTHORIZED;
-        case 403:
-                return SANDBOXD_ERROR_FORBIDDEN;
-        case 404:
-        case 410:
-                return SANDBOXD_ERROR_NOT_FOUND;
-        case 409:
-                return SANDBOXD_ERROR_CONFLICT;
-        case 413:
-                return SANDBOXD_ERROR_TOO_LARGE;
-        case 416:
-                return SANDBOXD_ERROR_RANGE;
-        case 501:
-                return SANDBOXD_ERROR_UNSUPPORTED;
-        case 502:
-                return SANDBOXD_ERROR_SYSTEMD;
-        case 503:
-                return SANDBOXD_ERROR_UNAVAILABLE;
-        default:
-                if (status >= 200 && status < 300)
-                        return SANDBOXD_ERROR_NONE;
-                if (status >= 400 && status < 500)
-                        return SANDBOXD_ERROR_INVALID;
-                /* 1xx/3xx are never final answers of sandboxd; 5xx are its own failures */
-                return status >= 500 ? SANDBOXD_ERROR_SERVER : SANDBOXD_ERROR_PROTOCOL;
-        }
-}
-
-int error_kind_to_errno(sandboxd_error_kind kind) {
-        switch (kind) {
-        case SANDBOXD_ERROR_NONE:
-                return 0;
-        case SANDBOXD_ERROR_TRANSPORT:
-                return -EIO;
-        case SANDBOXD_ERROR_PROTOCOL:
-                return -EBADMSG;
-        case SANDBOXD_ERROR_INVALID:
-                return -EINVAL;
-        case SANDBOXD_ERROR_UNAUTHORIZED:
-                return -EKEYREJECTED;
-        case SANDBOXD_ERROR_FORBIDDEN:
-                return -EPERM;
-        case SANDBOXD_ERROR_NOT_FOUND:
-                return -ENOENT;
-        case SANDBOXD_ERROR_CONFLICT:
-                return -EBUSY;
-        case SANDBOXD_ERROR_TOO_LARGE:
-                return -EFBIG;
-        case SANDBOXD_ERROR_RANGE:
-                return -ERANGE;
-        case SANDBOXD_ERROR_UNSUPPORTED:
-                return -EOPNOTSUPP;
-        case SANDBOXD_ERROR_SYSTEMD:
-                return -EREMOTEIO;
-        case SANDBOXD_ERROR_UNAVAILABLE:
-                return -EAGAIN;
-        case SANDBOXD_ERROR_CANCELLED:
-                return -ECANCELED;
-        case SANDBOXD_ERROR_SERVER:
-        default:
-                return -EPROTO;
-        }
 }
 
 int errno_from_curl(CURLcode code, long os_errno) {
@@ -158,13 +86,13 @@ int error_from_http(sandboxd_error *e, long status, const char *body, size_t siz
         _cleanup_(json_object_putp) json_object *o = NULL;
         json_object *err = NULL;
         const char *code = NULL, *message = NULL;
-        sandboxd_error_kind kind = error_kind_from_http(status);
+        sandboxd_error_kind kind = api_error_kind_from_http(status);
 
         if (kind == SANDBOXD_ERROR_NONE)
                 kind = SANDBOXD_ERROR_PROTOCOL;
         error_clear(e);
         e->kind = kind;
-        e->error = error_kind_to_errno(kind);
+        e->error = api_error_kind_errno(kind);
         e->http_status = status;
 
         if (body && size > 0 && json_parse_text(body, size, &o) >= 0 &&

@@ -75,6 +75,81 @@ static int download(sandboxd_client *c, const char *session, const char *path, D
         return r;
 }
 
+/* Over D-Bus: Read()'s file descriptor copied where the HTTP body would go. */
+static int bus_download(sandboxd_client *c, const char *session, const char *path, Download *d,
+                        sandboxd_progress_fn fn, void *userdata) {
+        uint64_t size, done = 0;
+        char buf[65536];
+        int fd, r;
+
+        r = bus_file_open(c, session, path, &fd, &size);
+        if (r < 0 && streq(c->error.code, "is_a_directory")) {
+                /* what the HTTP transport says of a listing where it wanted a file */
+                error_clear(&c->error);
+                return file_error(c, -EISDIR, path);
+        }
+        if (r < 0)
+                return r;
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = error_set(&c->error, SANDBOXD_ERROR_TRANSPORT, -errno, "Reading %s: %m", path);
+                        break;
+                }
+                if (n == 0)
+                        break;
+                if (d->mem) {
+                        r = d->mem->len + (size_t) n > d->max ? file_error(c, -EFBIG, path)
+                                                               : buf_append(d->mem, buf, (size_t) n);
+                } else if ((r = loop_write(d->fd, buf, (size_t) n)) < 0)
+                        r = error_set(&c->error, SANDBOXD_ERROR_LOCAL, r, "Writing %s: %s", path, strerror(-r));
+                if (r < 0)
+                        break;
+                done += (uint64_t) n;
+                if (fn && (r = fn(done, size, userdata)) < 0) {
+                        r = error_set(&c->error, SANDBOXD_ERROR_CANCELLED, -ECANCELED, "Stopped by the progress callback.");
+                        break;
+                }
+        }
+        safe_close(fd);
+        return r < 0 ? r : 0;
+}
+
+/* Over D-Bus: Write() takes the whole file in one message. */
+static int bus_upload(sandboxd_client *c, const char *session, const char *path, int fd, uint64_t size,
+                      sandboxd_progress_fn fn, void *userdata) {
+        Buf data = {};
+        char buf[65536];
+        int r = 0;
+
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = error_set(&c->error, SANDBOXD_ERROR_LOCAL, -errno, "Reading the data for %s: %m", path);
+                        break;
+                }
+                if (n == 0)
+                        break;
+                r = buf_append(&data, buf, (size_t) n);
+                if (r < 0) {
+                        client_fail(c, r);
+                        break;
+                }
+        }
+        if (r >= 0)
+                r = bus_file_write(c, session, path, data.data, data.len);
+        if (r >= 0 && fn && fn(data.len, size ?: data.len, userdata) < 0)
+                r = error_set(&c->error, SANDBOXD_ERROR_CANCELLED, -ECANCELED, "Stopped by the progress callback.");
+        buf_done(&data);
+        return r;
+}
+
 _public_ int sandboxd_file_download(sandboxd_client *c, const char *session, const char *path, int fd,
                                     sandboxd_progress_fn fn, void *userdata) {
         Download d = { .fd = fd };
@@ -82,6 +157,7 @@ _public_ int sandboxd_file_download(sandboxd_client *c, const char *session, con
         if (!c || !session || !path || fd < 0)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_download(c, session, path, &d, fn, userdata));
         return client_done(c, download(c, session, path, &d, fn, userdata));
 }
 
@@ -94,7 +170,10 @@ _public_ int sandboxd_file_read(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !ret)
                 return -EINVAL;
         client_begin(c);
-        r = download(c, session, path, &d, NULL, NULL);
+        if (c->bus)
+                r = bus_download(c, session, path, &d, NULL, NULL);
+        else
+                r = download(c, session, path, &d, NULL, NULL);
         if (r >= 0 && !mem.data)
                 r = buf_reserve(&mem, 0);
         if (r < 0) {
@@ -147,6 +226,7 @@ _public_ int sandboxd_file_upload(sandboxd_client *c, const char *session, const
         if (!c || !session || !path || fd < 0)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_upload(c, session, path, fd, size, fn, userdata));
         return client_done(c, upload(c, session, path, fd, size, NULL, 0, fn, userdata));
 }
 
@@ -155,6 +235,7 @@ _public_ int sandboxd_file_write(sandboxd_client *c, const char *session, const 
         if (!c || !session || !path || (!data && size > 0))
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_file_write(c, session, path, data, size));
         return client_done(c, upload(c, session, path, -EBADF, 0, data, size, NULL, NULL));
 }
 
@@ -177,12 +258,16 @@ _public_ int sandboxd_file_stat(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !ret)
                 return -EINVAL;
         client_begin(c);
-        r = url_file(&url, c, session, path);
-        if (r >= 0)
-                r = url_append_query(&url, "stat", NULL);
-        if (r >= 0)
-                r = http_json(c, "GET", url.data, NULL, NULL, &answer);
-        buf_done(&url);
+        if (c->bus)
+                r = bus_file_json(c, session, path, false, &answer);
+        else {
+                r = url_file(&url, c, session, path);
+                if (r >= 0)
+                        r = url_append_query(&url, "stat", NULL);
+                if (r >= 0)
+                        r = http_json(c, "GET", url.data, NULL, NULL, &answer);
+                buf_done(&url);
+        }
         if (r < 0)
                 return client_done(c, r);
         name = strndup(last_component(path), strcspn(last_component(path), "/"));
@@ -207,20 +292,29 @@ _public_ int sandboxd_file_list(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !ret)
                 return -EINVAL;
         client_begin(c);
-        r = url_file(&url, c, session, path);
-        if (r < 0) {
+        if (c->bus) {
+                r = bus_file_json(c, session, path, true, &answer);
+                if (r < 0 && streq(c->error.code, "not_a_directory")) {
+                        /* as the HTTP transport says of a file where it wanted a listing */
+                        error_clear(&c->error);
+                        r = file_error(c, -ENOTDIR, path);
+                }
+        } else {
+                r = url_file(&url, c, session, path);
+                if (r < 0) {
+                        buf_done(&url);
+                        return client_done(c, r);
+                }
+                call.method = "GET";
+                call.url = url.data;
+                r = http_call_perform(c, &call);
+                if (r >= 0 && !is_json(&call))
+                        r = file_error(c, -ENOTDIR, path);
+                else if (r >= 0 && json_parse_text(call.response.data ?: "", call.response.len, &answer) < 0)
+                        r = error_set(&c->error, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "The directory listing is not JSON.");
+                http_call_done(&call);
                 buf_done(&url);
-                return client_done(c, r);
         }
-        call.method = "GET";
-        call.url = url.data;
-        r = http_call_perform(c, &call);
-        if (r >= 0 && !is_json(&call))
-                r = file_error(c, -ENOTDIR, path);
-        else if (r >= 0 && json_parse_text(call.response.data ?: "", call.response.len, &answer) < 0)
-                r = error_set(&c->error, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "The directory listing is not JSON.");
-        http_call_done(&call);
-        buf_done(&url);
         if (r < 0)
                 return client_done(c, r);
         if (!json_object_object_get_ex(answer, "entries", &arr) || !json_object_is_type(arr, json_type_array))
@@ -289,6 +383,7 @@ _public_ int sandboxd_file_mkdir(sandboxd_client *c, const char *session, const 
         if (!c || !session || !path)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_file_mkdir(c, session, path));
         r = url_file(&url, c, session, path);
         if (r >= 0)
                 r = url_append_query(&url, "mkdir", NULL);
@@ -305,6 +400,7 @@ _public_ int sandboxd_file_remove(sandboxd_client *c, const char *session, const
         if (!c || !session || !path)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_file_remove(c, session, path, recursive));
         r = url_file(&url, c, session, path);
         if (r >= 0 && recursive)
                 r = url_append_query(&url, "recursive", "true");
@@ -321,6 +417,7 @@ _public_ int sandboxd_file_move(sandboxd_client *c, const char *session, const c
         if (!c || !session || !path || !to)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_file_move(c, session, path, to));
         r = url_file(&url, c, session, path);
         if (r >= 0)
                 r = url_append_query(&url, "move_to", to);

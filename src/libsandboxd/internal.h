@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <json-c/json.h>
+#include <systemd/sd-bus.h>
 
 #include "buf.h"
 #include "json-util.h"
@@ -27,16 +28,19 @@ struct sandboxd_client {
         void *wakeup_userdata;
         bool in_wakeup;
         sandboxd_error error;
+        /* the D-Bus transport (transport-dbus.c): NULL for an HTTP client. A bus client is
+         * also an HTTP client of the local unix socket, for sandboxd_request() only. */
+        sd_bus *bus;
+        char *cur_session, *cur_request_id, *cur_path; /* the command bus_exec_run() follows */
 };
 
 struct sandboxd_exec {
         json_object *body; /* the request, as it will be sent */
+        int output_fd[2];  /* stdout, stderr: where the output goes instead of events; -EBADF: none */
 };
 
 /* --- errors.c: pure mappings ------------------------------------------------------------ */
 
-sandboxd_error_kind error_kind_from_http(long status);
-int error_kind_to_errno(sandboxd_error_kind kind);
 /* os_errno: what connect() & co. failed with (CURLINFO_OS_ERRNO), 0 if unknown */
 int errno_from_curl(CURLcode code, long os_errno);
 /* Fills e from an error answer: {"error":{"code":..,"message":..}}, or what can be made of
@@ -92,6 +96,8 @@ typedef struct EventReader {
         sandboxd_result *result;  /* from the exit event */
         char *request_id;         /* from the accepted event */
         int error;                /* what stopped the stream */
+        bool output_fds;          /* stdout and stderr events' bytes go to output_fd[] instead of to fn */
+        int output_fd[2];
 } EventReader;
 
 /* Decodes one line into ev; storage (json, decoded bytes, result) lives in *ret_json,
@@ -153,3 +159,45 @@ void http_call_done(HttpCall *call);
 /* GET/POST/DELETE a JSON resource: parses a 2xx body into *ret_json (NULL allowed). */
 int http_json(sandboxd_client *c, const char *method, const char *url, json_object *body, long *ret_status,
               json_object **ret_json);
+
+/* --- transport-dbus.c: the D-Bus transport ---------------------------------------------- */
+
+int bus_open(sandboxd_client *c);
+void bus_close(sandboxd_client *c);
+
+int bus_session_create(sandboxd_client *c, const char *user, const char *workspace, const char *options,
+                       sandboxd_session **ret, bool *ret_created);
+int bus_session_get(sandboxd_client *c, const char *id, sandboxd_session **ret);
+int bus_session_list(sandboxd_client *c, const char *user, sandboxd_session ***ret, size_t *ret_n);
+int bus_session_close(sandboxd_client *c, const char *id, bool purge, sandboxd_session **ret);
+int bus_session_freeze(sandboxd_client *c, const char *id, bool freeze, sandboxd_session **ret);
+int bus_session_touch(sandboxd_client *c, const char *id);
+int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *e, sandboxd_event_fn fn,
+                 void *userdata, sandboxd_result **ret);
+int bus_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec *e, char **ret_request_id);
+int bus_command_signal(sandboxd_client *c, const char *session, const char *request_id, int sig);
+
+int bus_command_attach(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
+                       sandboxd_event_fn fn, void *userdata, sandboxd_result **ret);
+int bus_command_get(sandboxd_client *c, const char *session, const char *request_id, sandboxd_result **ret);
+int bus_command_wait(sandboxd_client *c, const char *session, const char *request_id, uint64_t timeout_usec,
+                     sandboxd_result **ret);
+int bus_command_list(sandboxd_client *c, const char *session, sandboxd_result ***ret, size_t *ret_n);
+int bus_command_write_stdin(sandboxd_client *c, const char *session, const char *request_id, const void *data,
+                            size_t size, bool eof);
+int bus_health(sandboxd_client *c, char **ret_json);
+int bus_drain(sandboxd_client *c, int drain, char **ret_json);
+/* the file API: Stat() (list false) or List() as the HTTP API's JSON; Read()'s fd and size */
+int bus_file_json(sandboxd_client *c, const char *session, const char *path, bool list, json_object **ret);
+int bus_file_open(sandboxd_client *c, const char *session, const char *path, int *ret_fd, uint64_t *ret_size);
+int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size);
+int bus_file_mkdir(sandboxd_client *c, const char *session, const char *path);
+int bus_file_move(sandboxd_client *c, const char *session, const char *path, const char *to);
+int bus_file_remove(sandboxd_client *c, const char *session, const char *path, bool recursive);
+
+/* In a public function, after client_begin(): the call over D-Bus on a bus client. */
+#define BUS_DISPATCH(c, call)                                           \
+        do {                                                            \
+                if ((c)->bus)                                           \
+                        return client_done((c), (call));                \
+        } while (0)

@@ -2,7 +2,9 @@
 #ifndef LIBSANDBOXD_H
 #define LIBSANDBOXD_H
 
-/* libsandboxd: a client of sandboxd's HTTP API (sandboxd-api(7)), on libcurl.
+/* libsandboxd: a client of sandboxd's HTTP API (sandboxd-api(7)), on libcurl, and of its
+ * D-Bus API (sandboxd-dbus(5)) on the system bus, on sd-bus: every function works over
+ * either and returns the same structs, JSON and errors.
  *
  * Conventions (see libsandboxd(3)):
  *   - functions return 0 (or a positive value where documented) on success and a negative
@@ -65,6 +67,15 @@ typedef struct sandboxd_client sandboxd_client;
  * unix socket; "http://HOST:PORT" or "https://..." for TCP. key: the bearer key for TCP,
  * or NULL. Nothing is connected yet. */
 int sandboxd_client_new(const char *url, const char *key, sandboxd_client **ret);
+/* The local sandboxd over D-Bus (io.sandboxd.sandbox1 on the system bus, authorized by
+ * polkit). Connects to the bus at once: a negative errno if it is not there. Every function
+ * goes over D-Bus but sandboxd_request(), raw HTTP on SANDBOXD_DEFAULT_SOCKET (libsandboxd(3)). */
+int sandboxd_client_new_bus(sandboxd_client **ret);
+/* Whether c was made by sandboxd_client_new_bus(). */
+bool sandboxd_client_is_bus(const sandboxd_client *c);
+/* D-Bus: whether polkit may ask the user (a password prompt) before answering. Default:
+ * no. Nothing on an HTTP client. */
+int sandboxd_client_set_interactive(sandboxd_client *c, bool interactive);
 sandboxd_client *sandboxd_client_free(sandboxd_client *c);
 
 /* The limit for a whole request, except streams (exec, attach, wait, file transfers), which
@@ -225,6 +236,12 @@ int sandboxd_exec_set_timeout_ms(sandboxd_exec *e, uint64_t ms); /* 0: sandboxd'
 int sandboxd_exec_set_stdin(sandboxd_exec *e, const void *data, size_t size);
 int sandboxd_exec_set_stdin_stream(sandboxd_exec *e, bool stream); /* feed it with sandboxd_command_write_stdin() */
 int sandboxd_exec_set_request_id(sandboxd_exec *e, const char *request_id);
+/* sandboxd_exec_run(): the command's output goes to these fds (both, or -1 and -1 for none)
+ * instead of to fn as stdout and stderr events. Over D-Bus the command writes into them
+ * itself (a terminal gets a pipe the library copies from) and sandboxd keeps none of it;
+ * over HTTP the library writes the events' bytes. A write that fails (EPIPE: ignore
+ * SIGPIPE) drops the rest of that stream. The fds are the caller's. */
+int sandboxd_exec_set_output_fds(sandboxd_exec *e, int stdout_fd, int stderr_fd);
 
 /* Runs the command and streams its events to fn (may be NULL) as they arrive; returns the
  * result of its exit event. Returns 0 whatever the command's own status was. */

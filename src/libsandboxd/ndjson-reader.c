@@ -2,6 +2,7 @@
 
 #include "encoding.h"
 #include "internal.h"
+#include "io-util.h"
 
 int line_splitter_feed(LineSplitter *s, const char *p, size_t n, line_fn fn, void *userdata) {
         size_t max = s->max_line ?: NDJSON_LINE_MAX;
@@ -145,7 +146,14 @@ static int event_reader_line(const char *line, size_t size, void *userdata) {
                 if (!er->request_id)
                         r = -ENOMEM;
         }
-        if (r >= 0 && er->fn) {
+        if (r >= 0 && er->output_fds && (ev.type == SANDBOXD_EVENT_STDOUT || ev.type == SANDBOXD_EVENT_STDERR)) {
+                int *fd = &er->output_fd[ev.type == SANDBOXD_EVENT_STDERR];
+
+                /* a reader that went away (| head) is no reason to stop the command: the
+                 * rest of that stream is dropped */
+                if (*fd >= 0 && loop_write(*fd, ev.data, ev.size) < 0)
+                        *fd = -EBADF;
+        } else if (r >= 0 && er->fn) {
                 r = er->fn(er->client, &ev, er->userdata);
                 if (r < 0)
                         r = er->error = r;

@@ -28,6 +28,7 @@ _public_ int sandboxd_session_create(sandboxd_client *c, const char *user, const
         if (!c || !user || !workspace)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_session_create(c, user, workspace, options_json, ret, ret_created));
         if (options_json) {
                 r = json_parse_text(options_json, strlen(options_json), &body);
                 if (r < 0 || !json_object_is_type(body, json_type_object))
@@ -61,6 +62,7 @@ _public_ int sandboxd_session_get(sandboxd_client *c, const char *id, sandboxd_s
         if (!c || !id || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_session_get(c, id, ret));
         r = url_session(&url, c, id, NULL);
         if (r >= 0)
                 r = http_json(c, "GET", url.data, NULL, NULL, &answer);
@@ -81,6 +83,7 @@ _public_ int sandboxd_session_list(sandboxd_client *c, const char *user, sandbox
         if (!c || !ret)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_session_list(c, user, ret, ret_n));
         r = buf_printf(&url, "%s/v1/sessions", c->base_url);
         if (r >= 0 && user)
                 r = url_append_query(&url, "user", user);
@@ -117,6 +120,7 @@ _public_ int sandboxd_session_close(sandboxd_client *c, const char *id, bool pur
         if (!c || !id)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_session_close(c, id, purge, ret));
         r = url_session(&url, c, id, NULL);
         if (r >= 0 && purge)
                 r = url_append_query(&url, "purge", "true");
@@ -136,6 +140,7 @@ _public_ int sandboxd_session_freeze(sandboxd_client *c, const char *id, bool fr
         if (!c || !id)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_session_freeze(c, id, freeze, ret));
         r = url_session(&url, c, id, freeze ? "freeze" : "thaw");
         if (r >= 0)
                 r = http_json(c, "POST", url.data, NULL, NULL, &answer);
@@ -152,6 +157,7 @@ _public_ int sandboxd_session_touch(sandboxd_client *c, const char *id) {
         if (!c || !id)
                 return -EINVAL;
         client_begin(c);
+        BUS_DISPATCH(c, bus_session_touch(c, id));
         r = url_session(&url, c, id, "activity");
         if (r >= 0)
                 r = http_json(c, "POST", url.data, NULL, NULL, NULL);

@@ -300,39 +300,147 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
         return 1;
 }
 
-int connect_backend(Backend **ret) {
-        BackendConfig config = {
-                .url = arg_url ?: getenv("SANDBOXD_URL"),
-                .key = arg_key ?: getenv("SANDBOXD_KEY"),
-        };
+/* "the system bus (io.sandboxd.sandbox1)", "the unix socket ...", "http://...": for messages */
+static char *client_description = NULL;
+
+static void free_client_description(void) {
+        free(client_description);
+}
+
+int connect_client(sandboxd_client **ret) {
+        const char *url = arg_url ?: getenv("SANDBOXD_URL");
+        const char *key = arg_key ?: getenv("SANDBOXD_KEY");
         const char *transport = arg_transport ?: getenv("SANDBOXD_TRANSPORT");
+        sandboxd_client *c = NULL;
+        bool bus;
         int r;
 
-        if (transport && streq(transport, "dbus"))
-                config.transport = BACKEND_TRANSPORT_DBUS;
-        else if (transport && streq(transport, "http"))
-                config.transport = BACKEND_TRANSPORT_HTTP;
-        else if (transport && *transport)
+        if (transport && *transport && !streq(transport, "dbus") && !streq(transport, "http"))
                 return log_error_errno(-EINVAL, "$SANDBOXD_TRANSPORT takes dbus or http, not '%s'.", transport);
-        if (config.url && !*config.url)
-                config.url = NULL;
-        if (config.key && !*config.key)
-                config.key = NULL;
-        r = backend_open(&config, ret);
-        if (r == -EPROTONOSUPPORT)
-                return log_error_errno(r, "--url= always talks HTTP; --transport=dbus is for the local sandboxd only.");
-        if (r == -EHOSTUNREACH)
-                return r; /* said already */
-        if (r == -EINVAL)
-                return log_error_errno(r, "Invalid --url= '%s' or key: use http://HOST:PORT, https://... or unix:PATH.",
-                                       config.url ?: "");
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up the connection to sandboxd: %m");
+        if (url && !*url)
+                url = NULL;
+        if (key && !*key)
+                key = NULL;
+        /* a remote sandboxd: HTTP, always; the local one: D-Bus unless told otherwise. If the
+         * bus is not there, that is an error, not a reason to try something else behind the
+         * caller's back. */
+        if (url && transport && streq(transport, "dbus"))
+                return log_error_errno(-EPROTONOSUPPORT,
+                                       "--url= always talks HTTP; --transport=dbus is for the local sandboxd only.");
+        bus = !url && !(transport && streq(transport, "http"));
+        if (bus) {
+                r = sandboxd_client_new_bus(&c);
+                if (r < 0) {
+                        log_error_errno(r,
+                                        "Cannot connect to the system bus (%s): %m. sandboxctl talks D-Bus to the "
+                                        "local sandboxd; use --transport=http for its unix socket instead.",
+                                        getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket");
+                        return -EHOSTUNREACH;
+                }
+                if (isatty(STDIN_FILENO))
+                        (void) sandboxd_client_set_interactive(c, true);
+        } else {
+                r = sandboxd_client_new(url, key, &c);
+                if (r == -EINVAL)
+                        return log_error_errno(r, "Invalid --url= '%s' or key: use http://HOST:PORT, https://... or unix:PATH.",
+                                               url ?: "");
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the connection to sandboxd: %m");
+        }
+        if (!client_description)
+                (void) atexit(free_client_description);
+        free(client_description);
+        if (bus)
+                r = asprintf(&client_description, "the system bus (io.sandboxd.sandbox1)");
+        else if (!url || startswith(url, "unix:"))
+                r = asprintf(&client_description, "the unix socket %s", url ? url + 5 : SANDBOXD_DEFAULT_SOCKET);
+        else
+                r = asprintf(&client_description, "%s", url);
+        if (r < 0) {
+                client_description = NULL;
+                sandboxd_client_free(c);
+                return log_oom();
+        }
+        *ret = c;
         return 0;
 }
 
-int log_backend_error(Backend *b, int r, const char *what, ...) {
-        const sandboxd_error *e = backend_error(b);
+const char *client_error_message(sandboxd_client *c) {
+        const sandboxd_error *e = sandboxd_client_last_error(c);
+        return e && e->message[0] ? e->message : "unknown error";
+}
+
+void exec_spec_done(ExecSpec *s) {
+        strv_free(s->argv);
+        strv_free(s->env);
+        free(s->cwd);
+        free(s->stdin_data);
+        free(s->request_id);
+        *s = (ExecSpec) {};
+}
+
+static int exec_from_spec(sandboxd_client *c, const ExecSpec *s, sandboxd_exec **ret) {
+        sandboxd_exec *e = NULL;
+        int r;
+
+        r = sandboxd_exec_new(&e);
+        if (r < 0)
+                return r;
+        r = sandboxd_exec_set_argv(e, (const char *const *) s->argv);
+        if (r >= 0 && s->cwd)
+                r = sandboxd_exec_set_cwd(e, s->cwd);
+        for (char **i = s->env; r >= 0 && i && *i; i++) {
+                _cleanup_free_ char *name = strndup(*i, strcspn(*i, "="));
+                const char *eq = strchr(*i, '=');
+                r = !name ? -ENOMEM : !eq ? -EINVAL : sandboxd_exec_set_env(e, name, eq + 1);
+        }
+        if (r >= 0 && s->timeout_ms > 0)
+                r = sandboxd_exec_set_timeout_ms(e, s->timeout_ms);
+        if (r >= 0 && s->has_stdin)
+                r = sandboxd_exec_set_stdin(e, s->stdin_data, s->stdin_size);
+        if (r >= 0 && s->request_id)
+                r = sandboxd_exec_set_request_id(e, s->request_id);
+        /* over D-Bus the command writes straight into our stdout and stderr, unless sandboxd's
+         * events are printed (--json). Over HTTP the verbs print the events' output
+         * themselves, and learn from each event the offset to attach at should the stream
+         * break (output written to fds by the library would not tell them). */
+        if (r >= 0 && !s->events && sandboxd_client_is_bus(c))
+                r = sandboxd_exec_set_output_fds(e, STDOUT_FILENO, STDERR_FILENO);
+        if (r < 0) {
+                sandboxd_exec_free(e);
+                return r;
+        }
+        *ret = e;
+        return 0;
+}
+
+int exec_spec_run(sandboxd_client *c, const char *session, const ExecSpec *spec, sandboxd_event_fn fn, void *userdata,
+                  sandboxd_result **ret) {
+        sandboxd_exec *e = NULL;
+        int r;
+
+        r = exec_from_spec(c, spec, &e);
+        if (r < 0)
+                return r;
+        r = sandboxd_exec_run(c, session, e, fn, userdata, ret);
+        sandboxd_exec_free(e);
+        return r;
+}
+
+int exec_spec_start(sandboxd_client *c, const char *session, const ExecSpec *spec, char **ret_request_id) {
+        sandboxd_exec *e = NULL;
+        int r;
+
+        r = exec_from_spec(c, spec, &e);
+        if (r < 0)
+                return r;
+        r = sandboxd_exec_start(c, session, e, ret_request_id);
+        sandboxd_exec_free(e);
+        return r;
+}
+
+int log_client_error(sandboxd_client *b, int r, const char *what, ...) {
+        const sandboxd_error *e = sandboxd_client_last_error(b);
         char buf[512];
         va_list ap;
 
@@ -340,7 +448,7 @@ int log_backend_error(Backend *b, int r, const char *what, ...) {
         (void) vsnprintf(buf, sizeof(buf), what, ap);
         va_end(ap);
         if (e && e->kind == SANDBOXD_ERROR_TRANSPORT)
-                return log_error_errno(r, "%s: cannot reach sandboxd on %s: %s", buf, b->description, e->message);
+                return log_error_errno(r, "%s: cannot reach sandboxd on %s: %s", buf, client_description ?: "?", e->message);
         if (e && e->kind == SANDBOXD_ERROR_UNAUTHORIZED)
                 return log_error_errno(r, "%s: %s (check --key or $SANDBOXD_KEY)", buf, e->message);
         if (e && e->kind != SANDBOXD_ERROR_NONE && e->message[0])

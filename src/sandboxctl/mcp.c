@@ -22,7 +22,7 @@ static const char *const mcp_versions[] = { "2025-11-25", "2025-06-18", "2025-03
 #define JSONRPC_INVALID_PARAMS -32602
 
 typedef struct Mcp {
-        Backend *backend;
+        sandboxd_client *client;
         const char *user;       /* defaults for sandbox_run and sandbox_create_session */
         const char *workspace;
 } Mcp;
@@ -110,8 +110,8 @@ static int tool_fail(ToolError *e, const char *kind, const char *fmt, ...) {
         return -EINVAL;
 }
 
-static int tool_fail_backend(Mcp *m, ToolError *e, int r, const char *what) {
-        const sandboxd_error *api = backend_error(m->backend);
+static int tool_fail_client(Mcp *m, ToolError *e, int r, const char *what) {
+        const sandboxd_error *api = sandboxd_client_last_error(m->client);
 
         e->api = api && api->kind != SANDBOXD_ERROR_NONE ? api : NULL;
         e->kind = e->api ? sandboxd_error_kind_to_string(api->kind) : "local";
@@ -289,9 +289,9 @@ static int tool_create_session(Mcp *m, json_object *args, json_object **ret, Too
         if (json_object_object_length(limits) > 0)
                 json_object_object_add(opts, "limits", json_object_get(limits));
 
-        r = m->backend->ops->session_create(m->backend, user, ws, json_object_to_json_string(opts), &s, &created);
+        r = sandboxd_session_create(m->client, user, ws, json_object_to_json_string(opts), &s, &created);
         if (r < 0)
-                return tool_fail_backend(m, e, r, "Creating the session failed");
+                return tool_fail_client(m, e, r, "Creating the session failed");
         *ret = json_from_text(s->json);
         if (*ret)
                 json_object_object_add(*ret, "created", json_object_new_boolean(created));
@@ -312,9 +312,9 @@ static int tool_list_sessions(Mcp *m, json_object *args, json_object **ret, Tool
                 r = arg_string(args, "user", false, &user, e);
         if (r < 0)
                 return r;
-        r = m->backend->ops->session_list(m->backend, user, &list, &n);
+        r = sandboxd_session_list(m->client, user, &list, &n);
         if (r < 0)
-                return tool_fail_backend(m, e, r, "Listing sessions failed");
+                return tool_fail_client(m, e, r, "Listing sessions failed");
         *ret = json_object_new_object();
         arr = json_object_new_array();
         for (size_t i = 0; i < n; i++)
@@ -423,14 +423,14 @@ static int exec_in(Mcp *m, const char *session, json_object *args, json_object *
         if (r < 0)
                 goto finish;
         /* started, then waited for: the snapshot carries the kept output and what was cut */
-        r = m->backend->ops->exec_start(m->backend, session, &spec, &rid);
+        r = exec_spec_start(m->client, session, &spec, &rid);
         if (r < 0) {
-                r = tool_fail_backend(m, e, r, "Starting the command failed");
+                r = tool_fail_client(m, e, r, "Starting the command failed");
                 goto finish;
         }
-        r = m->backend->ops->command_wait(m->backend, session, rid, 0, &res);
+        r = sandboxd_command_wait(m->client, session, rid, 0, &res);
         if (r < 0) {
-                r = tool_fail_backend(m, e, r, "Waiting for the command failed");
+                r = tool_fail_client(m, e, r, "Waiting for the command failed");
                 goto finish;
         }
         *ret = result_data(res, session, max);
@@ -467,9 +467,9 @@ static int tool_run(Mcp *m, json_object *args, json_object **ret, ToolError *e) 
                 r = scope_of(m, args, &user, &ws, e);
         if (r < 0)
                 return r;
-        r = m->backend->ops->session_create(m->backend, user, ws, NULL, &s, NULL);
+        r = sandboxd_session_create(m->client, user, ws, NULL, &s, NULL);
         if (r < 0)
-                return tool_fail_backend(m, e, r, "Getting the session failed");
+                return tool_fail_client(m, e, r, "Getting the session failed");
         /* the command's arguments without the scope */
         rest = json_object_new_object();
         json_object_object_foreach(args, key, val)
@@ -497,13 +497,13 @@ static int tool_read_file(Mcp *m, json_object *args, json_object **ret, ToolErro
                 r = arg_uint(args, "max_bytes", &max, e);
         if (r < 0)
                 return r;
-        r = m->backend->ops->file_read(m->backend, session, path, (size_t) MAX(max, 1u), &data, &n);
+        r = sandboxd_file_read(m->client, session, path, (size_t) MAX(max, 1u), &data, &n);
         if (r == -EFBIG)
                 return tool_fail(e, "too_large", "%s is larger than max_bytes (%llu); read it in parts with sandbox_exec "
                                                  "(head -c, tail -c) or raise max_bytes.",
                                  path, (unsigned long long) max);
         if (r < 0)
-                return tool_fail_backend(m, e, r, "Reading the file failed");
+                return tool_fail_client(m, e, r, "Reading the file failed");
         *ret = json_object_new_object();
         json_object_object_add(*ret, "path", json_object_new_string(path));
         json_object_object_add(*ret, "size", json_object_new_int64((int64_t) n));
@@ -547,17 +547,17 @@ static int tool_write_file(Mcp *m, json_object *args, json_object **ret, ToolErr
                                 buf_done(&b);
                                 return -ENOMEM;
                         }
-                        r = m->backend->ops->file_mkdir(m->backend, session, parent);
+                        r = sandboxd_file_mkdir(m->client, session, parent);
                         if (r < 0) {
                                 buf_done(&b);
-                                return tool_fail_backend(m, e, r, "Creating the parent directory failed");
+                                return tool_fail_client(m, e, r, "Creating the parent directory failed");
                         }
                 }
         }
-        r = m->backend->ops->file_write(m->backend, session, path, b.data ?: "", b.len);
+        r = sandboxd_file_write(m->client, session, path, b.data ?: "", b.len);
         if (r < 0) {
                 buf_done(&b);
-                return tool_fail_backend(m, e, r, "Writing the file failed");
+                return tool_fail_client(m, e, r, "Writing the file failed");
         }
         *ret = json_object_new_object();
         json_object_object_add(*ret, "path", json_object_new_string(path));
@@ -590,9 +590,9 @@ static int tool_list_files(Mcp *m, json_object *args, json_object **ret, ToolErr
         if (r < 0)
                 return r;
         path = path ?: "";
-        r = m->backend->ops->file_list(m->backend, session, path, &list, &n, &truncated);
+        r = sandboxd_file_list(m->client, session, path, &list, &n, &truncated);
         if (r < 0)
-                return tool_fail_backend(m, e, r, "Listing the directory failed");
+                return tool_fail_client(m, e, r, "Listing the directory failed");
         *ret = json_object_new_object();
         arr = json_object_new_array();
         for (size_t i = 0; i < n; i++) {
@@ -632,9 +632,9 @@ static int tool_close_session(Mcp *m, json_object *args, json_object **ret, Tool
                         return tool_fail(e, "invalid", "purge must be true or false.");
                 purge = json_object_get_boolean(v);
         }
-        r = m->backend->ops->session_close(m->backend, session, purge, &s);
+        r = sandboxd_session_close(m->client, session, purge, &s);
         if (r < 0)
-                return tool_fail_backend(m, e, r, "Closing the session failed");
+                return tool_fail_client(m, e, r, "Closing the session failed");
         *ret = json_from_text(s->json);
         sandboxd_session_free(s);
         return *ret ? 0 : -ENOMEM;
@@ -805,7 +805,7 @@ static void handle_message(Mcp *m, const char *line, size_t n) {
 }
 
 int verb_mcp(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         ssize_t n;
@@ -817,10 +817,10 @@ int verb_mcp(int argc, char *argv[]) {
                 return r;
         if (!arg_workspace)
                 m.workspace = "mcp";
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
-        m.backend = b;
+        m.client = b;
         /* the protocol owns stdout; everything else goes to stderr */
         (void) signal(SIGPIPE, SIG_IGN);
         while ((n = getline(&line, &cap, stdin)) >= 0) {

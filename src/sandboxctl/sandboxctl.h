@@ -1,8 +1,30 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "backend.h"
+#include "libsandboxd.h"
 #include "macro.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(sandboxd_client *, sandboxd_client_free);
+
+/* What to run, as the verbs and the MCP server collect it. */
+typedef struct ExecSpec {
+        char **argv;
+        char *cwd;
+        char **env;          /* "NAME=VALUE" */
+        uint64_t timeout_ms; /* 0: sandboxd's default */
+        char *stdin_data;    /* all of stdin at once, when has_stdin */
+        size_t stdin_size;
+        bool has_stdin;
+        char *request_id;    /* always set by the verbs: they need it to send signals */
+        bool events;         /* the caller prints sandboxd's events (--json); else, over D-Bus, the
+                              * output goes to our stdout and stderr (sandboxd_exec_set_output_fds()) */
+} ExecSpec;
+
+void exec_spec_done(ExecSpec *s);
+/* sandboxd_exec_run() and sandboxd_exec_start() of the spec */
+int exec_spec_run(sandboxd_client *c, const char *session, const ExecSpec *spec, sandboxd_event_fn fn, void *userdata,
+                  sandboxd_result **ret);
+int exec_spec_start(sandboxd_client *c, const char *session, const ExecSpec *spec, char **ret_request_id);
 
 /* Exit statuses of exec, run and attach besides the command's own (see sandboxctl(1)) */
 #define EXIT_SANDBOXCTL_FAILED 125 /* sandboxctl or sandboxd failed: nothing (more) was learnt */
@@ -32,12 +54,15 @@ extern uint64_t arg_ttl_s;
 extern int arg_drain; /* 1 start, 0 cancel, -1 show */
 extern size_t arg_max_output;
 
-/* Connects as the options say (--url/--key, SANDBOXD_URL/SANDBOXD_KEY, --transport,
- * SANDBOXD_TRANSPORT). */
-int connect_backend(Backend **ret);
+/* A libsandboxd client as the options say (--url/--key, SANDBOXD_URL/SANDBOXD_KEY,
+ * --transport, SANDBOXD_TRANSPORT): sandboxd_client_new_bus() for the local sandboxd by
+ * default, sandboxd_client_new() for --transport=http and --url. Logs why it failed. */
+int connect_client(sandboxd_client **ret);
 
-/* Logs "what: why" from the backend's last error, returns r. */
-int log_backend_error(Backend *b, int r, const char *what, ...) _printf_(3, 4);
+/* Logs "what: why" from the client's last error, returns r. */
+int log_client_error(sandboxd_client *c, int r, const char *what, ...) _printf_(3, 4);
+/* The last error's message */
+const char *client_error_message(sandboxd_client *c);
 
 /* Prints a JSON text followed by a newline (pretty when stdout is a terminal). */
 void print_json_text(const char *json);

@@ -104,7 +104,7 @@ static char *base_name(const char *path) {
 
 /* --- upload ------------------------------------------------------------------------------- */
 
-static int upload_file(Backend *b, const char *session, const char *local, const char *remote) {
+static int upload_file(sandboxd_client *b, const char *session, const char *local, const char *remote) {
         Progress p = { .name = local, .start = now_usec(CLOCK_MONOTONIC) };
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
@@ -118,15 +118,15 @@ static int upload_file(Backend *b, const char *session, const char *local, const
                 return log_error_errno(-errno, "Failed to open %s: %m", local);
         if (fstat(fd, &st) < 0)
                 return log_error_errno(-errno, "Failed to stat %s: %m", local);
-        r = b->ops->file_upload(b, session, remote, fd, S_ISREG(st.st_mode) ? (uint64_t) st.st_size : 0,
+        r = sandboxd_file_upload(b, session, remote, fd, S_ISREG(st.st_mode) ? (uint64_t) st.st_size : 0,
                                 progress_enabled() ? on_progress : NULL, &p);
         progress_done(&p);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to copy %s to %s:%s", local, session, remote);
+                return log_client_error(b, r, "Failed to copy %s to %s:%s", local, session, remote);
         return 0;
 }
 
-static int upload(Backend *b, const char *session, const char *local, const char *remote) {
+static int upload(sandboxd_client *b, const char *session, const char *local, const char *remote) {
         _cleanup_(closedirp) DIR *d = NULL;
         struct dirent *de;
         struct stat st;
@@ -143,9 +143,9 @@ static int upload(Backend *b, const char *session, const char *local, const char
         if (!arg_recursive)
                 return log_error_errno(-EISDIR, "%s is a directory (use -r).", local);
 
-        r = b->ops->file_mkdir(b, session, remote);
+        r = sandboxd_file_mkdir(b, session, remote);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to create %s:%s", session, remote);
+                return log_client_error(b, r, "Failed to create %s:%s", session, remote);
         d = opendir(local);
         if (!d)
                 return log_error_errno(-errno, "Failed to open %s: %m", local);
@@ -167,7 +167,7 @@ static int upload(Backend *b, const char *session, const char *local, const char
 
 /* --- download ----------------------------------------------------------------------------- */
 
-static int download_file(Backend *b, const char *session, const char *remote, const char *local) {
+static int download_file(sandboxd_client *b, const char *session, const char *remote, const char *local) {
         Progress p = { .name = remote, .start = now_usec(CLOCK_MONOTONIC) };
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
@@ -184,12 +184,12 @@ static int download_file(Backend *b, const char *session, const char *remote, co
         }
         if (fd < 0)
                 return log_error_errno(-errno, "Failed to create %s: %m", to_stdout ? "a copy of stdout" : local);
-        r = b->ops->file_download(b, session, remote, fd, progress_enabled() && !to_stdout ? on_progress : NULL, &p);
+        r = sandboxd_file_download(b, session, remote, fd, progress_enabled() && !to_stdout ? on_progress : NULL, &p);
         progress_done(&p);
         if (r < 0) {
                 if (tmp)
                         (void) unlink(tmp);
-                return r == -EISDIR ? r : log_backend_error(b, r, "Failed to copy %s:%s", session, remote);
+                return r == -EISDIR ? r : log_client_error(b, r, "Failed to copy %s:%s", session, remote);
         }
         if (tmp) {
                 /* umask decides the mode, as for cp without -p */
@@ -205,7 +205,7 @@ static int download_file(Backend *b, const char *session, const char *remote, co
         return 0;
 }
 
-static int download(Backend *b, const char *session, const char *remote, const char *local) {
+static int download(sandboxd_client *b, const char *session, const char *remote, const char *local) {
         sandboxd_file_info **entries = NULL;
         bool truncated = false;
         size_t n = 0;
@@ -221,9 +221,9 @@ static int download(Backend *b, const char *session, const char *remote, const c
 
         if (mkdir(local, 0777) < 0 && errno != EEXIST)
                 return log_error_errno(-errno, "Failed to create %s: %m", local);
-        r = b->ops->file_list(b, session, remote, &entries, &n, &truncated);
+        r = sandboxd_file_list(b, session, remote, &entries, &n, &truncated);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to list %s:%s", session, remote);
+                return log_client_error(b, r, "Failed to list %s:%s", session, remote);
         if (truncated)
                 log_warning("sandboxd listed only part of %s:%s; the copy is incomplete.", session, remote);
         for (size_t i = 0; i < n; i++) {
@@ -258,13 +258,13 @@ static int download(Backend *b, const char *session, const char *remote, const c
 
 /* --- the verb ----------------------------------------------------------------------------- */
 
-static bool remote_is_dir(Backend *b, const char *session, const char *path) {
+static bool remote_is_dir(sandboxd_client *b, const char *session, const char *path) {
         sandboxd_file_info *i = NULL;
         bool dir;
 
         if (path[0] == 0 || path[strlen(path) - 1] == '/')
                 return true;
-        if (b->ops->file_stat(b, session, path, &i) < 0)
+        if (sandboxd_file_stat(b, session, path, &i) < 0)
                 return false;
         dir = i->type == SANDBOXD_FILE_DIRECTORY;
         sandboxd_file_info_free(i);
@@ -272,7 +272,7 @@ static bool remote_is_dir(Backend *b, const char *session, const char *path) {
 }
 
 int verb_cp(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         Location dst, *srcs;
         int n = argc - 2, r, ret = 0;
         bool upload_dir = false;
@@ -294,7 +294,7 @@ int verb_cp(int argc, char *argv[]) {
                                             argv[i + 1], argv[argc - 1]);
                         goto finish;
                 }
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 goto finish;
 

@@ -24,7 +24,7 @@ static void on_signal(int sig) {
 #define WAKE_PENDING 'P'
 
 typedef struct Follow {
-        Backend *backend;
+        sandboxd_client *client;
         const char *session;
         const char *request_id;
         uint64_t offset;      /* bytes of kept events received: where to re-attach */
@@ -36,7 +36,7 @@ typedef struct Follow {
         int pipe[2];
 } Follow;
 
-static int on_event(Backend *b, const sandboxd_event *ev, void *userdata) {
+static int on_event(sandboxd_client *b, const sandboxd_event *ev, void *userdata) {
         Follow *f = userdata;
         int r = 0;
 
@@ -99,18 +99,18 @@ static void send_signal(Follow *f, int sig) {
                 f->pending_signal = sig;
                 return;
         }
-        r = f->backend->ops->command_signal(f->backend, f->session, f->request_id, sig);
+        r = sandboxd_command_signal(f->client, f->session, f->request_id, sig);
         if (r == -ENOENT)
                 /* sandboxd has not registered it yet: once it is accepted */
                 f->pending_signal = sig;
         else if (r < 0 && r != -EBUSY) /* -EBUSY: it has just ended */
                 log_warning("Failed to send %s to the command: %s", signal_to_name(sig),
-                            backend_error_message(f->backend));
+                            client_error_message(f->client));
         else
                 f->pending_signal = 0;
 }
 
-static int on_wakeup(Backend *b, int fd, void *userdata) {
+static int on_wakeup(sandboxd_client *b, int fd, void *userdata) {
         Follow *f = userdata;
         unsigned char buf[16];
         ssize_t n;
@@ -155,14 +155,14 @@ static int setup_signals(Follow *f) {
         (void) sigaction(SIGHUP, &sa, NULL);
         /* a reader of our stdout that went away must not kill us: the command goes on */
         (void) signal(SIGPIPE, SIG_IGN);
-        return f->backend->ops->set_wakeup(f->backend, f->pipe[0], on_wakeup, f);
+        return sandboxd_client_set_wakeup(f->client, f->pipe[0], on_wakeup, f);
 }
 
 static void restore_signals(Follow *f) {
         (void) signal(SIGINT, SIG_DFL);
         (void) signal(SIGTERM, SIG_DFL);
         (void) signal(SIGHUP, SIG_DFL);
-        (void) f->backend->ops->set_wakeup(f->backend, -1, NULL, NULL);
+        (void) sandboxd_client_set_wakeup(f->client, -1, NULL, NULL);
         signal_pipe_w = -EBADF;
         safe_close(f->pipe[0]);
         safe_close(f->pipe[1]);
@@ -170,10 +170,10 @@ static void restore_signals(Follow *f) {
 
 /* Runs (spec) or attaches to (offset) a command until its exit, following it again after
  * a broken connection (sandboxd restarting, say). Returns the exit status for sandboxctl. */
-static int follow(Backend *b, const char *session, const ExecSpec *spec, uint64_t offset, bool print,
+static int follow(sandboxd_client *b, const char *session, const ExecSpec *spec, uint64_t offset, bool print,
                   sandboxd_result **ret_result) {
         Follow f = {
-                .backend = b,
+                .client = b,
                 .session = session,
                 .request_id = spec ? spec->request_id : arg_request_id,
                 .offset = offset,
@@ -189,14 +189,14 @@ static int follow(Backend *b, const char *session, const ExecSpec *spec, uint64_
         if (r < 0)
                 return r;
         if (spec)
-                r = b->ops->exec_run(b, session, spec, on_event, &f, &res);
+                r = exec_spec_run(b, session, spec, on_event, &f, &res);
         else
-                r = b->ops->command_attach(b, session, f.request_id, f.offset, on_event, &f, &res);
+                r = sandboxd_command_attach(b, session, f.request_id, f.offset, on_event, &f, &res);
         while ((r == -ECONNRESET || r == -ECONNREFUSED) && f.accepted && retries++ < 10 && f.interrupts < 3) {
                 if (!arg_quiet)
                         log_notice("sandboxctl: lost the connection to sandboxd, attaching again...");
                 (void) usleep(500 * 1000);
-                r = b->ops->command_attach(b, session, f.request_id, f.offset, on_event, &f, &res);
+                r = sandboxd_command_attach(b, session, f.request_id, f.offset, on_event, &f, &res);
         }
         restore_signals(&f);
 
@@ -206,7 +206,7 @@ static int follow(Backend *b, const char *session, const ExecSpec *spec, uint64_
                 return 130;
         }
         if (r < 0)
-                return log_backend_error(b, r, "Failed to %s command %s", spec ? "run" : "follow", f.request_id);
+                return log_client_error(b, r, "Failed to %s command %s", spec ? "run" : "follow", f.request_id);
 
         status = sandboxd_result_exit_status(res);
         if (!arg_quiet && !arg_json && print) {
@@ -305,7 +305,7 @@ static int make_spec(char **argv, ExecSpec *spec) {
 }
 
 int verb_exec(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         ExecSpec spec;
         int r;
 
@@ -313,7 +313,7 @@ int verb_exec(int argc, char *argv[]) {
                 return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
         r = make_spec(argv + 2, &spec);
         if (r >= 0)
-                r = connect_backend(&b);
+                r = connect_client(&b);
         if (r >= 0)
                 r = follow(b, argv[1], &spec, 0, true, NULL);
         exec_spec_done(&spec);
@@ -321,7 +321,7 @@ int verb_exec(int argc, char *argv[]) {
 }
 
 int verb_run(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         sandboxd_session *s = NULL;
         sandboxd_result *res = NULL;
         const char *user, *workspace;
@@ -333,26 +333,26 @@ int verb_run(int argc, char *argv[]) {
                 return r;
         r = make_spec(argv + 1, &spec);
         if (r >= 0)
-                r = connect_backend(&b);
+                r = connect_client(&b);
         if (r < 0)
                 goto finish;
-        r = b->ops->session_create(b, user, workspace, NULL, &s, NULL);
+        r = sandboxd_session_create(b, user, workspace, NULL, &s, NULL);
         if (r < 0) {
-                r = log_backend_error(b, r, "Failed to get the session of %s/%s", user, workspace);
+                r = log_client_error(b, r, "Failed to get the session of %s/%s", user, workspace);
                 goto finish;
         }
         status = follow(b, s->id, &spec, 0, !arg_json, NULL);
         if (status >= 0 && arg_json) {
                 /* one object with the whole result, like the D-Bus Run method */
-                r = b->ops->command_get(b, s->id, spec.request_id, &res);
+                r = sandboxd_command_get(b, s->id, spec.request_id, &res);
                 if (r < 0)
-                        log_backend_error(b, r, "Failed to get the result of %s", spec.request_id);
+                        log_client_error(b, r, "Failed to get the result of %s", spec.request_id);
                 else
                         print_json_text(res->json);
                 sandboxd_result_free(res);
         }
-        if (arg_rm && b->ops->session_close(b, s->id, false, NULL) < 0)
-                log_backend_error(b, -EIO, "Failed to close session %s", s->id);
+        if (arg_rm && sandboxd_session_close(b, s->id, false, NULL) < 0)
+                log_client_error(b, -EIO, "Failed to close session %s", s->id);
         r = status;
 finish:
         sandboxd_session_free(s);
@@ -361,12 +361,12 @@ finish:
 }
 
 int verb_attach(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         int r;
 
         if (!session_id_looks_valid(argv[1]))
                 return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
         arg_request_id = argv[2];
@@ -393,7 +393,7 @@ static int parse_signal(const char *s) {
 }
 
 int verb_signal(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         int sig = SIGTERM, r;
 
         if (!session_id_looks_valid(argv[1]))
@@ -404,11 +404,11 @@ int verb_signal(int argc, char *argv[]) {
                         return log_error_errno(sig, "Unknown signal '%s': use INT, TERM, KILL, HUP, USR1 or USR2.",
                                                argv[3]);
         }
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
-        r = b->ops->command_signal(b, argv[1], argv[2], sig);
+        r = sandboxd_command_signal(b, argv[1], argv[2], sig);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to send %s to command %s", signal_to_name(sig), argv[2]);
+                return log_client_error(b, r, "Failed to send %s to command %s", signal_to_name(sig), argv[2]);
         return 0;
 }

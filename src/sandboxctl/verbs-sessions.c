@@ -38,7 +38,7 @@ static char *session_options_json(void) {
 }
 
 int verb_create(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         _cleanup_free_ char *options = NULL;
         sandboxd_session *s = NULL;
         bool created = false;
@@ -53,12 +53,12 @@ int verb_create(int argc, char *argv[]) {
         options = session_options_json();
         if (!options)
                 return log_oom();
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
-        r = b->ops->session_create(b, argv[1], argv[2], options, &s, &created);
+        r = sandboxd_session_create(b, argv[1], argv[2], options, &s, &created);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to create the session of %s/%s", argv[1], argv[2]);
+                return log_client_error(b, r, "Failed to create the session of %s/%s", argv[1], argv[2]);
         if (arg_json)
                 print_json_text(s->json);
         else {
@@ -71,19 +71,19 @@ int verb_create(int argc, char *argv[]) {
 }
 
 int verb_list(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         sandboxd_session **list = NULL;
         size_t n = 0;
         int r;
 
         if (arg_user && !user_name_is_valid(arg_user))
                 return log_error_errno(-EINVAL, "Invalid user name '%s'.", arg_user);
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
-        r = b->ops->session_list(b, arg_user, &list, &n);
+        r = sandboxd_session_list(b, arg_user, &list, &n);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to list sessions");
+                return log_client_error(b, r, "Failed to list sessions");
 
         if (arg_json) {
                 fputs("{\"sessions\":[", stdout);
@@ -169,7 +169,7 @@ static void print_result(const sandboxd_result *r) {
 }
 
 int verb_show(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         sandboxd_session *s = NULL;
         sandboxd_result **cmds = NULL, *res = NULL;
         size_t n = 0;
@@ -178,14 +178,14 @@ int verb_show(int argc, char *argv[]) {
         r = check_session_id(argv[1]);
         if (r < 0)
                 return r;
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
 
         if (argc > 2) {
-                r = b->ops->command_get(b, argv[1], argv[2], &res);
+                r = sandboxd_command_get(b, argv[1], argv[2], &res);
                 if (r < 0)
-                        return log_backend_error(b, r, "Failed to get command %s of session %s", argv[2], argv[1]);
+                        return log_client_error(b, r, "Failed to get command %s of session %s", argv[2], argv[1]);
                 if (arg_json)
                         print_json_text(res->json);
                 else
@@ -194,13 +194,13 @@ int verb_show(int argc, char *argv[]) {
                 return 0;
         }
 
-        r = b->ops->session_get(b, argv[1], &s);
+        r = sandboxd_session_get(b, argv[1], &s);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to get session %s", argv[1]);
-        r = b->ops->command_list(b, argv[1], &cmds, &n);
+                return log_client_error(b, r, "Failed to get session %s", argv[1]);
+        r = sandboxd_command_list(b, argv[1], &cmds, &n);
         if (r < 0) {
                 sandboxd_session_free(s);
-                return log_backend_error(b, r, "Failed to list the commands of session %s", argv[1]);
+                return log_client_error(b, r, "Failed to list the commands of session %s", argv[1]);
         }
         if (arg_json) {
                 /* the session, with its commands added */
@@ -230,7 +230,7 @@ int verb_show(int argc, char *argv[]) {
 }
 
 int verb_remove(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         int r, ret = 0;
 
         for (int i = 1; i < argc; i++) {
@@ -238,15 +238,15 @@ int verb_remove(int argc, char *argv[]) {
                 if (r < 0)
                         return r;
         }
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
         for (int i = 1; i < argc; i++) {
                 sandboxd_session *s = NULL;
 
-                r = b->ops->session_close(b, argv[i], arg_purge, &s);
+                r = sandboxd_session_close(b, argv[i], arg_purge, &s);
                 if (r < 0) {
-                        ret = log_backend_error(b, r, "Failed to close session %s", argv[i]);
+                        ret = log_client_error(b, r, "Failed to close session %s", argv[i]);
                         continue;
                 }
                 if (arg_json)
@@ -257,19 +257,19 @@ int verb_remove(int argc, char *argv[]) {
 }
 
 static int freeze_thaw(const char *id, bool freeze) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         sandboxd_session *s = NULL;
         int r;
 
         r = check_session_id(id);
         if (r < 0)
                 return r;
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
-        r = b->ops->session_freeze(b, id, freeze, &s);
+        r = sandboxd_session_freeze(b, id, freeze, &s);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to %s session %s", freeze ? "freeze" : "thaw", id);
+                return log_client_error(b, r, "Failed to %s session %s", freeze ? "freeze" : "thaw", id);
         if (arg_json)
                 print_json_text(s->json);
         sandboxd_session_free(s);
@@ -285,18 +285,18 @@ int verb_thaw(int argc, char *argv[]) {
 }
 
 int verb_health(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         _cleanup_free_ char *json = NULL;
         _cleanup_(json_object_putp) json_object *o = NULL;
         json_object *v, *pool;
         int r;
 
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
-        r = b->ops->health(b, &json);
+        r = sandboxd_health(b, &json);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to get sandboxd's health");
+                return log_client_error(b, r, "Failed to get sandboxd's health");
         if (arg_json) {
                 print_json_text(json);
                 return 0;
@@ -324,18 +324,18 @@ int verb_health(int argc, char *argv[]) {
 }
 
 int verb_drain(int argc, char *argv[]) {
-        _cleanup_(backend_freep) Backend *b = NULL;
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         _cleanup_free_ char *json = NULL;
         _cleanup_(json_object_putp) json_object *o = NULL;
         json_object *d = NULL, *n = NULL;
         int r;
 
-        r = connect_backend(&b);
+        r = connect_client(&b);
         if (r < 0)
                 return r;
-        r = b->ops->drain(b, arg_drain, &json);
+        r = sandboxd_drain(b, arg_drain, &json);
         if (r < 0)
-                return log_backend_error(b, r, "Failed to %s", arg_drain > 0    ? "drain sandboxd"
+                return log_client_error(b, r, "Failed to %s", arg_drain > 0    ? "drain sandboxd"
                                                                : arg_drain == 0 ? "stop draining sandboxd"
                                                                                 : "get the drain state");
         if (arg_json) {

@@ -252,20 +252,32 @@ int bus_request_read_command_options(sd_bus_message *m, CommandRequest *req, Req
                         if (seen_stdin)
                                 return request_error(e, "invalid_value", "Give at most one of 'stdin' and 'stdin_data', once.");
                         seen_stdin = true;
-                        r = enter_option(m, key, fd ? "h" : "ay", e);
-                        if (r >= 0 && fd) {
-                                r = read_fd(m, key, &req->stdin_fd, e);
+                        if (fd && sd_bus_message_peek_type(m, NULL, &s) >= 0 && streq_ptr(s, "s")) {
+                                /* "stream": fed later by WriteStdin(), as "stdin":"stream" over HTTP */
+                                r = enter_option(m, key, "s", e);
                                 if (r >= 0)
-                                        req->stdin_mode = STDIN_FD;
-                        } else if (r >= 0) {
-                                r = sd_bus_message_read_array(m, 'y', &data, &size);
-                                if (r >= 0) {
-                                        req->stdin_data = memdup(data, size);
-                                        req->stdin_size = size;
-                                        r = req->stdin_data ? 0 : -ENOMEM;
+                                        r = sd_bus_message_read(m, "s", &s);
+                                if (r >= 0 && !streq(s, "stream"))
+                                        r = request_error(e, "invalid_value",
+                                                          "Option 'stdin' is a file descriptor or \"stream\", not '%.64s'.", s);
+                                if (r >= 0)
+                                        req->stdin_mode = STDIN_STREAM;
+                        } else {
+                                r = enter_option(m, key, fd ? "h" : "ay", e);
+                                if (r >= 0 && fd) {
+                                        r = read_fd(m, key, &req->stdin_fd, e);
+                                        if (r >= 0)
+                                                req->stdin_mode = STDIN_FD;
+                                } else if (r >= 0) {
+                                        r = sd_bus_message_read_array(m, 'y', &data, &size);
+                                        if (r >= 0) {
+                                                req->stdin_data = memdup(data, size);
+                                                req->stdin_size = size;
+                                                r = req->stdin_data ? 0 : -ENOMEM;
+                                        }
+                                        if (r >= 0)
+                                                req->stdin_mode = STDIN_DATA;
                                 }
-                                if (r >= 0)
-                                        req->stdin_mode = STDIN_DATA;
                         }
                 } else if (streq(key, "stdout") || streq(key, "stderr")) {
                         bool out = streq(key, "stdout");

@@ -3,14 +3,17 @@
 
 #include <systemd/sd-bus.h>
 
+#include "error-table.h"
 #include "request.h"
 
-/* The errors of the D-Bus API, documented in sandboxd-dbus(5). Authorization failures use
- * the standard org.freedesktop.DBus.Error.AccessDenied and
+/* The names of the D-Bus API's errors, documented in sandboxd-dbus(5); each is a row of the
+ * error table (error-table.c), or another name for one (NoSuchCommand, ExecutableNotFound,
+ * InvalidArguments). Authorization failures use the standard
+ * org.freedesktop.DBus.Error.AccessDenied and
  * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, which clients map to EACCES. */
-#define BUS_ERROR_PREFIX "io.sandboxd.sandbox1.Error."
 #define BUS_ERROR_NO_SUCH_SESSION BUS_ERROR_PREFIX "NoSuchSession"
 #define BUS_ERROR_NO_SUCH_COMMAND BUS_ERROR_PREFIX "NoSuchCommand"
+#define BUS_ERROR_NO_SUCH_FILE BUS_ERROR_PREFIX "NoSuchFile"
 #define BUS_ERROR_INVALID_ARGUMENTS BUS_ERROR_PREFIX "InvalidArguments"
 #define BUS_ERROR_INVALID_NAME BUS_ERROR_PREFIX "InvalidName"
 #define BUS_ERROR_INVALID_TYPE BUS_ERROR_PREFIX "InvalidType"
@@ -35,7 +38,20 @@
 #define BUS_ERROR_BUSY BUS_ERROR_PREFIX "Busy"
 #define BUS_ERROR_PURGE_FAILED BUS_ERROR_PREFIX "PurgeFailed"
 #define BUS_ERROR_NOT_PURGED BUS_ERROR_PREFIX "NotPurged"
+#define BUS_ERROR_FILE_TOO_LARGE BUS_ERROR_PREFIX "FileTooLarge"
+#define BUS_ERROR_INVALID_OFFSET BUS_ERROR_PREFIX "InvalidOffset"
+#define BUS_ERROR_STDIN_CLOSED BUS_ERROR_PREFIX "StdinClosed"
+#define BUS_ERROR_STDIN_NOT_STREAMED BUS_ERROR_PREFIX "StdinNotStreamed"
+#define BUS_ERROR_NOT_A_DIRECTORY BUS_ERROR_PREFIX "NotADirectory"
+#define BUS_ERROR_IS_A_DIRECTORY BUS_ERROR_PREFIX "IsADirectory"
+#define BUS_ERROR_NOT_A_REGULAR_FILE BUS_ERROR_PREFIX "NotARegularFile"
+#define BUS_ERROR_EXISTS BUS_ERROR_PREFIX "Exists"
+#define BUS_ERROR_NOT_EMPTY BUS_ERROR_PREFIX "NotEmpty"
+#define BUS_ERROR_TOO_MANY_FILE_OPERATIONS BUS_ERROR_PREFIX "TooManyFileOperations"
+#define BUS_ERROR_INSUFFICIENT_STORAGE BUS_ERROR_PREFIX "InsufficientStorage"
 
-/* The error of a RequestError (the codes the HTTP API sends in "error.code"), or, without
- * a code, of errno r. Returns a negative errno, like sd_bus_error_set(). */
+/* The error of a RequestError (the codes the HTTP API sends in "error.code"): the D-Bus
+ * name of the code's row in the error table, or e->bus_name; InvalidValue for a code that
+ * has no D-Bus name (one of HTTP only). Without a code, of errno r. Returns a negative
+ * errno, like sd_bus_error_set(). */
 int bus_error_set_request(sd_bus_error *error, int r, const RequestError *e);

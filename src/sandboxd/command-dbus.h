@@ -7,7 +7,6 @@
 
 extern const sd_bus_vtable command_vtable[];
 
-int command_bus_path(Command *c, char **ret);
 /* The command of BUS_SESSION_PREFIX/<sid>/command/<n>. */
 Command *command_from_path(Manager *m, const char *path);
 int command_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,

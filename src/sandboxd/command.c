@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A command's life, its one job although over 800 lines: the checks that depend on its
+ * session, its transient unit (started through pid1-gate), its pipes into output.c and its
+ * stdin, signals, the unit's end read into a result, its record and its recovery after a
+ * restart, and the release of finished units. Changes go to the manager's observers. */
 
+#include <assert.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -8,12 +13,12 @@
 #include <sys/mman.h>
 #include <systemd/sd-daemon.h>
 
+#include "bus-util.h"
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
 #include "exec-env.h"
 #include "proxy.h"
-#include "command-dbus.h"
 #include "io-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -299,6 +304,7 @@ static int watch_stream(Command *c, OutputStream st) {
         r = sd_event_add_io(c->session->manager->event, &c->io[st], c->fd[st], EPOLLIN, on_output, c);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch %s of %s: %m", stream_names[st], c->unit);
+        (void) sd_event_source_set_description(c->io[st], st == OUTPUT_STDOUT ? "command-stdout" : "command-stderr");
         return 0;
 }
 
@@ -390,6 +396,7 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandSt
                 r = sd_event_add_io(c->session->manager->event, &c->stdin_io, c->stdin_fd, EPOLLOUT, on_stdin_writable, c);
                 if (r < 0)
                         return r;
+                (void) sd_event_source_set_description(c->stdin_io, "command-stdin");
         }
         return sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
 }
@@ -604,8 +611,8 @@ static void command_set_result(Command *c, const CommandResult *res) {
         (void) command_save(c);
         if (m->n_running > 0)
                 m->n_running--;
-        command_send_changed(c);
-        command_send_finished(c);
+        manager_notify_command_changed(c->session->manager, c);
+        manager_notify_command_finished(c->session->manager, c);
         session_command_finished(c->session, c);
 }
 
@@ -827,6 +834,7 @@ static int command_watch(Command *c) {
                                        10 * USEC_PER_MSEC, on_sample, c);
         if (r < 0)
                 return r;
+        (void) sd_event_source_set_description(c->sample_timer, "command-sample");
         (void) sd_event_source_set_enabled(c->sample_timer, SD_EVENT_ON);
 
         /* Read the state once now: the unit may have changed before our match was in place. */
@@ -849,10 +857,13 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 const char *msg = systemd_error_message(reply);
                 void *fn_userdata = c->started_userdata;
+                Session *s = c->session;
 
                 log_error("Failed to start %s: %s", c->unit, msg);
-                /* Never started: nothing to keep. */
+                /* Never started: nothing to keep. A close waiting for it goes on. */
                 command_remove(c);
+                if (s->state == SESSION_CLOSING)
+                        session_command_finished(s, NULL);
                 if (fn)
                         fn(NULL, -EIO, msg, fn_userdata);
                 return 0;
@@ -865,7 +876,7 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
                 log_warning("Failed to spool the start of %s, ignoring.", c->unit);
         buf_done(&line);
         (void) command_save(c);
-        command_send_changed(c);
+        manager_notify_command_changed(c->session->manager, c);
 
         r = command_watch(c);
         if (r < 0)
@@ -925,12 +936,51 @@ static Command *command_alloc(Session *s, unsigned n) {
         return c;
 }
 
+/* The session's table by request id holds the newest command of each id: the one the API
+ * finds. (Two may share one: the generated id of command 5 is "5", which a client may have
+ * chosen for an earlier command.) */
+static void command_hash(Command *c) {
+        Session *s = c->session;
+        Command *old;
+
+        assert(c->request_id && !c->hashed);
+        HASH_FIND_STR(s->commands_by_id, c->request_id, old);
+        if (old && old->n > c->n)
+                return;
+        if (old) {
+                HASH_DEL(s->commands_by_id, old);
+                old->hashed = false;
+        }
+        HASH_ADD_KEYPTR(hh, s->commands_by_id, c->request_id, strlen(c->request_id), c);
+        c->hashed = true;
+}
+
+static void command_unhash(Command *c) {
+        Session *s = c->session;
+        Command *o, *next = NULL;
+
+        if (!c->hashed)
+                return;
+        HASH_DEL(s->commands_by_id, c);
+        c->hashed = false;
+        /* an older command of the same id is found again */
+        LIST_FOREACH(commands, o, s->commands)
+                if (o != c && o->request_id && streq(o->request_id, c->request_id) && (!next || o->n > next->n))
+                        next = o;
+        if (next)
+                command_hash(next);
+}
+
 static int command_set_names(Command *c, const char *request_id) {
+        assert(!c->request_id);
         if (request_id)
                 c->request_id = strdup(request_id);
         else
                 (void) asprintf(&c->request_id, "%u", c->n);
-        if (!c->request_id || asprintf(&c->unit, "sandboxd-%s-%u.service", c->session->id, c->n) < 0)
+        if (!c->request_id)
+                return -ENOMEM;
+        command_hash(c);
+        if (asprintf(&c->unit, "sandboxd-%s-%u.service", c->session->id, c->n) < 0)
                 return -ENOMEM;
         return systemd_unit_path(c->unit, &c->unit_path);
 }
@@ -985,7 +1035,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                e->code = "not_found";
+                e->code = "executable_not_found";
                 snprintf(e->message, sizeof(e->message), "Executable '%.128s' not found%s.", req->argv[0],
                          r == -EINVAL ? ": give a name to look up in PATH or an absolute path" : " in PATH");
                 return -EINVAL;
@@ -1348,77 +1398,6 @@ int command_stop(Command *c) {
         return systemd_stop_unit_async(c->session->manager->pid1, c->unit, NULL, NULL);
 }
 
-static int append_stream_snapshot(Command *c, Buf *b, OutputStream st) {
-        Buf raw = {};
-        bool valid;
-        int r;
-
-        r = output_read_raw(c->output, st, &raw);
-        if (r < 0)
-                goto finish;
-        if (utf8_valid_prefix(raw.data ?: "", raw.len, &valid) == raw.len && valid) {
-                r = buf_printf(b, ",\"%s\":", stream_names[st]);
-                if (r >= 0)
-                        r = json_append_string(b, raw.data ?: "", raw.len);
-        } else {
-                r = buf_printf(b, ",\"%s\":null,\"%s_b64\":\"", stream_names[st], stream_names[st]);
-                if (r >= 0)
-                        r = base64_encode(b, raw.data, raw.len);
-                if (r >= 0)
-                        r = buf_puts(b, "\"");
-        }
-finish:
-        buf_done(&raw);
-        return r;
-}
-
-int command_append_json(Command *c, Buf *b, bool with_output) {
-        Output *o = c->output;
-        int r;
-
-        r = buf_puts(b, "{\"request_id\":");
-        if (r >= 0)
-                r = json_append_string(b, c->request_id, strlen(c->request_id));
-        if (r >= 0)
-                r = buf_printf(b, ",\"unit\":\"%s\",\"session\":\"%s\",\"terminal\":%s,\"created_at_usec\":%" PRIu64
-                                  ",\"stdin\":\"%s\",\"argv\":[",
-                               c->unit, c->session->id, command_status_is_terminal(c->result.status) ? "true" : "false",
-                               c->created_realtime_usec, stdin_mode_to_string(c->stdin_mode));
-        for (char **a = c->argv; r >= 0 && a && *a; a++) {
-                if (a != c->argv)
-                        r = buf_puts(b, ",");
-                if (r >= 0)
-                        r = json_append_string(b, *a, strlen(*a));
-        }
-        if (r >= 0)
-                r = buf_puts(b, "],");
-        if (r < 0)
-                return r;
-
-        if (command_status_is_terminal(c->result.status))
-                r = ndjson_append_result_fields(b, &c->result);
-        else
-                r = buf_printf(b, "\"status\":\"%s\",\"exit_code\":null,\"signal\":null,\"reason\":null,"
-                                  "\"duration_ms\":null,\"usage\":{\"cpu_usec\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
-                                  ",\"tasks\":%" PRIu64 "}",
-                               command_status_to_string(c->result.status), c->cpu_sampled_usec, c->memory_peak,
-                               c->tasks_peak);
-        if (r < 0)
-                return r;
-
-        r = buf_printf(b, ",\"truncated\":%s,\"stdout_truncated\":%s,\"stderr_truncated\":%s,"
-                          "\"stdout_bytes\":%" PRIu64 ",\"stderr_bytes\":%" PRIu64 ",\"events_bytes\":%" PRIu64,
-                       o->truncated[0] || o->truncated[1] ? "true" : "false", o->truncated[0] ? "true" : "false",
-                       o->truncated[1] ? "true" : "false", o->total[0], o->total[1], o->log_size);
-        if (r >= 0 && with_output)
-                r = append_stream_snapshot(c, b, OUTPUT_STDOUT);
-        if (r >= 0 && with_output)
-                r = append_stream_snapshot(c, b, OUTPUT_STDERR);
-        if (r >= 0)
-                r = buf_puts(b, "}");
-        return r;
-}
-
 /* --- teardown --------------------------------------------------------------------------- */
 
 void command_remove(Command *c) {
@@ -1464,6 +1443,7 @@ Command *command_free(Command *c) {
                 c->session->manager->n_starting--;
 
         output_free(c->output);
+        command_unhash(c);
         LIST_REMOVE(commands, c->session->commands, c);
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 close_stream(c, st);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <uthash.h>
 
 #include "buf.h"
 #include "manager.h"
@@ -74,6 +75,8 @@ struct Command {
         void *started_userdata;
 
         LIST_FIELDS(Command, commands);
+        UT_hash_handle hh;   /* in the session's commands_by_id (while it is the newest of its id) */
+        bool hashed;
 };
 
 /* Validates what depends on the session (cwd, executable, limits), then starts the unit.
@@ -113,7 +116,6 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandSt
 /* Stops a running command (its unit); the result follows as usual. */
 int command_stop(Command *c);
 
-int command_append_json(Command *c, Buf *b, bool with_output);
 int command_save(Command *c);
 
 bool command_status_is_running(const Command *c);

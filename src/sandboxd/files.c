@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The workspace's files, its one job although over 800 lines: every path resolved beneath
+ * the workspace (openat2 RESOLVE_BENEATH) as its owner (fsuid), reads, uploads, listings,
+ * stat, mkdir, moves, removals and the disk-usage walk. Called on file-ops.c's threads,
+ * uploads on the loop. */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -834,4 +838,60 @@ int files_disk_usage_cancellable(const char *dir, const atomic_bool *cancel, uin
                 return r;
         *ret = total;
         return 0;
+}
+
+int files_append_entry_json(Buf *b, const char *path, const struct stat *st) {
+        _cleanup_free_ char *p = strdup(path);
+        const char *name;
+        size_t n;
+
+        if (!p)
+                return -ENOMEM;
+        n = strlen(p);
+        while (n > 0 && p[n - 1] == '/')
+                p[--n] = 0;
+        name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+
+        if (buf_puts(b, "{") < 0 || files_append_entry_fields(b, name, st, NULL) < 0 || buf_puts(b, ",") < 0 ||
+            files_append_name(b, "path", p) < 0 || buf_puts(b, "}") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int files_request_error(int err, uint64_t max_file_bytes, RequestError *e) {
+        switch (err) {
+        case -EINVAL:
+                return request_error(e, "invalid_path", "The path must be relative to the workspace and name an entry in it "
+                                     "(not the workspace itself, '.' or '..').");
+        case -EXDEV:
+                return request_error(e, "invalid_path", "The path resolves outside the workspace.");
+        case -ELOOP:
+                return request_error(e, "invalid_path", "The path runs into a symlink loop, or through too many symlinks.");
+        case -ENAMETOOLONG:
+                return request_error(e, "invalid_path", "The path or a name in it is too long.");
+        case -ENOENT:
+                return request_error(e, "not_found", "No such file or directory in the workspace.");
+        case -ENOTDIR:
+                return request_error(e, "not_a_directory", "A component of the path is not a directory.");
+        case -EISDIR:
+                return request_error(e, "is_a_directory", "The path is a directory.");
+        case -EMEDIUMTYPE:
+                return request_error(e, "not_a_regular_file",
+                                     "The path is a FIFO, socket, device or symlink: sandboxd neither opens nor replaces those.");
+        case -EEXIST:
+                return request_error(e, "exists", "Something is in the way (ask for the move with overwrite to replace it).");
+        case -ENOTEMPTY:
+                return request_error(e, "not_empty", "The directory is not empty (remove it recursively).");
+        case -EACCES:
+        case -EPERM:
+                return request_error(e, "forbidden", "Permission denied: the file API has the rights of the scope's own user.");
+        case -EFBIG:
+                return request_error(e, "payload_too_large",
+                                     "The file is larger than the configured MaxFileSize= (%" PRIu64 " bytes).", max_file_bytes);
+        case -ENOSPC:
+        case -EDQUOT:
+                return request_error(e, "insufficient_storage", "No space left for the workspace.");
+        default:
+                return request_error(e, "internal", "File operation failed: %s", strerror(-err));
+        }
 }

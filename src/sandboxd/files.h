@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "request.h"
 
 /* The file API's operations on one workspace. Paths are relative to the workspace and
  * resolved by the kernel beneath it (openat2 with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS):
@@ -63,6 +64,15 @@ int files_append_entry_fields(Buf *b, const char *name, const struct stat *st, c
 
 /* Appends "key":"value", or "key_b64":"..." when value is not valid UTF-8. */
 int files_append_name(Buf *b, const char *key, const char *value);
+
+/* Appends {"name":..,"path":..,"type":..,...}: the entry `path` (trailing slashes dropped)
+ * with its stat, as both APIs answer a stat, a mkdir, a move or an upload. */
+int files_append_entry_json(Buf *b, const char *path, const struct stat *st);
+
+/* The error of a failed file operation (the errors listed above; max_file_bytes for the
+ * message of -EFBIG) as the APIs answer it: -EINVAL with *e filled, the code of the error
+ * table's row ("internal" for an errno no row has). */
+int files_request_error(int err, uint64_t max_file_bytes, RequestError *e);
 
 /* mkdir -p; *ret_created tells whether the last component was created. */
 int files_mkdir_p(Workspace *ws, const char *path, mode_t mode, bool *ret_created, struct stat *ret_st);

@@ -278,6 +278,11 @@ int host_addresses_new(sd_event *e, HostAddresses **ret) {
                 r = sd_event_add_io(e, &h->watch_io, h->watch_fd, EPOLLIN, on_watch, h);
         if (r >= 0)
                 r = sd_event_add_io(e, &h->dump_io, h->dump_fd, EPOLLIN, on_dump, h);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(h->retry, "host-addresses-retry");
+                (void) sd_event_source_set_description(h->watch_io, "host-addresses-watch");
+                (void) sd_event_source_set_description(h->dump_io, "host-addresses-dump");
+        }
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_description(h->retry, "host-addresses-retry");

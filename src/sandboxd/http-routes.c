@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The HTTP front end's routes, its one job although over 800 lines: the route table and a
+ * handler per route that checks the request, asks authz.c and the core, and answers
+ * (JSON from http-json.c, errors from the error table). No state of its own. */
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +13,7 @@
 #include "file-ops.h"
 #include "files.h"
 #include "http.h"
+#include "http-json.h"
 #include "json-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -17,33 +21,17 @@
 #include "pool.h"
 #include "scope.h"
 #include "session.h"
+#include "status.h"
 #include "time-util.h"
 #include "validate.h"
-
-static unsigned status_for_request_error(const RequestError *e) {
-        if (streq_ptr(e->code, "payload_too_large"))
-                return MHD_HTTP_CONTENT_TOO_LARGE;
-        if (streq_ptr(e->code, "conflict") || streq_ptr(e->code, "session_not_active"))
-                return MHD_HTTP_CONFLICT;
-        if (streq_ptr(e->code, "draining") || streq_ptr(e->code, "overloaded"))
-                return MHD_HTTP_SERVICE_UNAVAILABLE;
-        if (streq_ptr(e->code, "forbidden"))
-                return MHD_HTTP_FORBIDDEN;
-        if (streq_ptr(e->code, "too_many_sessions") || streq_ptr(e->code, "too_many_running") ||
-            streq_ptr(e->code, "too_many_commands"))
-                return MHD_HTTP_TOO_MANY_REQUESTS;
-        if (streq_ptr(e->code, "spool_full"))
-                return MHD_HTTP_INSUFFICIENT_STORAGE;
-        return MHD_HTTP_BAD_REQUEST;
-}
 
 static int queue_request_error(HttpRequest *r, int ret, const RequestError *e) {
         struct MHD_Response *resp;
         unsigned status;
 
         if (ret == -ENOMEM || !e->code)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
-        status = status_for_request_error(e);
+                return http_queue_error(r, "internal", strerror(-ret));
+        status = http_error_status(e->code);
         resp = http_error_response(e->code, e->message);
         if (resp && status == MHD_HTTP_SERVICE_UNAVAILABLE)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
@@ -59,11 +47,11 @@ static int method_not_allowed(HttpRequest *r, const char *allow) {
         resp = http_error_response("method_not_allowed", msg);
         if (resp)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-        return http_queue(r, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+        return http_queue(r, http_error_status("method_not_allowed"), resp);
 }
 
 static int not_found(HttpRequest *r, const char *what) {
-        return http_queue_error(r, MHD_HTTP_NOT_FOUND, "not_found", what);
+        return http_queue_error(r, "not_found", what);
 }
 
 static bool is_json_request(HttpRequest *r) {
@@ -121,10 +109,6 @@ static bool session_visible(HttpRequest *r, Session *s) {
 
 /* --- health ----------------------------------------------------------------- */
 
-static bool manager_is_ready(Manager *m) {
-        return m->bus && sd_bus_is_open(m->bus) > 0;
-}
-
 static int route_healthz(HttpRequest *r) {
         Buf b = {};
 
@@ -135,7 +119,7 @@ static int route_healthz(HttpRequest *r) {
 
 static int route_readyz(HttpRequest *r) {
         Manager *m = r->server->manager;
-        bool ready = manager_is_ready(m) && !m->draining;
+        bool ready = status_is_ready(m) && !m->draining;
         Buf b = {};
 
         if (buf_printf(&b, "{\"status\":\"%s\"}",
@@ -157,25 +141,21 @@ static int append_pool_json(Manager *m, Buf *b) {
 
 static int route_health(HttpRequest *r) {
         Manager *m = r->server->manager;
-        uint64_t now = now_usec(CLOCK_REALTIME);
-        unsigned n_sessions = 0;
-        Session *s;
+        StatusHealth h;
         Buf b = {};
         char ts[64];
-        time_t t = (time_t) (now / USEC_PER_SEC);
+        time_t t;
         struct tm tm;
 
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (s->state == SESSION_ACTIVE)
-                        n_sessions++;
+        status_health(m, &h);
+        t = (time_t) (h.timestamp_usec / USEC_PER_SEC);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 
         if (buf_printf(&b,
                        "{\"status\":\"%s\",\"timestamp\":\"%s\",\"uptime\":%.3f,\"version\":\"%s\","
                        "\"sessions\":%u,\"running_commands\":%u,\"pool\":",
-                       m->draining ? "draining" : manager_is_ready(m) ? "ok" : "degraded", ts,
-                       (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC, PROJECT_VERSION,
-                       n_sessions, m->n_running) < 0 ||
+                       h.status, ts, (double) h.uptime_usec / USEC_PER_SEC, PROJECT_VERSION, h.sessions,
+                       h.running_commands) < 0 ||
             append_pool_json(m, &b) < 0 || buf_puts(&b, "}") < 0) {
                 buf_done(&b);
                 return MHD_NO;
@@ -194,100 +174,10 @@ static int route_pool(HttpRequest *r) {
 }
 
 static int route_metrics(HttpRequest *r) {
-        Manager *m = r->server->manager;
-        unsigned by_state[_SESSION_STATE_MAX] = {};
         struct MHD_Response *resp;
-        PoolStats ps;
-        Session *s;
         Buf b = {};
-        int ret;
 
-        LIST_FOREACH(sessions, s, m->sessions)
-                by_state[s->state]++;
-        pool_stats(m, &ps);
-
-        ret = buf_puts(&b, "# HELP sandboxd_sessions Sessions known, by state.\n# TYPE sandboxd_sessions gauge\n");
-        for (SessionState st = 0; ret >= 0 && st < _SESSION_STATE_MAX; st++)
-                ret = buf_printf(&b, "sandboxd_sessions{state=\"%s\"} %u\n", session_state_to_string(st), by_state[st]);
-        if (ret >= 0)
-                ret = buf_printf(&b,
-                                 "# HELP sandboxd_commands_running Commands running now.\n"
-                                 "# TYPE sandboxd_commands_running gauge\n"
-                                 "sandboxd_commands_running %u\n"
-                                 "# HELP sandboxd_pool_slices Prepared session slices, by state.\n"
-                                 "# TYPE sandboxd_pool_slices gauge\n"
-                                 "sandboxd_pool_slices{state=\"ready\"} %u\n"
-                                 "sandboxd_pool_slices{state=\"starting\"} %u\n"
-                                 "sandboxd_pool_slices{state=\"in_use\"} %u\n"
-                                 "# HELP sandboxd_http_connections Open HTTP connections.\n"
-                                 "# TYPE sandboxd_http_connections gauge\n"
-                                 "sandboxd_http_connections %u\n"
-                                 "# HELP sandboxd_pid1_calls Calls to systemd, sent and not answered or waiting to be sent.\n"
-                                 "# TYPE sandboxd_pid1_calls gauge\n"
-                                 "sandboxd_pid1_calls{state=\"in_flight\"} %u\n"
-                                 "sandboxd_pid1_calls{state=\"waiting\"} %u\n"
-                                 "# HELP sandboxd_pid1_jobs Jobs of systemd asked by sandboxd and not finished.\n"
-                                 "# TYPE sandboxd_pid1_jobs gauge\n"
-                                 "sandboxd_pid1_jobs %u\n"
-                                 "# HELP sandboxd_http_requests_waiting HTTP requests waiting for an answer (on systemd, a session, stdin).\n"
-                                 "# TYPE sandboxd_http_requests_waiting gauge\n"
-                                 "sandboxd_http_requests_waiting %u\n"
-                                 "# HELP sandboxd_draining 1 while sandboxd drains.\n"
-                                 "# TYPE sandboxd_draining gauge\n"
-                                 "sandboxd_draining %d\n"
-                                 "# HELP sandboxd_uptime_seconds Seconds since this process started.\n"
-                                 "# TYPE sandboxd_uptime_seconds gauge\n"
-                                 "sandboxd_uptime_seconds %.3f\n"
-                                 "# HELP sandboxd_build_info The version running.\n"
-                                 "# TYPE sandboxd_build_info gauge\n"
-                                 "sandboxd_build_info{version=\"%s\"} 1\n",
-                                 m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections,
-                                 pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), pid1_gate_jobs(m->pid1),
-                                 m->n_http_waiting,
-                                 m->draining,
-                                 (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
-                                 PROJECT_VERSION);
-        if (ret >= 0) {
-                StoreWriterStats ws;
-
-                store_writer_stats(m->writer, &ws);
-                ret = buf_printf(&b,
-                                 "# HELP sandboxd_records_queued Records waiting for the writer thread.\n"
-                                 "# TYPE sandboxd_records_queued gauge\n"
-                                 "sandboxd_records_queued %u\n"
-                                 "# HELP sandboxd_record_write_max_seconds The longest record write, fsync()s included.\n"
-                                 "# TYPE sandboxd_record_write_max_seconds gauge\n"
-                                 "sandboxd_record_write_max_seconds %.6f\n"
-                                 "# HELP sandboxd_record_writes_total Session and command records written to disk.\n"
-                                 "# TYPE sandboxd_record_writes_total counter\n"
-                                 "sandboxd_record_writes_total %" PRIu64 "\n"
-                                 "# HELP sandboxd_record_write_errors_total Record writes and removals that failed.\n"
-                                 "# TYPE sandboxd_record_write_errors_total counter\n"
-                                 "sandboxd_record_write_errors_total %" PRIu64 "\n"
-                                 "# HELP sandboxd_record_write_seconds_total Time spent writing records, fsync()s included.\n"
-                                 "# TYPE sandboxd_record_write_seconds_total counter\n"
-                                 "sandboxd_record_write_seconds_total %.6f\n",
-                                 ws.queued, (double) ws.write_max_usec / USEC_PER_SEC, ws.writes, ws.errors,
-                                 (double) ws.write_usec / USEC_PER_SEC);
-        }
-        if (ret >= 0) {
-                FileOpsStats fs;
-
-                file_ops_stats(m->file_ops, &fs);
-                ret = buf_printf(&b,
-                                 "# HELP sandboxd_file_operations File API operations and disk usage counts off the loop, by state.\n"
-                                 "# TYPE sandboxd_file_operations gauge\n"
-                                 "sandboxd_file_operations{state=\"queued\"} %u\n"
-                                 "sandboxd_file_operations{state=\"running\"} %u\n"
-                                 "# HELP sandboxd_file_operations_total File operations done, or refused for want of room.\n"
-                                 "# TYPE sandboxd_file_operations_total counter\n"
-                                 "sandboxd_file_operations_total{result=\"done\"} %" PRIu64 "\n"
-                                 "sandboxd_file_operations_total{result=\"refused\"} %" PRIu64 "\n",
-                                 fs.queued, fs.running, fs.done, fs.refused);
-        }
-        if (ret >= 0)
-                ret = metrics_format(&m->metrics, &b);
-        if (ret < 0) {
+        if (status_format_metrics(r->server->manager, &b) < 0) {
                 buf_done(&b);
                 return MHD_NO;
         }
@@ -312,7 +202,7 @@ static int set_draining(HttpRequest *r, bool drain) {
         int ret = manager_set_draining(r->server->manager, drain);
 
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         return route_drain_state(r);
 }
 
@@ -335,7 +225,7 @@ static void complete_stopping(HttpRequest *r, const char *what) {
         resp = http_error_response("stopping", msg);
         if (resp)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
-        http_complete(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        http_complete(r, http_error_status("stopping"), resp);
 }
 
 static void on_session_ready(Session *s, int ret, void *userdata) {
@@ -345,8 +235,7 @@ static void on_session_ready(Session *s, int ret, void *userdata) {
         if (ret == -ESHUTDOWN)
                 complete_stopping(r, "the session's slice may exist: ask again for the same scope once it is back.");
         else if (ret < 0)
-                http_complete(r, MHD_HTTP_BAD_GATEWAY,
-                              http_error_response("systemd_failed", s->error ?: "systemd could not create the session's slice."));
+                http_complete_error(r, "systemd_failed", s->error ?: "systemd could not create the session's slice.");
         else
                 http_complete(r, r->status, session_response(s));
 }
@@ -357,7 +246,7 @@ static int refuse_draining(HttpRequest *r) {
 
         if (resp)
                 (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "30");
-        return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        return http_queue(r, http_error_status("draining"), resp);
 }
 
 static int route_create_session(HttpRequest *r) {
@@ -371,28 +260,27 @@ static int route_create_session(HttpRequest *r) {
                 return refuse_draining(r);
 
         if (!is_json_request(r))
-                return http_queue_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
-                                        "Send the request body as application/json.");
+                return http_queue_error(r, "unsupported_media_type", "Send the request body as application/json.");
 
         ret = session_request_parse(r->body.data, r->body.len, &req, &e);
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
 
         /* May the caller have a session of this scope, and the active one if there is one? */
-        s = manager_find_session_by_scope(m, scope_tenant(r->tenant), req.user, req.workspace);
+        s = session_find_by_scope(m, scope_tenant(r->tenant), req.user, req.workspace);
         {
                 AuthzTarget target = { .user = req.user, .session = s, .creator = s ? s->tenant : NULL };
                 const char *reason = NULL;
 
                 if (authz_decide(&r->caller, http_transport(r), AUTHZ_CREATE, &target, &reason) != AUTHZ_ALLOW)
-                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                        return http_queue_error(r, "forbidden", reason);
         }
 
         ret = session_create(m, &req, r->tenant, &s, &e);
         if (ret < 0) {
                 if (ret == -EINVAL)
                         return queue_request_error(r, ret, &e);
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         }
         r->status = ret > 0 ? MHD_HTTP_CREATED : MHD_HTTP_OK;
 
@@ -404,7 +292,7 @@ static int route_create_session(HttpRequest *r) {
         ret = session_wait_ready(s, on_session_ready, r);
         if (ret < 0) {
                 http_resume(r);
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         }
         return MHD_YES;
 }
@@ -417,7 +305,7 @@ static int route_list_sessions(HttpRequest *r) {
         Buf b = {};
 
         if (user && !user_name_is_valid(user))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_name", "Invalid user name in ?user=.");
+                return http_queue_error(r, "invalid_name", "Invalid user name in ?user=.");
 
         if (buf_puts(&b, "{\"sessions\":[") < 0)
                 return MHD_NO;
@@ -444,16 +332,15 @@ static void on_session_closed(Session *s, int ret, void *userdata) {
         if (ret == -EIO) {
                 (void) asprintf(&msg, "The session is closed, but emptying its workspace failed: %s",
                                 s->purge_error ?: "?");
-                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("purge_failed", msg ?: "?"));
+                http_complete_error(r, "purge_failed", msg ?: "?");
         } else if (ret == -ESTALE)
-                http_complete(r, MHD_HTTP_CONFLICT,
-                              http_error_response("not_purged", "The session was closed without ?purge=true: its "
+                http_complete_error(r, "not_purged", "The session was closed without ?purge=true: its "
                                                                 "workspace stays. Create a session of the scope and "
-                                                                "close that one with ?purge=true."));
+                                                                "close that one with ?purge=true.");
         else if (ret == -ESHUTDOWN)
                 complete_stopping(r, "the session goes on closing: ask again once it is back.");
         else if (ret < 0)
-                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR, http_error_response("internal", "The session went away."));
+                http_complete_error(r, "internal", "The session went away.");
         else
                 http_complete(r, MHD_HTTP_OK, session_response(s));
 }
@@ -467,15 +354,15 @@ static int route_delete_session(HttpRequest *r) {
         int purge = query_bool(r, "purge", false), ret;
 
         if (purge < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?purge= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?purge= must be true or false.");
         if (s->state == SESSION_STARTING)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "session_starting", "The session is still starting.");
+                return http_queue_error(r, "session_starting", "The session is still starting.");
 
         http_suspend(r);
         ret = session_close(s, "deleted", purge, on_session_closed, r);
         if (ret < 0) {
                 http_resume(r);
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         }
         return MHD_YES;
 }
@@ -502,11 +389,11 @@ static void on_frozen(Session *s, int ret, const char *message, void *userdata) 
         HttpRequest *r = userdata;
 
         if (ret == -ESTALE)
-                http_complete(r, MHD_HTTP_CONFLICT, http_error_response("session_not_active", "The session is closing."));
+                http_complete_error(r, "session_not_active", "The session is closing.");
         else if (ret == -ESHUTDOWN)
                 complete_stopping(r, "whether the session is frozen: ask again once it is back.");
         else if (ret < 0)
-                http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", message));
+                http_complete_error(r, "systemd_failed", message);
         else
                 http_complete(r, MHD_HTTP_OK, session_response(s));
 }
@@ -520,13 +407,12 @@ static int freeze_session(HttpRequest *r, bool freeze) {
         r->session = s;
         ret = session_freeze(s, freeze, on_frozen, r);
         if (ret == -EOPNOTSUPP)
-                return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "unsupported",
-                                        "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or hybrid, "
+                return http_queue_error(r, "unsupported", "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or hybrid, "
                                         "where systemd cannot freeze units.");
         if (ret == -EBUSY)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "busy", "A freeze or thaw of this session is under way.");
+                return http_queue_error(r, "busy", "A freeze or thaw of this session is under way.");
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         http_suspend(r);
         return MHD_YES;
 }
@@ -567,7 +453,7 @@ static void on_command_started(Command *c, int ret, const char *message, void *u
         }
         if (ret < 0) {
                 snprintf(msg, sizeof(msg), "systemd refused to start the command: %s", message ?: strerror(-ret));
-                http_complete(r, MHD_HTTP_BAD_GATEWAY, http_error_response("systemd_failed", msg));
+                http_complete_error(r, "systemd_failed", msg);
                 return;
         }
         if (r->status == MHD_HTTP_ACCEPTED)
@@ -585,10 +471,9 @@ static int route_start_command(HttpRequest *r) {
         int ret;
 
         if (wait < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?wait= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?wait= must be true or false.");
         if (!is_json_request(r))
-                return http_queue_error(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
-                                        "Send the request body as application/json.");
+                return http_queue_error(r, "unsupported_media_type", "Send the request body as application/json.");
 
         ret = command_request_parse(r->body.data, r->body.len, &req, &e);
         if (ret < 0)
@@ -658,10 +543,9 @@ static int route_events(HttpRequest *r) {
         uint64_t offset = 0;
 
         if (v && parse_uint64(v, &offset) < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?offset= must be a byte offset (an integer).");
+                return http_queue_error(r, "invalid_value", "?offset= must be a byte offset (an integer).");
         if (offset > c->output->log_size)
-                return http_queue_error(r, MHD_HTTP_RANGE_NOT_SATISFIABLE, "invalid_offset",
-                                        "?offset= is past the end of the command's events.");
+                return http_queue_error(r, "invalid_offset", "?offset= is past the end of the command's events.");
         return http_queue(r, MHD_HTTP_OK, http_command_stream_response(r, c, offset));
 }
 
@@ -675,25 +559,24 @@ static int route_signal(HttpRequest *r) {
 
         o = r->body.len > 0 && !memchr(r->body.data, 0, r->body.len) ? json_tokener_parse(r->body.data) : NULL;
         if (!o || !json_object_is_type(o, json_type_object))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_json", "Send {\"signal\": \"SIGINT\"}.");
+                return http_queue_error(r, "invalid_json", "Send {\"signal\": \"SIGINT\"}.");
         json_object_object_foreach(o, key, val) {
                 if (!streq(key, "signal"))
-                        return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "unknown_field", "Only 'signal' is allowed.");
+                        return http_queue_error(r, "unknown_field", "Only 'signal' is allowed.");
                 v = val;
         }
         if (!v || !json_object_is_type(v, json_type_string))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_type", "Field 'signal' must be a string.");
+                return http_queue_error(r, "invalid_type", "Field 'signal' must be a string.");
         name = json_object_get_string(v);
         sig = command_signal_from_string(name);
         if (sig < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
-                                        "Field 'signal' must be one of SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2.");
+                return http_queue_error(r, "invalid_value", "Field 'signal' must be one of SIGINT, SIGTERM, SIGKILL, SIGHUP, SIGUSR1, SIGUSR2.");
 
         ret = command_signal(c, sig);
         if (ret == -ESRCH)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "not_running", "The command has already finished.");
+                return http_queue_error(r, "not_running", "The command has already finished.");
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
 
         if (buf_printf(&b, "{\"request_id\":\"%s\",\"signal\":\"%s\",\"target\":\"all\"}", c->request_id, name) < 0)
                 return MHD_NO;
@@ -709,8 +592,7 @@ static void on_stdin_written(Command *c, int ret, void *userdata) {
                 return;
         }
         if (ret < 0) {
-                http_complete(r, MHD_HTTP_CONFLICT,
-                              http_error_response("stdin_closed", "The command's stdin is closed (it exited or closed it)."));
+                http_complete_error(r, "stdin_closed", "The command's stdin is closed (it exited or closed it).");
                 return;
         }
         snprintf(json, sizeof(json), "{\"written\":%zu}\n", r->body.len);
@@ -722,16 +604,14 @@ static int route_stdin(HttpRequest *r) {
         int eof = query_bool(r, "eof", false), ret;
 
         if (eof < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?eof= must be 1 or 0.");
+                return http_queue_error(r, "invalid_value", "?eof= must be 1 or 0.");
         if (c->stdin_mode != STDIN_STREAM)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "stdin_not_streamed",
-                                        "The command was not started with \"stdin\":\"stream\".");
+                return http_queue_error(r, "stdin_not_streamed", "The command was not started with \"stdin\":\"stream\".");
         ret = command_write_stdin(c, r->body.data ?: "", r->body.len, eof, on_stdin_written, r);
         if (ret == -EPIPE)
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "stdin_closed",
-                                        "The command's stdin is closed (it finished, or an earlier ?eof=1 closed it).");
+                return http_queue_error(r, "stdin_closed", "The command's stdin is closed (it finished, or an earlier ?eof=1 closed it).");
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         http_suspend(r);
         return MHD_YES;
 }
@@ -741,56 +621,17 @@ static int route_stdin(HttpRequest *r) {
 /* A listing holds at most this many entries ("truncated":true beyond). */
 #define FILES_LIST_MAX 100000
 
-static unsigned refuse(struct MHD_Response **ret_resp, unsigned status, const char *code, const char *message) {
+static unsigned refuse(struct MHD_Response **ret_resp, const char *code, const char *message) {
         *ret_resp = http_error_response(code, message);
-        return status;
+        return http_error_status(code);
 }
 
-/* The answer to a failed file operation (see files.h for what the errors mean). */
+/* The answer to a failed file operation (files_request_error(), the same for D-Bus). */
 static unsigned files_error(Manager *m, int err, struct MHD_Response **ret_resp) {
-        char msg[160];
+        RequestError e = {};
 
-        switch (err) {
-        case -EINVAL:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                              "The path must be relative to the workspace and name an entry in it "
-                              "(not the workspace itself, '.' or '..').");
-        case -EXDEV:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The path resolves outside the workspace.");
-        case -ELOOP:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                              "The path runs into a symlink loop, or through too many symlinks.");
-        case -ENAMETOOLONG:
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The path or a name in it is too long.");
-        case -ENOENT:
-                return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such file or directory in the workspace.");
-        case -ENOTDIR:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_a_directory", "A component of the path is not a directory.");
-        case -EISDIR:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "is_a_directory", "The path is a directory.");
-        case -EMEDIUMTYPE:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_a_regular_file",
-                              "The path is a FIFO, socket, device or symlink: sandboxd neither opens nor replaces those.");
-        case -EEXIST:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "exists",
-                              "Something is in the way (for ?move_to=, add &overwrite=true to replace it).");
-        case -ENOTEMPTY:
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "not_empty", "The directory is not empty (add ?recursive=true).");
-        case -EACCES:
-        case -EPERM:
-                return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden",
-                              "Permission denied: the file API has the rights of the scope's own user.");
-        case -EFBIG:
-                snprintf(msg, sizeof(msg), "The file is larger than the configured MaxFileSize= (%" PRIu64 " bytes).",
-                         m->config.max_file_bytes);
-                return refuse(ret_resp, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg);
-        case -ENOSPC:
-        case -EDQUOT:
-                return refuse(ret_resp, MHD_HTTP_INSUFFICIENT_STORAGE, "insufficient_storage", "No space left for the workspace.");
-        default:
-                snprintf(msg, sizeof(msg), "File operation failed: %s", strerror(-err));
-                return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", msg);
-        }
+        (void) files_request_error(err, m->config.max_file_bytes, &e);
+        return refuse(ret_resp, e.code, e.message);
 }
 
 static int queue_files_error(HttpRequest *r, int err) {
@@ -812,13 +653,11 @@ static unsigned files_check(HttpRequest *r, const char *path, struct MHD_Respons
         Session *s = r->target;
 
         if (s->state != SESSION_ACTIVE)
-                return refuse(ret_resp, MHD_HTTP_CONFLICT, "session_not_active",
-                              s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
+                return refuse(ret_resp, "session_not_active", s->state == SESSION_CLOSED ? "The session is closed." : "The session is not active.");
         if (r->url_has_nul)
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path", "The URL contains a NUL byte (%00).");
+                return refuse(ret_resp, "invalid_path", "The URL contains a NUL byte (%00).");
         if (path[0] == '/')
-                return refuse(ret_resp, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                              "The path must be relative to the workspace, not absolute.");
+                return refuse(ret_resp, "invalid_path", "The path must be relative to the workspace, not absolute.");
         session_touch(s);
         return 0;
 }
@@ -836,28 +675,17 @@ static unsigned files_prepare(HttpRequest *r, const char *path, Workspace *ret_w
         ret = workspace_open(s->workspace_host_dir, true, ret_ws);
         if (ret < 0) {
                 log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", s->workspace_host_dir, s->id);
-                return refuse(ret_resp, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "The workspace cannot be opened.");
+                return refuse(ret_resp, "internal", "The workspace cannot be opened.");
         }
         return 0;
 }
 
 /* {"name":..,"path":..,"type":..,...} of one entry. */
 static struct MHD_Response *entry_response(const char *path, const struct stat *st) {
-        _cleanup_free_ char *p = strdup(path);
         struct MHD_Response *resp;
-        const char *name;
-        size_t n;
         Buf b = {};
 
-        if (!p)
-                return NULL;
-        n = strlen(p);
-        while (n > 0 && p[n - 1] == '/')
-                p[--n] = 0;
-        name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
-
-        if (buf_puts(&b, "{") < 0 || files_append_entry_fields(&b, name, st, NULL) < 0 || buf_puts(&b, ",") < 0 ||
-            files_append_name(&b, "path", p) < 0 || buf_puts(&b, "}") < 0) {
+        if (files_append_entry_json(&b, path, st) < 0) {
                 buf_done(&b);
                 return NULL;
         }
@@ -914,8 +742,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
         }
         if (op->workspace_failed) {
                 log_error_errno(ret, "Failed to open the workspace %s of session %s: %m", op->dir, op->key);
-                http_complete(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                              http_error_response("internal", "The workspace cannot be opened."));
+                http_complete_error(r, "internal", "The workspace cannot be opened.");
                 return;
         }
         if (ret < 0) {
@@ -925,7 +752,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
         }
 
         /* What it changed shows in the next count of the disk usage. */
-        s = manager_find_session(m, op->key);
+        s = session_find(m, op->key);
         if (s && (op->kind == FILE_OP_MKDIR || op->kind == FILE_OP_REMOVE))
                 s->disk_checked_usec = 0;
 
@@ -953,7 +780,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
                 break;
         }
         if (!resp) {
-                status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+                status = http_error_status("internal");
                 resp = http_error_response("internal", "Out of memory.");
         }
         http_complete(r, status, resp);
@@ -974,7 +801,7 @@ static int queue_file_op(HttpRequest *r, FileOp *op) {
                 resp = http_error_response("too_many_file_operations", msg);
                 if (resp)
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-                return http_queue(r, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+                return http_queue(r, http_error_status("too_many_file_operations"), resp);
         }
         if (ret == -EAGAIN || ret == -ESHUTDOWN) {
                 snprintf(msg, sizeof(msg), "sandboxd has %u file operations queued or running; ask again shortly.",
@@ -982,10 +809,10 @@ static int queue_file_op(HttpRequest *r, FileOp *op) {
                 resp = http_error_response("overloaded", msg);
                 if (resp)
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+                return http_queue(r, http_error_status("overloaded"), resp);
         }
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
         r->file_op = op;
         http_suspend(r);
         return MHD_YES;
@@ -1002,7 +829,7 @@ static int route_files_delete(HttpRequest *r, FileOp *op) {
 
         if (recursive < 0) {
                 file_op_free(op);
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?recursive= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?recursive= must be true or false.");
         }
         op->kind = FILE_OP_REMOVE;
         op->flag = recursive;
@@ -1015,23 +842,21 @@ static int route_files_change(HttpRequest *r, FileOp *op) {
         int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false);
 
         if (!query(r, "mkdir") && !move_to)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value",
-                                        "Say what to do: ?mkdir, or ?move_to=NEW_PATH (a plain PUT uploads a file).");
+                return http_queue_error(r, "invalid_value", "Say what to do: ?mkdir, or ?move_to=NEW_PATH (a plain PUT uploads a file).");
         if (query(r, "mkdir") && move_to)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir and ?move_to= do not go together.");
+                return http_queue_error(r, "invalid_value", "?mkdir and ?move_to= do not go together.");
 
         if (!move_to) {
                 if (mkdir <= 0)
-                        return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?mkdir takes no value, or true.");
+                        return http_queue_error(r, "invalid_value", "?mkdir takes no value, or true.");
                 o->kind = FILE_OP_MKDIR;
                 return queue_file_op(r, TAKE_PTR(o));
         }
 
         if (overwrite < 0)
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_value", "?overwrite= must be true or false.");
+                return http_queue_error(r, "invalid_value", "?overwrite= must be true or false.");
         if (move_to[0] == '/')
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_path",
-                                        "?move_to= must be relative to the workspace, not absolute.");
+                return http_queue_error(r, "invalid_path", "?move_to= must be relative to the workspace, not absolute.");
         o->kind = FILE_OP_MOVE;
         o->flag = overwrite;
         o->to = strdup(move_to);
@@ -1056,7 +881,7 @@ static int route_files(HttpRequest *r) {
         /* the kind is set below */
         ret = file_op_new(FILE_OP_STAT, s->id, s->workspace_host_dir, path, &op);
         if (ret < 0)
-                return http_queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-ret));
+                return http_queue_error(r, "internal", strerror(-ret));
 
         if (streq(r->method, "GET") || streq(r->method, "HEAD"))
                 return route_files_get(r, op);
@@ -1088,18 +913,14 @@ int http_route_upload_begin(HttpRequest *r) {
 
         v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (v && startswith(v, "multipart/"))
-                return http_refuse_upload(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                                          http_error_response("unsupported_media_type",
-                                                              "Send the file's bytes as the body (application/octet-stream), "
-                                                              "not a form."));
+                return http_refuse_upload_error(r, "unsupported_media_type", "Send the file's bytes as the body (application/octet-stream), "
+                                                              "not a form.");
         v = query(r, "mode");
         if (v) {
                 unsigned bits;
 
                 if (parse_mode(v, &bits) < 0)
-                        return http_refuse_upload(r, MHD_HTTP_BAD_REQUEST,
-                                                  http_error_response("invalid_value",
-                                                                      "?mode= must be octal permission bits, at most 0777."));
+                        return http_refuse_upload_error(r, "invalid_value", "?mode= must be octal permission bits, at most 0777.");
                 mode = (mode_t) bits;
         }
         v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1135,7 +956,7 @@ int http_route_upload_data(HttpRequest *r, const char *data, size_t n) {
 }
 
 int http_route_upload_finish(HttpRequest *r) {
-        Session *s = manager_find_session(r->server->manager, r->upload_session);
+        Session *s = session_find(r->server->manager, r->upload_session);
         bool created;
         struct stat st;
         int ret;
@@ -1144,8 +965,7 @@ int http_route_upload_finish(HttpRequest *r) {
                 return MHD_NO;
         if (!s || s->state != SESSION_ACTIVE) {
                 r->upload = files_upload_free(r->upload);
-                return http_queue_error(r, MHD_HTTP_CONFLICT, "session_not_active",
-                                        "The session was closed while the file came in.");
+                return http_queue_error(r, "session_not_active", "The session was closed while the file came in.");
         }
         ret = files_upload_commit(r->upload, &created, &st);
         r->upload = files_upload_free(r->upload);
@@ -1263,21 +1083,21 @@ static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_res
                 const char *reason = "No such session.";
 
                 if (session_id_is_valid(r->params[0]))
-                        s = manager_find_session(r->server->manager, r->params[0]);
+                        s = session_find(r->server->manager, r->params[0]);
                 if (s)
                         v = authz_decide(&r->caller, http_transport(r), route_op(r),
                                          &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);
                 if (v == AUTHZ_FORBIDDEN)
-                        return refuse(ret_resp, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                        return refuse(ret_resp, "forbidden", reason);
                 if (v != AUTHZ_ALLOW)
-                        return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such session.");
+                        return refuse(ret_resp, "not_found", "No such session.");
                 r->target = s;
         }
         if (FLAGS_SET(r->route->flags, HTTP_ROUTE_COMMAND)) {
                 Command *c = request_id_is_valid(r->params[1]) ? session_find_command(s, r->params[1]) : NULL;
 
                 if (!c)
-                        return refuse(ret_resp, MHD_HTTP_NOT_FOUND, "not_found", "No such command.");
+                        return refuse(ret_resp, "not_found", "No such command.");
                 r->target_command = c;
         }
         return 0;
@@ -1297,7 +1117,7 @@ int http_route(HttpRequest *r) {
 
         /* A file path with %00 is the file API's to refuse, after the session. */
         if (r->url_has_nul && !(r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_FILES)))
-                return http_queue_error(r, MHD_HTTP_BAD_REQUEST, "invalid_url", "The URL contains a NUL byte (%00).");
+                return http_queue_error(r, "invalid_url", "The URL contains a NUL byte (%00).");
         if (!r->route)
                 return not_found(r, "No such route.");
 
@@ -1305,7 +1125,7 @@ int http_route(HttpRequest *r) {
                 const char *reason = NULL;
 
                 if (authz_decide(&r->caller, http_transport(r), route_op(r), NULL, &reason) != AUTHZ_ALLOW)
-                        return http_queue_error(r, MHD_HTTP_FORBIDDEN, "forbidden", reason);
+                        return http_queue_error(r, "forbidden", reason);
         }
 
         status = http_route_resolve(r, &resp);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "auth.h"
+#include "error-table.h"
 #include "http.h"
 #include "list.h"
 #include "log.h"
@@ -176,8 +177,18 @@ int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
         return ret;
 }
 
-int http_queue_error(HttpRequest *r, unsigned status, const char *code, const char *message) {
-        return http_queue(r, status, http_error_response(code, message));
+unsigned http_error_status(const char *code) {
+        const ApiError *a = api_error_from_code(code);
+
+        if (!a) {
+                log_error("Error code '%s' is not in the error table; answering 500.", code);
+                return MHD_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return a->http_status;
+}
+
+int http_queue_error(HttpRequest *r, const char *code, const char *message) {
+        return http_queue(r, http_error_status(code), http_error_response(code, message));
 }
 
 int http_queue_json(HttpRequest *r, unsigned status, Buf *json) {
@@ -212,6 +223,10 @@ void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp) {
         r->status = status;
         r->response = resp;
         http_resume(r);
+}
+
+void http_complete_error(HttpRequest *r, const char *code, const char *message) {
+        http_complete(r, http_error_status(code), http_error_response(code, message));
 }
 
 /* --- streaming a command's event log ------------------------------------------- */
@@ -309,7 +324,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                 if (!peer_caller(r) ||
                     authz_decide(&r->caller, AUTHZ_HTTP_UNIX, AUTHZ_LIST, NULL, &reason) != AUTHZ_ALLOW) {
                         server->manager->metrics.auth_failures++;
-                        *ret_status = MHD_HTTP_FORBIDDEN;
+                        *ret_status = http_error_status("forbidden");
                         *ret_resp = http_error_response("forbidden", reason);
                         return false;
                 }
@@ -320,7 +335,7 @@ static bool request_authorize(HttpRequest *r, unsigned *ret_status, struct MHD_R
                 /* the key may have been checked already, when the request began */
                 if (!r->tenant && (!token || auth_check_key(server->manager, token, &r->tenant) < 0)) {
                         server->manager->metrics.auth_failures++;
-                        *ret_status = MHD_HTTP_UNAUTHORIZED;
+                        *ret_status = http_error_status("unauthorized");
                         *ret_resp = http_error_response(
                                 "unauthorized", token ? "Invalid API key." : "Missing 'Authorization: Bearer <key>' header.");
                         if (*ret_resp)
@@ -346,6 +361,10 @@ int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *res
         r->response = resp;
         r->status = status;
         return MHD_YES;
+}
+
+int http_refuse_upload_error(HttpRequest *r, const char *code, const char *message) {
+        return http_refuse_upload(r, http_error_status(code), http_error_response(code, message));
 }
 
 static bool take_url_has_nul(struct MHD_Connection *connection) {
@@ -398,8 +417,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                  * coding until the connection times out. */
                 te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
                 if (te && strcasecmp(te, "chunked") != 0)
-                        return http_queue_error(r, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented",
-                                                "Only the chunked transfer coding is supported.");
+                        return http_queue_error(r, "not_implemented", "Only the chunked transfer coding is supported.");
 
                 /* A file upload is checked and opened before its body comes, which then goes
                  * straight to the file. */
@@ -449,7 +467,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 
                 snprintf(msg, sizeof(msg), "Request body is larger than MaxBodySize=%" PRIu64 " bytes.",
                          m->config.max_body_bytes);
-                return http_queue_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg);
+                return http_queue_error(r, "payload_too_large", msg);
         }
 
         if (!request_authorize(r, &status, &resp))
@@ -459,7 +477,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 resp = http_error_response("stopping", "sandboxd is stopping; ask again once it is back.");
                 if (resp)
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
-                return http_queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+                return http_queue(r, http_error_status("stopping"), resp);
         }
         return http_route(r);
 }
@@ -661,7 +679,7 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                 MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
-                /* SIGPIPE is ignored (manager_startup()): lets MHD send files with sendfile(). */
+                /* SIGPIPE is ignored (daemon_startup()): lets MHD send files with sendfile(). */
                 MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int) 1,
                 MHD_OPTION_END);
         if (!s->daemon) {
@@ -678,19 +696,32 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         r = sd_event_add_io(m->event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 goto fail;
+        (void) sd_event_source_set_description(s->io, "http-io");
         /* Accuracy 1 µs: 0 would mean sd-event's default of 250 ms, and MHD asks for "now" whenever a
          * connection has more to read than fitted in its buffer (an upload). */
         r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC, USEC_INFINITY, 1, on_timer, s);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->timer, "http-timer");
         r = sd_event_add_defer(m->event, &s->now, on_now, s);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->now, SD_EVENT_OFF);
-        r = sd_event_add_post(m->event, NULL, on_post, s);
-        if (r < 0)
-                goto fail;
+        (void) sd_event_source_set_description(s->now, "http-now");
+        {
+                sd_event_source *post;
+
+                /* the loop owns it (floating), named first */
+                r = sd_event_add_post(m->event, &post, on_post, s);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_description(post, "http-post");
+                r = sd_event_source_set_floating(post, true);
+                sd_event_source_unref(post);
+                if (r < 0)
+                        goto fail;
+        }
 
         *ret = s;
         return 0;

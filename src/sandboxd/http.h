@@ -74,11 +74,13 @@ struct HttpRequest {
 int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret);
 HttpServer *http_server_free(HttpServer *s);
 
-/* Responses. All errors carry {"error":{"code":..,"message":..}}. */
+/* Responses. All errors carry {"error":{"code":..,"message":..}}, with the status of the
+ * code's row in the error table (error-table.h). */
 struct MHD_Response *http_json_response(const char *json, size_t n);
 struct MHD_Response *http_error_response(const char *code, const char *message);
+unsigned http_error_status(const char *code);
 int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp);
-int http_queue_error(HttpRequest *r, unsigned status, const char *code, const char *message);
+int http_queue_error(HttpRequest *r, const char *code, const char *message);
 int http_queue_json(HttpRequest *r, unsigned status, Buf *json);
 
 /* For asynchronous handlers: park the request, then complete it later. */
@@ -86,6 +88,7 @@ void http_suspend(HttpRequest *r);
 /* Back from http_suspend() without an answer yet (the handler queues one itself). */
 void http_resume(HttpRequest *r);
 void http_complete(HttpRequest *r, unsigned status, struct MHD_Response *resp);
+void http_complete_error(HttpRequest *r, const char *code, const char *message);
 
 /* Serves the NDJSON event log of a command from `offset`, following it until exit. */
 struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, uint64_t offset);
@@ -93,6 +96,7 @@ struct MHD_Response *http_command_stream_response(HttpRequest *r, Command *c, ui
 /* Refuses a streamed upload before its body was read: at once when the client waits for
  * "100 Continue" or the body is too large (413), else once the body was read and dropped. */
 int http_refuse_upload(HttpRequest *r, unsigned status, struct MHD_Response *resp);
+int http_refuse_upload_error(HttpRequest *r, const char *code, const char *message);
 
 static inline AuthzTransport http_transport(HttpRequest *r) {
         return r->server->is_unix ? AUTHZ_HTTP_UNIX : AUTHZ_HTTP_TCP;

@@ -5,6 +5,7 @@
 #include <linux/capability.h>
 
 #include "auth.h"
+#include "daemon.h"
 #include "http.h"
 #include "log.h"
 #include "scope.h"
@@ -162,7 +163,7 @@ static int drop_capabilities(void) {
 }
 
 int main(int argc, char *argv[]) {
-        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(daemon_freep) Manager *m = NULL;
         int r;
 
         /* Under systemd, stderr goes to the journal: prefix levels. */
@@ -187,11 +188,11 @@ int main(int argc, char *argv[]) {
         r = auth_load_keys(m, arg_keys);
         if (r < 0)
                 return EXIT_FAILURE;
-        r = manager_startup(m, arg_listen);
+        r = daemon_startup(m, arg_listen);
         if (r < 0)
                 return EXIT_FAILURE;
 
         log_info("sandboxd %s running.", PROJECT_VERSION);
-        r = manager_run(m);
+        r = daemon_run(m);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -6,141 +6,16 @@
 #include "bus-request.h"
 #include "bus-util.h"
 #include "command-dbus.h"
+#include "files-dbus.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "polkit.h"
+#include "pool.h"
 #include "scope.h"
 #include "session-dbus.h"
+#include "status.h"
 #include "time-util.h"
 #include "validate.h"
-
-/* --- calls answered later ---------------------------------------------------------- */
-
-int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **ret) {
-        BusPending *p = calloc(1, sizeof(BusPending));
-
-        if (!p)
-                return -ENOMEM;
-        p->manager = m;
-        p->call = sd_bus_message_ref(call);
-        if (s)
-                memcpy(p->session_id, s->id, sizeof(p->session_id));
-        LIST_PREPEND(pending, m->bus_pending, p);
-        *ret = p;
-        return 0;
-}
-
-BusPending *bus_pending_free(BusPending *p) {
-        if (!p)
-                return NULL;
-        output_detach(&p->reader);
-        LIST_REMOVE(pending, p->manager->bus_pending, p);
-        sd_bus_message_unref(p->call);
-        free(p);
-        return NULL;
-}
-
-void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error) {
-        int k;
-
-        if (error && sd_bus_error_is_set(error))
-                k = sd_bus_reply_method_error(p->call, error);
-        else
-                k = sd_bus_reply_method_errno(p->call, r, NULL);
-        if (k < 0)
-                log_debug_errno(k, "Failed to answer a D-Bus call, ignoring: %m");
-        bus_pending_free(p);
-}
-
-void manager_bus_free(Manager *m) {
-        while (m->bus_pending)
-                bus_pending_free(m->bus_pending);
-        polkit_free_all(m);
-}
-
-/* --- who is calling ------------------------------------------------------------------ */
-
-static int caller_uid(Manager *m, sd_bus_message *call, uid_t *ret) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        const char *sender = sd_bus_message_get_sender(call);
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        SenderCacheEntry *oldest = &m->sender_cache[0];
-        char *copy;
-        uid_t uid;
-        int r;
-
-        /* Asking the bus is a synchronous call to dbus-daemon: once per sender, whose unique
-         * name is never given to another connection. At most SENDER_CACHE_MAX to scan. */
-        for (size_t i = 0; sender && i < SENDER_CACHE_MAX; i++) {
-                SenderCacheEntry *c = &m->sender_cache[i];
-
-                if (c->until > now && streq(c->sender, sender)) {
-                        *ret = c->uid;
-                        return 0;
-                }
-                if (c->until < oldest->until)
-                        oldest = c;
-        }
-
-        /* The bus daemon vouches for the uid of a connection: SO_PEERCRED when it connected,
-         * which is the effective uid. Never augmented from /proc, which could race. */
-        r = sd_bus_query_sender_creds(call, SD_BUS_CREDS_EUID, &creds);
-        if (r < 0)
-                return r;
-        r = sd_bus_creds_get_euid(creds, &uid);
-        if (r < 0)
-                return r;
-        if (sender && (copy = strdup(sender))) {
-                free(oldest->sender);
-                *oldest = (SenderCacheEntry) { .sender = copy, .uid = uid, .until = now + SENDER_CACHE_USEC };
-        }
-        *ret = uid;
-        return 0;
-}
-
-int bus_caller_identity(Manager *m, sd_bus_message *call, BusCaller *ret) {
-        uid_t uid;
-        int r;
-
-        if (!call)
-                return -ENXIO;
-        r = caller_uid(m, call, &uid);
-        if (r < 0)
-                return r;
-        ret->uid = uid;
-        r = auth_uid_caller(m, uid, &ret->authz, &ret->name);
-        if (r < 0)
-                return r;
-        return 0;
-}
-
-int bus_authorize(Manager *m, sd_bus_message *call, AuthzOp op, const char *user, const char *workspace, Session *s,
-                  sd_bus_error *error) {
-        _cleanup_(bus_caller_done) BusCaller caller = {};
-        const char *details[] = { "user", user, "workspace", workspace, "session", s ? s->id : NULL, NULL };
-        AuthzTarget target = { .user = user, .session = s, .creator = s ? s->tenant : NULL };
-        const char *reason = NULL;
-        int r;
-
-        r = bus_caller_identity(m, call, &caller);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to learn who is calling: %m");
-        if (!workspace)
-                details[2] = NULL;
-        else if (!s)
-                details[4] = NULL;
-
-        switch (authz_decide(&caller.authz, AUTHZ_DBUS, op, &target, &reason)) {
-        case AUTHZ_ALLOW:
-                return 1;
-        case AUTHZ_ASK_OWN:
-                return polkit_verify(m, call, POLKIT_ACTION_MANAGE_SESSIONS, details, true, error);
-        case AUTHZ_ASK_ALL:
-                return polkit_verify(m, call, POLKIT_ACTION_MANAGE_ALL, details, true, error);
-        default:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", reason ?: "Not authorized.");
-        }
-}
 
 void manager_bus_activity(Manager *m) {
         /* A countdown that runs starts again. */
@@ -156,7 +31,7 @@ static int find_session(Manager *m, const char *id, Session **ret, sd_bus_error 
         if (!session_id_is_valid(id))
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_NAME,
                                          "Invalid session id '%.32s': must be 16 lowercase hexadecimal digits.", id);
-        s = manager_find_session(m, id);
+        s = session_find(m, id);
         if (!s)
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_SESSION, "No session '%s'.", id);
         *ret = s;
@@ -211,14 +86,14 @@ static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_er
         if (r < 0)
                 return bus_error_set_request(error, r, &e);
 
-        r = caller_uid(m, call, &uid);
+        r = bus_caller_uid(m, call, &uid);
         if (r < 0)
                 return r;
         if (asprintf(&tenant, "dbus:%u", (unsigned) uid) < 0)
                 return -ENOMEM;
 
         /* the scope's, and its active session's if there is one (which would be returned) */
-        s = manager_find_session_by_scope(m, scope_tenant(tenant), req.user, req.workspace);
+        s = session_find_by_scope(m, scope_tenant(tenant), req.user, req.workspace);
         r = bus_authorize(m, call, AUTHZ_CREATE, req.user, req.workspace, s, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
@@ -366,6 +241,98 @@ static int method_run(sd_bus_message *call, void *userdata, sd_bus_error *error)
         return manager_exec(call, userdata, true, error);
 }
 
+/* --- what sandboxd says of itself: GET /v1/health, /v1/pool, /metrics, /v1/drain ---------- */
+
+static int append_pool(sd_bus_message *reply, Manager *m) {
+        PoolStats st;
+
+        pool_stats(m, &st);
+        return sd_bus_message_append(reply, "a{sv}", 7, "profile", "s", pool_profile_to_string(m->config.pool_profile),
+                                     "size", "u", st.size, "min_ready", "u", st.min_ready, "ready", "u", st.ready,
+                                     "starting", "u", st.starting, "in_use", "u", st.in_use, "refill_due", "b",
+                                     (int) st.refill_due);
+}
+
+/* Anyone on the bus, as anyone admitted to HTTP (and as the Version property). */
+static int method_health(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        StatusHealth h;
+        int r;
+
+        status_health(m, &h);
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "a{sv}", 6, "status", "s", h.status, "timestamp", "t", h.timestamp_usec,
+                                          "uptime", "d", (double) h.uptime_usec / USEC_PER_SEC, "version", "s",
+                                          PROJECT_VERSION, "sessions", "u", h.sessions, "running_commands", "u",
+                                          h.running_commands);
+        if (r >= 0)
+                r = append_pool(reply, m);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_pool(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = append_pool(reply, userdata);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_metrics(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        Buf b = {};
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = bus_authorize(m, call, AUTHZ_METRICS, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = status_format_metrics(m, &b);
+        if (r >= 0)
+                r = sd_bus_reply_method_return(call, "s", b.data ?: "");
+        buf_done(&b);
+        return r;
+}
+
+static int method_get_draining(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = bus_authorize(m, call, AUTHZ_DRAIN, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        return sd_bus_reply_method_return(call, "bu", (int) m->draining, m->n_running);
+}
+
+static int method_set_draining(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int drain, r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read(call, "b", &drain);
+        if (r < 0)
+                return r;
+        r = bus_authorize(m, call, AUTHZ_DRAIN, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = manager_set_draining(m, drain);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "bu", (int) m->draining, m->n_running);
+}
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", PROJECT_VERSION);
@@ -406,6 +373,32 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_run,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
 
+        SD_BUS_METHOD_WITH_ARGS("Health",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a{sv}", health, "a{sv}", pool),
+                                method_health,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPool",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a{sv}", pool),
+                                method_get_pool,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Metrics",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("s", text),
+                                method_metrics,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetDraining",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("b", draining, "u", running_commands),
+                                method_get_draining,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetDraining",
+                                SD_BUS_ARGS("b", draining),
+                                SD_BUS_RESULT("b", draining, "u", running_commands),
+                                method_set_draining,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+
         SD_BUS_SIGNAL_WITH_ARGS("SessionNew", SD_BUS_ARGS("s", id, "o", path), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SessionRemoved", SD_BUS_ARGS("s", id, "o", path), 0),
         SD_BUS_SIGNAL_WITH_ARGS("CommandFinished",
@@ -416,8 +409,8 @@ static const sd_bus_vtable manager_vtable[] = {
 
 /* --- dispatch ---------------------------------------------------------------------------- */
 
-/* The vtable for an object path of ours, by its shape. */
-static const sd_bus_vtable *vtable_for_path(const char *path, const char **ret_interface) {
+/* The vtable for an object path of ours, by its shape (and, on a session's, the interface). */
+static const sd_bus_vtable *vtable_for_path(const char *path, const char *interface, const char **ret_interface) {
         const char *p;
 
         if (streq(path, BUS_PATH)) {
@@ -427,6 +420,10 @@ static const sd_bus_vtable *vtable_for_path(const char *path, const char **ret_i
         p = startswith(path, BUS_SESSION_PREFIX "/");
         if (!p || strlen(p) < 16)
                 return NULL;
+        if (p[16] == 0 && streq_ptr(interface, BUS_FILES_INTERFACE)) {
+                *ret_interface = BUS_FILES_INTERFACE;
+                return files_vtable;
+        }
         if (p[16] == 0) {
                 *ret_interface = BUS_SESSION_INTERFACE;
                 return session_vtable;
@@ -454,7 +451,7 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
         path = sd_bus_message_get_path(msg);
         interface = sd_bus_message_get_interface(msg);
         member = sd_bus_message_get_member(msg);
-        if (!path || !member || !(vt = vtable_for_path(path, &ours)))
+        if (!path || !member || !(vt = vtable_for_path(path, interface, &ours)))
                 return 0;
         if (interface && !streq(interface, ours))
                 return 0;
@@ -483,8 +480,57 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
         return 0;
 }
 
+/* The signals of sessions and commands, as the core tells of their changes. */
+static void bus_session_added(Session *s, void *userdata) {
+        session_send_signal(s, true);
+}
+
+static void bus_session_changed(Session *s, unsigned what, void *userdata) {
+        if (what & SESSION_CHANGED_STATE)
+                session_send_changed(s, "State");
+        if (what & SESSION_CHANGED_ACTIVITY)
+                session_send_changed(s, "LastActivity");
+        if (what & SESSION_CHANGED_FROZEN)
+                session_send_changed(s, "Frozen");
+        if (what & SESSION_CHANGED_COMMANDS)
+                session_send_changed(s, "Commands");
+}
+
+static void bus_session_removed(Session *s, void *userdata) {
+        session_send_signal(s, false);
+}
+
+static void bus_command_changed(Command *c, void *userdata) {
+        command_send_changed(c);
+}
+
+static void bus_command_finished(Command *c, void *userdata) {
+        command_send_finished(c);
+}
+
+/* Calls answered later, events flowing into pipes, and questions to polkit: sandboxd does
+ * not exit while they wait. */
+static bool bus_busy(void *userdata) {
+        Manager *m = userdata;
+
+        return m->bus_pending || m->output_pipes || polkit_pending(m) > 0;
+}
+
+static const Observer bus_observer = {
+        .session_added = bus_session_added,
+        .session_changed = bus_session_changed,
+        .session_removed = bus_session_removed,
+        .command_changed = bus_command_changed,
+        .command_finished = bus_command_finished,
+        .busy = bus_busy,
+};
+
 int manager_bus_register(Manager *m) {
         int r;
+
+        r = manager_add_observer(m, &bus_observer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the sessions for D-Bus: %m");
 
         r = sd_bus_add_filter(m->bus, NULL, on_bus_message, m);
         if (r < 0)
@@ -496,6 +542,10 @@ int manager_bus_register(Manager *m) {
                                        session_object_find, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to register %s: %m", BUS_SESSION_INTERFACE);
+        r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SESSION_PREFIX, BUS_FILES_INTERFACE, files_vtable,
+                                       session_object_find, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register %s: %m", BUS_FILES_INTERFACE);
         r = sd_bus_add_fallback_vtable(m->bus, NULL, BUS_SESSION_PREFIX, BUS_COMMAND_INTERFACE, command_vtable,
                                        command_object_find, m);
         if (r < 0)

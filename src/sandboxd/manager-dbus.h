@@ -1,67 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <systemd/sd-bus.h>
-
-#include "authz.h"
-
+#include "bus-api.h"
 #include "manager.h"
-#include "output.h"
 
-/* The D-Bus API, sandboxd-dbus(5): io.sandboxd.sandbox1.Manager at /io/sandboxd/sandbox1,
- * .Session objects below /io/sandboxd/sandbox1/session/, .Command objects below those. */
-
-#define BUS_NAME "io.sandboxd.sandbox1"
-#define BUS_PATH "/io/sandboxd/sandbox1"
-#define BUS_SESSION_PREFIX BUS_PATH "/session"
-#define BUS_MANAGER_INTERFACE "io.sandboxd.sandbox1.Manager"
-#define BUS_SESSION_INTERFACE "io.sandboxd.sandbox1.Session"
-#define BUS_COMMAND_INTERFACE "io.sandboxd.sandbox1.Command"
+/* The Manager object, the vtables of all three interfaces, and the observer that emits
+ * the signals of sessions and commands. */
 
 /* Registers the objects, before the bus name is requested. */
 int manager_bus_register(Manager *m);
-
-/* A method call answered later: once a session is ready or closed, a command started or
- * over, systemd done. It holds the call, never the session (which may go meanwhile). */
-typedef struct BusPending BusPending;
-struct BusPending {
-        Manager *manager;
-        sd_bus_message *call;
-        char session_id[17];
-        bool run;            /* Run: answered when the command is over */
-        Command *command;    /* Run: the command, while the reader is attached */
-        OutputReader reader; /* Run: tells when the command is over, or gone */
-        LIST_FIELDS(BusPending, pending);
-};
-
-int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **ret);
-BusPending *bus_pending_free(BusPending *p);
-/* Answers the call with *error (or errno r) and forgets it. */
-void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error);
-/* At exit: calls still waiting are dropped (their callers see the connection go). */
-void manager_bus_free(Manager *m);
-
-/* Who sent `call`: its uid, login name (NULL if it has none), and the caller authz_decide()
- * sees (group sandboxd, root or AdminGroup=). */
-typedef struct BusCaller {
-        uid_t uid;
-        char *name;
-        AuthzCaller authz;
-} BusCaller;
-
-int bus_caller_identity(Manager *m, sd_bus_message *call, BusCaller *ret);
-static inline void bus_caller_done(BusCaller *c) {
-        free(c->name);
-        c->name = NULL;
-}
-
-/* authz_decide() for a D-Bus call: `op` on the session s, or (CREATE) on the scope (user,
- * workspace) with s its active session if there is one. Root and AdminGroup= pass; polkit
- * is asked io.sandboxd.sandbox1.manage-sessions for the caller's own (the sessions it
- * created, the scopes of its login name), ...manage-all for anyone else's. Returns like
- * polkit_verify(): > 0 yes, 0 asked (return 1 from the handler), < 0 no (AccessDenied). */
-int bus_authorize(Manager *m, sd_bus_message *call, AuthzOp op, const char *user, const char *workspace, Session *s,
-                  sd_bus_error *error);
 
 /* Restarts the idle countdown: a D-Bus call is activity. */
 void manager_bus_activity(Manager *m);

@@ -10,6 +10,7 @@
 #include "file-ops.h"
 #include "list.h"
 #include "metrics.h"
+#include "observer.h"
 #include "output.h"
 #include "pid1-gate.h"
 #include "store-writer.h"
@@ -23,6 +24,7 @@ typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
 typedef struct PolkitQuery PolkitQuery;
 typedef struct BusPending BusPending;
+typedef struct OutputPipe OutputPipe;
 typedef struct Proxy Proxy;
 typedef struct ProxyListener ProxyListener;
 
@@ -72,7 +74,10 @@ struct Manager {
         struct stat uid_cache_passwd, uid_cache_group; /* what the entries were asked under */
         SenderCacheEntry sender_cache[SENDER_CACHE_MAX];
 
-        Session *sessions;
+        Session *sessions;       /* the list, newest first: session.c adds, removes and finds them */
+        Session *sessions_by_id; /* the same in a uthash table by id (hh of Session) */
+        unsigned n_live_sessions; /* those not closed (session_list_changed()) */
+        unsigned n_pool_in_use;   /* those not closed or failed whose slice came from the pool */
         PoolSlot *pool;
         StoredFd *stored_fds;
         size_t n_stored_fds;
@@ -93,8 +98,16 @@ struct Manager {
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
 
+        struct {
+                const Observer *observer;
+                void *userdata;
+        } observers[OBSERVERS_MAX]; /* who is told of sessions and commands (observer.h) */
+        size_t n_observers;
+
         PolkitQuery *polkit_queries; /* questions to polkit, and their answers */
         BusPending *bus_pending;     /* D-Bus calls answered later */
+        OutputPipe *output_pipes;    /* commands' events into pipes of D-Bus clients (Attach()) */
+        unsigned n_output_pipes;
         bool bus_name_releasing;     /* exiting when idle: the name goes first */
 
         sd_event_source *idle_timer;
@@ -108,14 +121,14 @@ Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 int manager_load_config(Manager *m, const char *path);
-int manager_startup(Manager *m, const char *listen_path);
-int manager_run(Manager *m);
 
 /* Re-evaluates whether the daemon is idle and arms or disarms the exit timer. */
 void manager_check_idle(Manager *m);
 /* Drain: refuse new sessions and commands, let running commands finish, then exit. It lasts
  * across activations (a flag file in /run/sandboxd) until undone. */
 int manager_set_draining(Manager *m, bool draining);
+/* At start-up: draining again if the flag file of a drain is there. */
+void manager_resume_draining(Manager *m);
 bool manager_is_idle(Manager *m);
 
 /* Hands over (and forgets) the stored fds of command <sid>-<n>: stdout, stderr, stdin. */
@@ -123,6 +136,12 @@ void manager_take_stored_fds(Manager *m, const char *sid, unsigned n, int ret_fd
 /* The stored fd of that name, or -EBADF */
 int manager_take_stored_fd(Manager *m, const char *name);
 
-Session *manager_find_session(Manager *m, const char *id);
-/* The active session of scope (tenant as scope_tenant() gives it, user, workspace). */
-Session *manager_find_session_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
+/* Adds an observer (observer.h): told of every change from now on, until sandboxd exits.
+ * -ENOSPC past OBSERVERS_MAX. */
+int manager_add_observer(Manager *m, const Observer *o, void *userdata);
+/* What the core tells the observers. */
+void manager_notify_session_added(Manager *m, Session *s);
+void manager_notify_session_changed(Manager *m, Session *s, unsigned what);
+void manager_notify_session_removed(Manager *m, Session *s);
+void manager_notify_command_changed(Manager *m, Command *c);
+void manager_notify_command_finished(Manager *m, Command *c);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sys/stat.h>
@@ -421,6 +422,7 @@ static int publish(Output *o, const char *line, size_t n) {
 }
 
 int output_append_event(Output *o, const char *line, size_t n) {
+        assert(o && line && n > 0 && line[n - 1] == '\n');
         uint64_t at = o->events_size;
         int r;
 
@@ -496,6 +498,7 @@ static int emit_kept(Output *o, OutputStream st, const char *data, size_t n, boo
 }
 
 int output_add_data(Output *o, OutputStream st, const char *data, size_t n, bool final) {
+        assert(o && st >= 0 && st < _OUTPUT_STREAM_MAX && (data || n == 0));
         Buf *p = &o->partial[st];
         size_t consumed = 0;
         int r;
@@ -571,6 +574,7 @@ void output_finish(Output *o) {
 }
 
 void output_attach(Output *o, OutputReader *r, uint64_t offset) {
+        assert(o && r && r->notify);
         r->output = o;
         r->log_pos = MIN(offset, o->log_size);
         r->entry = 0;
@@ -711,7 +715,10 @@ static ssize_t replay(OutputReader *r, char *buf, size_t max) {
 }
 
 ssize_t output_read(OutputReader *r, char *buf, size_t max) {
-        Output *o = r->output;
+        Output *o;
+
+        assert(r && buf && max > 0);
+        o = r->output;
 
         if (!o)
                 return -EPIPE;

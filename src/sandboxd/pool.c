@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
+
 #include "log.h"
 #include "pool.h"
 #include "proxy.h"
-#include "session.h"
 #include "systemd.h"
 #include "validate.h"
 
@@ -25,16 +26,6 @@ static unsigned pool_count(Manager *m) {
 
         LIST_FOREACH(slots, p, m->pool)
                 n++;
-        return n;
-}
-
-static unsigned pool_in_use(Manager *m) {
-        unsigned n = 0;
-        Session *s;
-
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (s->from_pool && s->state != SESSION_CLOSED && s->state != SESSION_FAILED)
-                        n++;
         return n;
 }
 
@@ -112,7 +103,7 @@ void pool_fill(Manager *m) {
                 return;
 
         /* PoolSize= sandboxes at most come from the pool (prepared or in use); MinReady= of them wait ready. */
-        while (pool_count(m) < c->pool_min_ready && pool_count(m) + pool_in_use(m) < c->pool_size) {
+        while (pool_count(m) < c->pool_min_ready && pool_count(m) + m->n_pool_in_use < c->pool_size) {
                 char id[17];
                 PoolSlot *p;
                 int r;
@@ -144,10 +135,12 @@ void pool_fill_soon(Manager *m) {
 
         if (m->pool_timer && sd_event_source_get_enabled(m->pool_timer, NULL) > 0)
                 return; /* already due */
-        if (!m->pool_timer)
+        if (!m->pool_timer) {
                 r = sd_event_add_time_relative(m->event, &m->pool_timer, CLOCK_MONOTONIC, POOL_FILL_DELAY_USEC,
                                                10 * USEC_PER_MSEC, on_pool_timer, m);
-        else {
+                if (r >= 0)
+                        (void) sd_event_source_set_description(m->pool_timer, "pool-fill");
+        } else {
                 r = sd_event_source_set_time_relative(m->pool_timer, POOL_FILL_DELAY_USEC);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(m->pool_timer, SD_EVENT_ONESHOT);
@@ -160,6 +153,8 @@ void pool_fill_soon(Manager *m) {
 
 int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
         PoolSlot *p;
+
+        assert(m && ret_id && ret_proxy);
 
         LIST_FOREACH(slots, p, m->pool)
                 if (p->ready) {
@@ -191,7 +186,7 @@ void pool_adopt(Manager *m, const char *slice, const char *in_use_by) {
                 (void) systemd_stop_unit_async(m->pid1, slice, NULL, NULL);
                 return;
         }
-        if (m->config.pool_profile == POOL_SHARED && pool_count(m) + pool_in_use(m) < m->config.pool_size &&
+        if (m->config.pool_profile == POOL_SHARED && pool_count(m) + m->n_pool_in_use < m->config.pool_size &&
             (p = slot_new(m, buf))) {
                 /* Its limits may be a former session's: reset them to the defaults. */
                 (void) systemd_set_slice_limits_async(m->pid1, slice, &m->config.session_limits, NULL, NULL);
@@ -223,7 +218,7 @@ void pool_stats(Manager *m, PoolStats *ret) {
                 else
                         st.starting++;
         }
-        st.in_use = pool_in_use(m);
+        st.in_use = m->n_pool_in_use;
         st.refill_due = m->pool_timer && sd_event_source_get_enabled(m->pool_timer, NULL) > 0;
         *ret = st;
 }

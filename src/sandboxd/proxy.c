@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The egress proxy's sockets, its one job although over 800 lines: accepting a session's
+ * connections, reading request heads through proxy-proto.c, resolving and checking them
+ * (proxy-resolve.c, net-policy.c), and relaying bytes with bounded buffers, fair shares
+ * and timers. */
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -8,13 +12,11 @@
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
-#include "command.h"
 #include "log.h"
 #include "ndjson.h"
 #include "proxy-proto.h"
 #include "proxy-resolve.h"
 #include "proxy.h"
-#include "session.h"
 #include "store.h"
 #include "systemd.h"
 
@@ -57,7 +59,7 @@ struct ProxyConn {
 
 struct ProxyListener {
         Proxy *proxy;
-        Session *session;
+        ProxySession session;
         int fd;
         char *dir, *path, *fdname;
         sd_event_source *io;
@@ -101,10 +103,8 @@ static const char *conn_host(const ProxyConn *c) {
 /* --- reporting a refusal ---------------------------------------------------------------- */
 
 static void report_denial(ProxyConn *c, const char *reason) {
-        Session *s = c->listener->session;
+        const ProxySession *s = &c->listener->session;
         Manager *m = c->listener->proxy->manager;
-        bool any = false;
-        Command *cmd;
         Buf line = {};
 
         m->metrics.network_denials++;
@@ -117,17 +117,8 @@ static void report_denial(ProxyConn *c, const char *reason) {
                 buf_done(&line);
                 return;
         }
-        /* The command that named itself, else every running one of the session. */
-        for (int pass = 0; pass < 2 && !any; pass++)
-                LIST_FOREACH(commands, cmd, s->commands) {
-                        if (!command_status_is_running(cmd) || !cmd->output || cmd->output->finished)
-                                continue;
-                        if (pass == 0 && (c->req.command == 0 || cmd->n != c->req.command))
-                                continue;
-                        if (output_append_event(cmd->output, line.data, line.len) < 0)
-                                log_warning("Failed to add a network_denied event to %s, ignoring.", cmd->unit);
-                        any = true;
-                }
+        if (s->denied)
+                s->denied(s->userdata, c->req.command, line.data, line.len);
         buf_done(&line);
 }
 
@@ -154,7 +145,7 @@ static void conn_fail(ProxyConn *c, ProxyOutcome o, const char *why) {
 
 static void conn_policy(ProxyConn *c, ProxyPolicy *ret) {
         const Config *cfg = &c->listener->proxy->manager->config;
-        Session *s = c->listener->session;
+        const ProxySession *s = &c->listener->session;
 
         *ret = (ProxyPolicy) {
                 .denied = cfg->denied_domains,
@@ -236,7 +227,7 @@ static void conn_request(ProxyConn *c) {
         int r;
 
         if (c->refusal != _PROXY_OUTCOME_INVALID) {
-                log_debug("Egress proxy of session %s: refused a request for %s:%u: %s.", c->listener->session->id,
+                log_debug("Egress proxy of session %s: refused a request for %s:%u: %s.", c->listener->session.id,
                           conn_host(c), c->req.port, c->refusal_why);
                 conn_finish(c, c->refusal, c->refusal_why);
                 return;
@@ -315,6 +306,7 @@ static void conn_connect_next(ProxyConn *c) {
                         c->ufd = safe_close(c->ufd);
                         break;
                 }
+                (void) sd_event_source_set_description(c->uio, "proxy-upstream");
                 c->state = CONN_CONNECTING;
                 (void) sd_event_source_set_time_relative(c->timer, m->config.proxy_connect_timeout_usec);
                 return;
@@ -348,7 +340,7 @@ static void conn_parse(ProxyConn *c) {
                 case PROXY_STEP_REPLY:
                         break;
                 case PROXY_STEP_REFUSED:
-                        log_debug("Egress proxy of session %s: refused a request: %s.", c->listener->session->id,
+                        log_debug("Egress proxy of session %s: refused a request: %s.", c->listener->session.id,
                                   c->parser.refusal);
                         c->state = CONN_FLUSH;
                         return;
@@ -541,7 +533,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 conn_update(c);
                 return 0;
         default:
-                log_debug("Egress proxy: closing a connection of session %s (idle).", c->listener->session->id);
+                log_debug("Egress proxy: closing a connection of session %s (idle).", c->listener->session.id);
                 conn_free(c);
                 return 0;
         }
@@ -587,8 +579,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         log_debug_errno(-errno, "Egress proxy: accept failed, ignoring: %m");
                 return 0;
         }
-        if (l->session->state != SESSION_ACTIVE) {
-                log_notice("Egress proxy: refusing a connection of session %s: the session is not active.", l->session->id);
+        if (!l->session.accepting(l->session.userdata)) {
+                log_notice("Egress proxy: refusing a connection of session %s: the session is not active.", l->session.id);
                 safe_close(cfd);
                 return 0;
         }
@@ -600,14 +592,14 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 m->metrics.proxy_refused_share++;
                 if (!l->at_share)
                         log_notice("Egress proxy: session %s has %u connections open, its share: refusing more.",
-                                   l->session->id, l->n_conns);
+                                   l->session.id, l->n_conns);
                 l->at_share = true;
         } else if (p->n_connections >= m->config.proxy_max_connections) {
                 refusal = PROXY_OUTCOME_BUSY;
                 why = "too many connections (ProxyMaxConnections=)";
                 m->metrics.proxy_refused_busy++;
                 log_notice("Egress proxy: refusing a connection of session %s: %u connections are open, the most allowed.",
-                           l->session->id, p->n_connections);
+                           l->session.id, p->n_connections);
         }
         if (refusal != _PROXY_OUTCOME_INVALID && l->n_refusing >= PROXY_REFUSING_MAX) {
                 safe_close(cfd); /* already telling enough of them */
@@ -639,6 +631,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 /* The request must come soon; later the same timer watches the connect and idleness. */
                 r = sd_event_add_time_relative(m->event, &c->timer, CLOCK_MONOTONIC, m->config.proxy_connect_timeout_usec,
                                                USEC_PER_SEC / 10, on_timer, c);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(c->cio, "proxy-client");
+                (void) sd_event_source_set_description(c->timer, "proxy-connection-timer");
+        }
         if (r < 0) {
                 log_warning_errno(r, "Egress proxy: failed to watch a connection, ignoring: %m");
                 conn_free(c);
@@ -666,7 +662,7 @@ static void fdstore_put(ProxyListener *l) {
         r = sd_pid_notify_with_fds(0, false, msg, &l->fd, 1);
         if (r < 0)
                 log_warning_errno(r, "Failed to put the proxy socket of session %s in the fd store, ignoring: %m",
-                                  l->session->id);
+                                  l->session.id);
 }
 
 static void fdstore_remove(ProxyListener *l) {
@@ -705,7 +701,7 @@ static int listener_bind(ProxyListener *l) {
         return 0;
 }
 
-int proxy_listen(Proxy *p, Session *s, ProxyListener **ret) {
+int proxy_listen(Proxy *p, const ProxySession *s, ProxyListener **ret) {
         Manager *m = p->manager;
         ProxyListener *l;
         int r, fd;
@@ -714,7 +710,7 @@ int proxy_listen(Proxy *p, Session *s, ProxyListener **ret) {
         if (!l)
                 return -ENOMEM;
         l->proxy = p;
-        l->session = s;
+        l->session = *s;
         l->fd = -EBADF;
         r = proxy_lookup_group_new(&l->lookups);
         if (r < 0)

@@ -38,10 +38,22 @@ HostAddresses *proxy_host_addresses(Proxy *p);
 
 /* <runtime>/proxy/<sid>: the directory systemd-socket-proxyd gets bound. */
 int proxy_session_dir(Manager *m, const char *session_id, char **ret);
-/* Listens on <runtime>/proxy/<sid>/proxy.sock for the session's connections: on the socket
+/* Listens on <runtime>/proxy/<sid>/proxy.sock for the connections of session s (what the
+ * proxy knows of it; its strings and lists stay the session's, which outlives the listener): on the socket
  * an earlier sandboxd left in the fd store (FDNAME=proxy-<sid>), else on a new one, which
  * goes there. */
-int proxy_listen(Proxy *p, Session *s, ProxyListener **ret);
+typedef struct ProxySession {
+        const char *id, *user, *workspace;
+        char * const *net_deny;  /* its own policy, on top of the configuration's */
+        char * const *net_allow; /* NULL: none */
+        /* whether it takes connections now (a closing session does not) */
+        bool (*accepting)(void *userdata);
+        /* a refusal: a network_denied event, a line of NDJSON, for the command that named
+         * itself in its proxy URL (command: its number, 0 if none did) */
+        void (*denied)(void *userdata, unsigned command, const char *event, size_t len);
+        void *userdata;
+} ProxySession;
+int proxy_listen(Proxy *p, const ProxySession *s, ProxyListener **ret);
 /* Stops listening and ends the session's connections; the socket, its directory and the
  * fd store's copy stay for the next sandboxd (the relay has that directory bound). */
 ProxyListener *proxy_listener_free(ProxyListener *l);

@@ -4,17 +4,13 @@
 
 #include "bus-request.h"
 #include "bus-util.h"
-#include "command-dbus.h"
 #include "log.h"
-#include "manager-dbus.h"
+#include "bus-api.h"
 #include "polkit.h"
 #include "session-dbus.h"
 #include "time-util.h"
 #include "validate.h"
 
-/* What Run answers with, at most, of each stream (the kept output, OutputMax=, is bounded
- * too): a D-Bus message must stay well below the bus's limit. */
-#define RUN_OUTPUT_MAX (8U * 1024 * 1024)
 
 int session_bus_path(Session *s, char **ret) {
         return asprintf(ret, BUS_SESSION_PREFIX "/%s", s->id) < 0 ? -ENOMEM : 0;
@@ -36,7 +32,7 @@ Session *session_from_path(Manager *m, const char *path, const char **ret_rest) 
                 return NULL;
         if (ret_rest)
                 *ret_rest = p + 16;
-        return manager_find_session(m, id);
+        return session_find(m, id);
 }
 
 int session_check_read_access(sd_bus *bus, Session *s, sd_bus_error *error) {
@@ -117,7 +113,18 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
         return 1;
 }
 
-/* --- properties ---------------------------------------------------------------------- */
+/* --- properties ----------------------------------------------------------------------
+ *
+ * Each property is the model's field that the HTTP API's object shows (session_append_json()),
+ * read when asked: plain fields through their offset, the rest computed as the JSON computes
+ * them. tests/integration/test_parity.py holds the two to each other. */
+
+static int property_get_id(sd_bus *bus, const char *path, const char *interface, const char *property,
+                           sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append(reply, "s", s->id);
+}
 
 static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -126,41 +133,42 @@ static int property_get_state(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_append(reply, "s", session_state_to_string(s->state));
 }
 
-static int property_get_string(sd_bus *bus, const char *path, const char *interface, const char *property,
-                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+static int property_get_network(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Session *s = userdata;
-        const char *v = NULL;
 
-        if (streq(property, "Id"))
-                v = s->id;
-        else if (streq(property, "User"))
-                v = s->user;
-        else if (streq(property, "Workspace"))
-                v = s->workspace;
-        else if (streq(property, "WorkspacePath"))
-                v = s->workspace_dir;
-        else if (streq(property, "Unit"))
-                v = s->slice;
-        else if (streq(property, "DynamicUser"))
-                v = s->dynamic_user;
-        else if (streq(property, "CloseReason"))
-                v = s->close_reason;
-        else if (streq(property, "Network"))
-                v = "none";
-        return sd_bus_message_append(reply, "s", v ?: "");
+        return sd_bus_message_append(reply, "s", network_mode_to_string(s->network));
+}
+
+/* network.deny: shown in mode proxy only, as in the JSON */
+static int property_get_network_deny(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append_strv(reply, s->network == NETWORK_PROXY && s->net_deny ? s->net_deny : (char *[]) { NULL });
+}
+
+/* network.allow: (whether the session has an allow list, the list). An empty list allows
+ * nothing, no list allows what is not denied: the flag tells them apart. */
+static int property_get_network_allow(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+        bool has = s->network == NETWORK_PROXY && s->net_allow;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'r', "bas");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "b", (int) has);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, has ? s->net_allow : (char *[]) { NULL });
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
 }
 
 static int property_get_expires_at(sd_bus *bus, const char *path, const char *interface, const char *property,
                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = userdata;
-        const Config *c = &s->manager->config;
-        uint64_t t;
-
-        if (s->state == SESSION_CLOSED)
-                t = s->closed_realtime_usec + c->retain_closed_usec;
-        else
-                t = MIN(s->last_activity_realtime_usec + s->ttl_usec, s->created_realtime_usec + c->max_lifetime_usec);
-        return sd_bus_message_append(reply, "t", t);
+        return sd_bus_message_append(reply, "t", session_expiry(userdata));
 }
 
 static int property_get_frozen(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -170,11 +178,15 @@ static int property_get_frozen(sd_bus *bus, const char *path, const char *interf
         return sd_bus_message_append(reply, "b", (int) s->frozen);
 }
 
-static int property_get_commands(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = userdata;
+static int property_get_running(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "u", (uint32_t) session_count_running(userdata));
+}
 
-        return sd_bus_message_append(reply, "u", (uint32_t) session_count_running(s));
+/* The last count, as the JSON has it; a count older than 5 s is started for the next look. */
+static int property_get_disk_bytes(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "t", session_disk_bytes(userdata));
 }
 
 /* --- methods --------------------------------------------------------------------------- */
@@ -202,7 +214,7 @@ static void reply_run(BusPending *p, Command *c) {
         for (OutputStream st = 0; r >= 0 && st < _OUTPUT_STREAM_MAX; st++) {
                 r = output_read_raw(c->output, st, &raw[st]);
                 if (r >= 0)
-                        r = sd_bus_message_append_array(reply, 'y', raw[st].data ?: "", MIN(raw[st].len, RUN_OUTPUT_MAX));
+                        r = sd_bus_message_append_array(reply, 'y', raw[st].data ?: "", MIN(raw[st].len, BUS_OUTPUT_MAX));
         }
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
@@ -462,18 +474,79 @@ static int method_touch(sd_bus_message *call, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(call, NULL);
 }
 
+/* GET .../commands: the commands kept, oldest first, as (request id, status, object). */
+static int method_list_commands(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Session *s = userdata;
+        Command *c;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sso)");
+        /* The list is newest first. */
+        for (c = s->commands; c && c->commands_next; c = c->commands_next)
+                ;
+        for (; r >= 0 && c; c = c->commands_prev) {
+                _cleanup_free_ char *path = NULL;
+
+                r = command_bus_path(c, &path);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "(sso)", c->request_id, command_status_to_string(c->result.status),
+                                                  path);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* The command of a request id, as .../commands/RID names it. */
+static int method_get_command(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        Session *s = userdata;
+        const char *rid;
+        Command *c;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = sd_bus_message_read(call, "s", &rid);
+        if (r < 0)
+                return r;
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (!request_id_is_valid(rid))
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_NAME,
+                                         "Invalid request id '%.64s': must match [A-Za-z0-9._-]{1,64}.", rid);
+        c = session_find_command(s, rid);
+        if (!c)
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_COMMAND, "No command '%s' in session %s.", rid, s->id);
+        r = command_bus_path(c, &path);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "o", path);
+}
+
 #define CHANGES SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 #define CONST SD_BUS_VTABLE_PROPERTY_CONST
 
 const sd_bus_vtable session_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Id", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("User", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("Id", "s", property_get_id, 0, CONST),
+        SD_BUS_PROPERTY("User", "s", NULL, offsetof(Session, user), CONST),
+        SD_BUS_PROPERTY("Workspace", "s", NULL, offsetof(Session, workspace), CONST),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, CHANGES),
-        SD_BUS_PROPERTY("WorkspacePath", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("Unit", "s", property_get_string, 0, CONST),
-        SD_BUS_PROPERTY("DynamicUser", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("WorkspacePath", "s", NULL, offsetof(Session, workspace_dir), CONST),
+        SD_BUS_PROPERTY("Unit", "s", NULL, offsetof(Session, slice), CONST),
+        SD_BUS_PROPERTY("DynamicUser", "s", NULL, offsetof(Session, dynamic_user), CONST),
         SD_BUS_PROPERTY("CreatedAt", "t", NULL, offsetof(Session, created_realtime_usec), CONST),
         SD_BUS_PROPERTY("LastActivity", "t", NULL, offsetof(Session, last_activity_realtime_usec), CHANGES),
         SD_BUS_PROPERTY("ExpiresAt", "t", property_get_expires_at, 0, CHANGES),
@@ -481,10 +554,14 @@ const sd_bus_vtable session_vtable[] = {
         SD_BUS_PROPERTY("MemoryMax", "t", NULL, offsetof(Session, limits.memory_max), CONST),
         SD_BUS_PROPERTY("CPUQuota", "t", NULL, offsetof(Session, limits.cpu_quota_percent), CONST),
         SD_BUS_PROPERTY("TasksMax", "t", NULL, offsetof(Session, limits.tasks_max), CONST),
-        SD_BUS_PROPERTY("Network", "s", property_get_string, 0, CONST),
+        SD_BUS_PROPERTY("Network", "s", property_get_network, 0, CONST),
+        SD_BUS_PROPERTY("NetworkDeny", "as", property_get_network_deny, 0, CONST),
+        SD_BUS_PROPERTY("NetworkAllow", "(bas)", property_get_network_allow, 0, CONST),
         SD_BUS_PROPERTY("Frozen", "b", property_get_frozen, 0, CHANGES),
-        SD_BUS_PROPERTY("RunningCommands", "u", property_get_commands, 0, 0),
-        SD_BUS_PROPERTY("CloseReason", "s", property_get_string, 0, CHANGES),
+        SD_BUS_PROPERTY("Commands", "u", NULL, offsetof(Session, n_commands), CHANGES),
+        SD_BUS_PROPERTY("RunningCommands", "u", property_get_running, 0, 0),
+        SD_BUS_PROPERTY("DiskBytes", "t", property_get_disk_bytes, 0, 0),
+        SD_BUS_PROPERTY("CloseReason", "s", NULL, offsetof(Session, close_reason), CHANGES),
 
         SD_BUS_METHOD_WITH_ARGS("Exec",
                                 SD_BUS_ARGS("as", argv, "a{sv}", options),
@@ -504,6 +581,16 @@ const sd_bus_vtable session_vtable[] = {
         SD_BUS_METHOD("Freeze", NULL, NULL, method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Thaw", NULL, NULL, method_thaw, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Touch", NULL, NULL, method_touch, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListCommands",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(sso)", commands),
+                                method_list_commands,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetCommand",
+                                SD_BUS_ARGS("s", request_id),
+                                SD_BUS_RESULT("o", command),
+                                method_get_command,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END
 };
 

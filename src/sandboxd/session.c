@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A session's life, its one job although over 800 lines: creation (quota, scope, slice or a
+ * pooled one, proxy), the registry of sessions (session_add/find), expiry and touches,
+ * freezing, closing with its purge, records and their recovery after a restart. It tells
+ * the manager's observers (observer.h) of every change and knows no front end. */
 
+#include <assert.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -17,7 +22,6 @@
 #include "proxy.h"
 #include "scope.h"
 #include "session.h"
-#include "session-dbus.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
@@ -223,7 +227,7 @@ void session_save_pending(Session *s) {
 
 /* --- expiry ---------------------------------------------------------------------- */
 
-static uint64_t session_expiry(Session *s) {
+uint64_t session_expiry(Session *s) {
         const Config *c = &s->manager->config;
 
         if (s->state == SESSION_CLOSED)
@@ -254,6 +258,7 @@ static int on_expiry(sd_event_source *es, uint64_t usec, void *userdata) {
                 }
                 snprintf(dir, sizeof(dir), "%s/spool/%s", s->manager->runtime_dir, s->id);
                 (void) store_rm_rf(dir);
+                manager_notify_session_removed(s->manager, s); /* its object goes now */
                 session_free(s);
                 return 0;
         case SESSION_ACTIVE:
@@ -286,6 +291,8 @@ void session_arm_expiry(Session *s) {
                 r = sd_event_add_time(s->manager->event, &s->expiry_timer, CLOCK_REALTIME, when, USEC_PER_SEC, on_expiry, s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to arm the expiry of session %s, ignoring: %m", s->id);
+                else
+                        (void) sd_event_source_set_description(s->expiry_timer, "session-expiry");
                 return;
         }
         (void) sd_event_source_set_time(s->expiry_timer, when);
@@ -295,7 +302,7 @@ void session_arm_expiry(Session *s) {
 void session_touch(Session *s) {
         s->last_activity_realtime_usec = now_usec(CLOCK_REALTIME);
         session_arm_expiry(s);
-        session_send_changed(s, "LastActivity");
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_ACTIVITY);
         session_save_soon(s);
 }
 
@@ -319,10 +326,46 @@ static int on_proxy_started(sd_bus_message *reply, void *userdata, sd_bus_error 
         return 0;
 }
 
+static bool session_proxy_accepting(void *userdata) {
+        Session *s = userdata;
+
+        return s->state == SESSION_ACTIVE;
+}
+
+/* A connection the egress proxy refused: the command that named itself, else every
+ * running one of the session, gets the event. */
+static void session_proxy_denied(void *userdata, unsigned command, const char *event, size_t len) {
+        Session *s = userdata;
+        bool any = false;
+        Command *cmd;
+
+        for (int pass = 0; pass < 2 && !any; pass++)
+                LIST_FOREACH(commands, cmd, s->commands) {
+                        if (!command_status_is_running(cmd) || !cmd->output || cmd->output->finished)
+                                continue;
+                        if (pass == 0 && (command == 0 || cmd->n != command))
+                                continue;
+                        if (output_append_event(cmd->output, event, len) < 0)
+                                log_warning("Failed to add a network_denied event to %s, ignoring.", cmd->unit);
+                        any = true;
+                }
+}
+
 static int session_listen_proxy(Session *s) {
+        ProxySession ps = {
+                .id = s->id,
+                .user = s->user,
+                .workspace = s->workspace,
+                .net_deny = s->net_deny,
+                .net_allow = s->net_allow,
+                .accepting = session_proxy_accepting,
+                .denied = session_proxy_denied,
+                .userdata = s,
+        };
+
         if (s->network != NETWORK_PROXY || !s->manager->proxy || s->proxy)
                 return 0;
-        return proxy_listen(s->manager->proxy, s, &s->proxy);
+        return proxy_listen(s->manager->proxy, &ps, &s->proxy);
 }
 
 int session_start_proxy_units(Session *s) {
@@ -366,8 +409,9 @@ static int session_setup_proxy(Session *s) {
 
 static void session_set_active(Session *s) {
         s->state = SESSION_ACTIVE;
+        session_list_changed(s->manager);
         log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
-        session_send_changed(s, "State");
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         (void) session_save(s);
         session_arm_expiry(s);
         run_waiters(&s->waiters, s, 0);
@@ -385,8 +429,9 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 free(s->error);
                 s->error = strdup(msg);
                 s->state = SESSION_FAILED;
+                session_list_changed(s->manager);
                 run_waiters(&s->waiters, s, -EIO);
-                session_send_signal(s, false);
+                manager_notify_session_removed(s->manager, s);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
                 return 0;
         }
@@ -414,8 +459,10 @@ static bool session_counts(const Session *s) {
 }
 
 /* MaxSessionsPerTenant= for API tenants, MaxSessionsPerUser= for local uids (over the
- * socket and D-Bus together); root is the host's administrator and has no quota. */
-static int session_check_quota(Manager *m, const char *creator, RequestError *e) {
+ * socket and D-Bus together); root is the host's administrator and has no quota. A uid's
+ * sessions are those it created for `user`, its login name (authz.c lets it create no
+ * others): a uid given to a new user after userdel is not charged the old user's. */
+static int session_check_quota(Manager *m, const char *creator, const char *user, RequestError *e) {
         unsigned n = 0, max;
         uid_t uid;
         Session *s;
@@ -427,7 +474,8 @@ static int session_check_quota(Manager *m, const char *creator, RequestError *e)
                 LIST_FOREACH(sessions, s, m->sessions) {
                         uid_t u;
 
-                        if (session_counts(s) && authz_creator_uid(s->tenant, &u) >= 0 && u == uid)
+                        if (session_counts(s) && authz_creator_uid(s->tenant, &u) >= 0 && u == uid &&
+                            streq_ptr(s->user, user))
                                 n++;
                 }
                 if (n < max)
@@ -463,6 +511,58 @@ static int limit_check(RequestError *e, const char *field, bool has, uint64_t as
         }
         *ret = asked;
         return 0;
+}
+
+/* --- the manager's list ------------------------------------------------------------- */
+
+void session_add(Manager *m, Session *s) {
+        assert(m && s && s->manager == m && s->id[0]);
+        assert(!session_find(m, s->id)); /* ids are random and checked when made */
+
+        LIST_PREPEND(sessions, m->sessions, s);
+        HASH_ADD_STR(m->sessions_by_id, id, s);
+        session_list_changed(m);
+}
+
+void session_remove(Manager *m, Session *s) {
+        assert(m && s && session_find(m, s->id) == s);
+
+        HASH_DEL(m->sessions_by_id, s);
+        LIST_REMOVE(sessions, m->sessions, s);
+        session_list_changed(m);
+}
+
+Session *session_find(Manager *m, const char *id) {
+        Session *s;
+
+        assert(m && id);
+        HASH_FIND_STR(m->sessions_by_id, id, s);
+        return s;
+}
+
+Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                if ((s->state == SESSION_STARTING || s->state == SESSION_ACTIVE) && streq(s->user, user) && streq(s->workspace, workspace) &&
+                    streq(scope_tenant(s->tenant), tenant))
+                        return s;
+        return NULL;
+}
+
+void session_list_changed(Manager *m) {
+        unsigned live = 0, pooled = 0;
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions) {
+                if (s->state == SESSION_CLOSED)
+                        continue;
+                live++;
+                if (s->from_pool && s->state != SESSION_FAILED)
+                        pooled++;
+        }
+        m->n_live_sessions = live;
+        m->n_pool_in_use = pooled;
 }
 
 static Session *session_alloc(Manager *m) {
@@ -519,7 +619,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         int r;
 
         /* One active session per scope: asking again returns it, as it is. */
-        s = manager_find_session_by_scope(m, scope_tenant(tenant), req->user, req->workspace);
+        s = session_find_by_scope(m, scope_tenant(tenant), req->user, req->workspace);
         if (s) {
                 *ret = s;
                 return 0;
@@ -528,7 +628,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 return refuse_draining(error);
         if (pid1_gate_waiting(m->pid1) >= PID1_WAITING_MAX)
                 return refuse_overloaded(m, error);
-        r = session_check_quota(m, tenant, error);
+        r = session_check_quota(m, tenant, req->user, error);
         if (r < 0)
                 return r;
 
@@ -606,8 +706,8 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         r = session_stop_proxy_units(s); /* prepared for the default mode: not needed */
                 if (r < 0)
                         goto fail;
-                LIST_PREPEND(sessions, m->sessions, s);
-                session_send_signal(s, true);
+                session_add(m, s);
+                manager_notify_session_added(m, s);
                 session_set_active(s);
         } else {
                 r = systemd_start_slice_async(m->pid1, &s->start_call, s->slice, "sandboxd session", &s->limits,
@@ -620,8 +720,8 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 r = session_setup_proxy(s);
                 if (r < 0)
                         goto fail;
-                LIST_PREPEND(sessions, m->sessions, s);
-                session_send_signal(s, true);
+                session_add(m, s);
+                manager_notify_session_added(m, s);
         }
 
         if (pooled)
@@ -660,8 +760,8 @@ Session *session_free(Session *s) {
         while ((cmd = s->commands))
                 command_free(cmd);
 
-        if (s->manager && (s->sessions_prev || s->manager->sessions == s)) {
-                LIST_REMOVE(sessions, s->manager->sessions, s);
+        if (s->manager && session_find(s->manager, s->id) == s) {
+                session_remove(s->manager, s);
                 manager_check_idle(s->manager);
         }
 
@@ -799,10 +899,11 @@ static void session_closing_step(Session *s) {
         (void) store_rm_rf(s->userdb_dir);
 
         s->state = SESSION_CLOSED;
+        session_list_changed(s->manager);
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
-        session_send_changed(s, "State");
-        session_send_signal(s, false);
+        /* its object stays until it is forgotten */
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         pool_fill(s->manager); /* a pooled session's place is free again */
         (void) session_save(s);
         session_arm_expiry(s);
@@ -832,12 +933,13 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         }
 
         s->state = SESSION_CLOSING;
+        session_list_changed(s->manager);
         s->closing = true;
         s->purge = purge;
         s->purge_done = false;
         free(s->close_reason);
         s->close_reason = strdup(reason);
-        session_send_changed(s, "State");
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         /* its processes must run to their end; a freeze or thaw under way ends here */
         frozen = s->frozen || (s->freeze_call && s->freeze_target);
         if (s->freeze_call)
@@ -845,7 +947,7 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
         if (frozen) {
                 (void) systemd_freeze_unit_async(s->manager->pid1, NULL, s->slice, false, NULL, NULL);
                 s->frozen = false;
-                session_send_changed(s, "Frozen");
+                manager_notify_session_changed(s->manager, s, SESSION_CHANGED_FROZEN);
         }
         (void) session_save(s);
 
@@ -894,7 +996,7 @@ static void freeze_done(Session *s, int r, const char *message) {
         if (r >= 0 && s->frozen != s->freeze_target) {
                 s->frozen = s->freeze_target;
                 log_info("Session %s is %s.", s->id, s->frozen ? "frozen" : "thawed");
-                session_send_changed(s, "Frozen");
+                manager_notify_session_changed(s->manager, s, SESSION_CHANGED_FROZEN);
                 (void) session_save(s);
         }
         if (fn)
@@ -1041,6 +1143,7 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
         r = command_start(s, req, fn, userdata, &c, e);
         if (r < 0)
                 return r;
+        manager_notify_session_changed(s->manager, s, SESSION_CHANGED_COMMANDS);
         session_touch(s);
         *ret = c;
         return 1;
@@ -1051,10 +1154,9 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
 Command *session_find_command(Session *s, const char *request_id) {
         Command *c;
 
-        LIST_FOREACH(commands, c, s->commands)
-                if (streq(c->request_id, request_id))
-                        return c;
-        return NULL;
+        assert(s && request_id);
+        HASH_FIND_STR(s->commands_by_id, request_id, c);
+        return c;
 }
 
 unsigned session_count_running(Session *s) {
@@ -1084,7 +1186,7 @@ static void on_disk_counted(FileOp *op, int r, void *userdata) {
 
 /* A walk of the whole workspace, on a file API thread, not more often than every few
  * seconds: the answer is the last count, never a wait for one. */
-static uint64_t session_disk_bytes(Session *s) {
+uint64_t session_disk_bytes(Session *s) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         FileOp *op = NULL;
         int r;
@@ -1110,48 +1212,6 @@ static uint64_t session_disk_bytes(Session *s) {
         s->disk_op = op;
         s->disk_checked_usec = now;
         return s->disk_bytes;
-}
-
-static int append_domains(Buf *b, const char *key, char * const *l) {
-        int r = buf_printf(b, ",\"%s\":[", key);
-
-        for (size_t i = 0; r >= 0 && l && l[i]; i++) {
-                if (i > 0)
-                        r = buf_puts(b, ",");
-                if (r >= 0)
-                        r = json_append_string(b, l[i], strlen(l[i]));
-        }
-        return r < 0 ? r : buf_puts(b, "]");
-}
-
-int session_append_json(Session *s, Buf *b) {
-        int r;
-
-        r = buf_printf(b, "{\"id\":\"%s\",\"user\":\"%s\",\"workspace\":\"%s\",\"state\":\"%s\",\"unit\":\"%s\","
-                          "\"dynamic_user\":\"%s\",\"workspace_path\":\"%s\",\"created_at_usec\":%" PRIu64 ","
-                          "\"last_activity_usec\":%" PRIu64 ",\"ttl_s\":%" PRIu64 ",\"expires_at_usec\":%" PRIu64 ","
-                          "\"frozen\":%s,"
-                          "\"limits\":{\"memory_max\":%" PRIu64 ",\"cpu_quota\":%" PRIu64 ",\"tasks_max\":%" PRIu64 "},"
-                          "\"commands\":%u,\"running\":%u,\"disk_bytes\":%" PRIu64,
-                       s->id, s->user, s->workspace, session_state_to_string(s->state), s->slice, s->dynamic_user,
-                       s->workspace_dir, s->created_realtime_usec, s->last_activity_realtime_usec,
-                       s->ttl_usec / USEC_PER_SEC, session_expiry(s), s->frozen ? "true" : "false", s->limits.memory_max,
-                       s->limits.cpu_quota_percent, s->limits.tasks_max, s->n_commands, session_count_running(s),
-                       session_disk_bytes(s));
-        if (r >= 0)
-                r = buf_printf(b, ",\"network\":{\"mode\":\"%s\"", network_mode_to_string(s->network));
-        if (r >= 0 && s->network == NETWORK_PROXY) {
-                r = append_domains(b, "deny", s->net_deny);
-                if (r >= 0 && s->net_allow)
-                        r = append_domains(b, "allow", s->net_allow);
-        }
-        if (r >= 0)
-                r = buf_puts(b, "}");
-        if (r >= 0 && s->close_reason)
-                r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
-        if (r >= 0)
-                r = buf_puts(b, "}");
-        return r;
 }
 
 /* --- recovery --------------------------------------------------------------------------- */
@@ -1289,7 +1349,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
                 r = session_prepare_dirs(s);
         if (r < 0)
                 goto fail;
-        LIST_PREPEND(sessions, m->sessions, s);
+        session_add(m, s);
 
         n = scandir(dir, &list, command_record_filter, alphasort);
         for (int i = 0; i < n; i++) {
@@ -1332,7 +1392,7 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         log_info("Recovered session %s (%s/%s, %s, %u running).", s->id, s->user, s->workspace,
                  session_state_to_string(s->state), session_count_running(s));
         if (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING) {
-                /* Only the listener: manager_recover() starts the units that are missing,
+                /* Only the listener: daemon_recover() starts the units that are missing,
                  * once it has asked PID 1 which exist. (A closing session's too: closing
                  * removes its socket.) */
                 r = session_listen_proxy(s);

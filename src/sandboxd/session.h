@@ -2,6 +2,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <uthash.h>
 
 #include "buf.h"
 #include "command.h"
@@ -88,11 +89,13 @@ struct Session {
         StoreJob *save_job;          /* its write queued for the writer thread */
         SessionWaiter *waiters;       /* for the slice */
         SessionWaiter *close_waiters; /* for the end of closing */
-        Command *commands;
+        Command *commands;   /* newest first */
+        Command *commands_by_id; /* request id -> the newest command of that id (hh of Command) */
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
         SpoolAccount spool;  /* its commands' spool files (SpoolMaxPerSession=), within the manager's */
 
         LIST_FIELDS(Session, sessions);
+        UT_hash_handle hh;   /* in the manager's sessions_by_id, while in its list */
 };
 
 /* Returns the active session of the request's scope if there is one (0). Otherwise
@@ -140,11 +143,26 @@ int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata);
  * it. -ESRCH: PID 1 has not given it one yet. */
 int session_userdb_update(Session *s);
 
-/* The command engine tells us when one of ours ends. */
+/* The command engine tells us when one of ours ends, or (c NULL) was refused by PID 1. */
 void session_command_finished(Session *s, Command *c);
+
+/* The manager's list of sessions (newest first) and its table by id (uthash). */
+void session_add(Manager *m, Session *s);
+void session_remove(Manager *m, Session *s);
+/* The session of that id in the manager's list, or NULL. */
+Session *session_find(Manager *m, const char *id);
+/* The active (or starting) session of scope (tenant as scope_tenant() gives it, user, workspace). */
+Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
+/* Counts again what the manager keeps of its list (n_live_sessions, n_pool_in_use): after
+ * a session is added to it or removed, or its state changes. */
+void session_list_changed(Manager *m);
 
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
+/* When it closes for inactivity or its maximum lifetime; once closed, when it is forgotten. */
+uint64_t session_expiry(Session *s);
+/* The last count of the workspace's bytes (a count older than 5 s is started for the next look). */
+uint64_t session_disk_bytes(Session *s);
 /* Queues the record for the writer (store-writer.h): for changes that matter after a
  * restart (state, close reason, frozen, the command counter). */
 int session_save(Session *s);
@@ -155,4 +173,3 @@ void session_save_soon(Session *s);
 void session_save_pending(Session *s);
 void session_arm_expiry(Session *s);
 
-int session_append_json(Session *s, Buf *b);

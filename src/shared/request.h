@@ -7,7 +7,7 @@
  * reported as an error code (stable, for programs) and a message (for people). */
 
 typedef struct RequestError {
-        const char *code; /* "invalid_json", "unknown_field", "invalid_type", "invalid_value", ... */
+        const char *code; /* "invalid_json", "unknown_field", "invalid_type", "invalid_value", ... (error-table.c) */
         char message[256];
 } RequestError;
 

@@ -2,11 +2,15 @@
 /* libsandboxd against a running sandboxd, through its public header and shared library
  * only, as a program that uses it would. Run by test_libsandboxd.py:
  *
- *   libsandboxd-live URL USER WORKSPACE     (URL "" for the local unix socket)
+ *   libsandboxd-live URL USER WORKSPACE     (URL "" for the local unix socket, "dbus" for
+ *                                            sandboxd_client_new_bus())
  *
+ * Over D-Bus it also asks an HTTP client of the unix socket for the same session and
+ * command, and checks that both transports fill the structs alike.
  * Prints one line per check; exits 0 when all passed. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +65,37 @@ static int collect(sandboxd_client *c, const sandboxd_event *ev, void *userdata)
         return 0;
 }
 
+static bool same_str(const char *a, const char *b) {
+        return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+/* the fields that do not move between two looks at an idle session */
+static bool same_session(const sandboxd_session *a, const sandboxd_session *b) {
+        return same_str(a->id, b->id) && same_str(a->user, b->user) && same_str(a->workspace, b->workspace) &&
+               same_str(a->state, b->state) && same_str(a->unit, b->unit) &&
+               same_str(a->workspace_path, b->workspace_path) && a->frozen == b->frozen && a->ttl_s == b->ttl_s &&
+               a->created_at_usec == b->created_at_usec && a->memory_max == b->memory_max &&
+               a->cpu_quota == b->cpu_quota && a->tasks_max == b->tasks_max && a->commands == b->commands &&
+               a->running == b->running;
+}
+
+static bool same_result(const sandboxd_result *a, const sandboxd_result *b) {
+        return same_str(a->request_id, b->request_id) && same_str(a->unit, b->unit) &&
+               same_str(a->session, b->session) && a->status == b->status && a->terminal == b->terminal &&
+               a->exit_code == b->exit_code && a->signal == b->signal && same_str(a->signal_name, b->signal_name) &&
+               same_str(a->reason, b->reason) && a->stdout_bytes == b->stdout_bytes &&
+               a->stderr_bytes == b->stderr_bytes;
+}
+
+static size_t drain_pipe(int fd, char *buf, size_t size) {
+        size_t n = 0;
+        ssize_t l;
+
+        while (n < size && (l = read(fd, buf + n, size - n)) > 0)
+                n += (size_t) l;
+        return n;
+}
+
 static int stop_at_first_output(sandboxd_client *c, const sandboxd_event *ev, void *userdata) {
         return ev->type == SANDBOXD_EVENT_STDOUT ? -ECANCELED : 0;
 }
@@ -69,7 +104,9 @@ int main(int argc, char *argv[]) {
         const char *argv1[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
         const char *argv2[] = { "sh", "-c", "echo first; sleep 1; echo second", NULL };
         const char *argv3[] = { "sleep", "60", NULL };
-        sandboxd_client *c = NULL;
+        const char *argv4[] = { "sh", "-c", "echo out; echo err >&2; exit 4", NULL };
+        sandboxd_client *c = NULL, *h = NULL;
+        bool bus;
         sandboxd_session *s = NULL, *s2 = NULL, **list = NULL;
         sandboxd_result *res = NULL;
         sandboxd_exec *e = NULL;
@@ -83,11 +120,16 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "usage: %s URL USER WORKSPACE\n", argv[0]);
                 return 2;
         }
-        r = sandboxd_client_new(argv[1][0] ? argv[1] : NULL, getenv("SANDBOXD_KEY"), &c);
+        bus = strcmp(argv[1], "dbus") == 0;
+        r = bus ? sandboxd_client_new_bus(&c) : sandboxd_client_new(argv[1][0] ? argv[1] : NULL, getenv("SANDBOXD_KEY"), &c);
         if (r < 0) {
                 fprintf(stderr, "sandboxd_client_new: %s\n", strerror(-r));
                 return 1;
         }
+        CHECK(sandboxd_client_is_bus(c) == bus);
+        /* the same sandboxd over HTTP, to compare with */
+        if (bus && sandboxd_client_new(NULL, NULL, &h) < 0)
+                return 1;
 
         /* health */
         CHECK(sandboxd_health(c, &json) == 0 && strstr(json, "\"status\""));
@@ -106,6 +148,17 @@ int main(int argc, char *argv[]) {
         CHECK(sandboxd_session_list(c, argv[2], &list, &n) == 0 && n == 1 && strcmp(list[0]->id, s->id) == 0);
         sandboxd_session_list_free(list);
         CHECK(sandboxd_session_touch(c, s->id) == 0);
+        if (h) {
+                sandboxd_session *a = NULL, *b = NULL;
+                CHECK(sandboxd_session_get(c, s->id, &a) == 0 && sandboxd_session_get(h, s->id, &b) == 0 &&
+                      same_session(a, b));
+                sandboxd_session_free(a);
+                sandboxd_session_free(b);
+        }
+        CHECK(sandboxd_session_touch(c, "0123456789abcdef") == -ENOENT &&
+              sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_NOT_FOUND);
+        CHECK(sandboxd_session_freeze(c, "0123456789abcdef", true, NULL) == -ENOENT &&
+              strcmp(sandboxd_client_last_error(c)->code, "not_found") == 0);
 
         /* typed errors */
         CHECK(sandboxd_session_get(c, "0123456789abcdef", &s2) == -ENOENT);
@@ -126,6 +179,39 @@ int main(int argc, char *argv[]) {
         CHECK(col.n_out == 4 && memcmp(col.out, "out\n", 4) == 0 && col.n_err == 4 && memcmp(col.err, "err\n", 4) == 0);
         sandboxd_result_free(res);
         res = NULL;
+
+        /* the output to file descriptors instead of events */
+        {
+                int out[2], err[2];
+                char ob[64] = {}, eb[64] = {};
+
+                CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
+                sandboxd_exec *e4 = NULL;
+                CHECK(sandboxd_exec_new(&e4) == 0 && sandboxd_exec_set_argv(e4, argv4) == 0 &&
+                      sandboxd_exec_set_request_id(e4, "lib-fds") == 0);
+                CHECK(sandboxd_exec_set_output_fds(e4, out[1], -1) == -EINVAL);
+                CHECK(sandboxd_exec_set_output_fds(e4, out[1], err[1]) == 0);
+                memset(&col, 0, sizeof(col));
+                CHECK(sandboxd_exec_run(c, s->id, e4, collect, &col, &res) == 0);
+                close(out[1]);
+                close(err[1]);
+                CHECK(res && res->status == SANDBOXD_STATUS_FAILED && res->exit_code == 4 &&
+                      strcmp(res->request_id, "lib-fds") == 0);
+                /* no stdout or stderr events: their bytes went to the fds */
+                CHECK(col.accepted == 1 && col.exits == 1 && col.n_out == 0 && col.n_err == 0);
+                CHECK(drain_pipe(out[0], ob, sizeof(ob)) == 4 && memcmp(ob, "out\n", 4) == 0);
+                CHECK(drain_pipe(err[0], eb, sizeof(eb)) == 4 && memcmp(eb, "err\n", 4) == 0);
+                close(out[0]);
+                close(err[0]);
+                if (h && res) {
+                        sandboxd_result *b = NULL;
+                        CHECK(sandboxd_command_get(h, s->id, "lib-fds", &b) == 0 && same_result(res, b));
+                        sandboxd_result_free(b);
+                }
+                sandboxd_result_free(res);
+                res = NULL;
+                sandboxd_exec_free(e4);
+        }
 
         /* the same request id again: the first command, not a second one */
         memset(&col, 0, sizeof(col));
@@ -172,10 +258,12 @@ int main(int argc, char *argv[]) {
         sandboxd_result_free(res);
         res = NULL;
         CHECK(sandboxd_command_signal(c, s->id, rid, SIGTERM) == -EBUSY);
+        CHECK(sandboxd_command_signal(c, s->id, "no-such-command", SIGTERM) == -ENOENT &&
+              sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_NOT_FOUND);
         CHECK(sandboxd_command_signal(c, s->id, rid, SIGSEGV) == -EINVAL);
         {
                 sandboxd_result **cmds = NULL;
-                CHECK(sandboxd_command_list(c, s->id, &cmds, &n) == 0 && n == 3 &&
+                CHECK(sandboxd_command_list(c, s->id, &cmds, &n) == 0 && n == 4 &&
                       strcmp(cmds[0]->request_id, "lib-1") == 0);
                 sandboxd_result_list_free(cmds);
         }
@@ -188,10 +276,15 @@ int main(int argc, char *argv[]) {
         CHECK(sandboxd_exec_new(&e) == 0 && sandboxd_exec_set_argv(e, argv3) == 0);
         CHECK(sandboxd_exec_run(c, s->id, e, NULL, NULL, &res) == -EBUSY &&
               sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_CONFLICT);
+        CHECK(sandboxd_exec_start(c, s->id, e, NULL) == -EBUSY &&
+              sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_CONFLICT &&
+              strcmp(sandboxd_client_last_error(c)->code, "session_not_active") == 0 &&
+              sandboxd_client_last_error(c)->http_status == 409);
         sandboxd_exec_free(e);
 
         sandboxd_session_free(s);
         sandboxd_client_free(c);
+        sandboxd_client_free(h);
 
         /* nobody listening */
         CHECK(sandboxd_client_new("unix:/run/no-such-sandboxd.sock", NULL, &c) == 0);

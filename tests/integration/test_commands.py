@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from conftest import (WORKSPACE_HOST_ROOT, assert_error, is_active, run, scope_dir, systemctl_show, units,
-                      wait_for)
+from conftest import (WORKSPACE_HOST_ROOT, assert_error, is_active, restart_daemon, run, scope_dir, snapshot,
+                      systemctl_show, units, wait_for)
 
 
 def test_echo_stdout_and_stderr_apart(api, session):
@@ -38,6 +38,30 @@ def test_request_id_and_unit_numbering(api, session):
     assert a["accepted"]["unit"] == "sandboxd-%s-1.service" % sid
     assert b["accepted"]["unit"] == "sandboxd-%s-2.service" % sid
     assert b["accepted"]["request_id"] != a["accepted"]["request_id"]
+
+
+def test_shared_request_id_finds_the_newest(api, session):
+    """A client may pick "10" as a request id, which is also the id generated for the
+    session's command 10: the API then finds the newer of the two, also after a restart
+    (records are read back in the order of their file names, 10.json before 2.json)."""
+    sid = session["id"]
+    run(api, sid, ["true"])
+    first = run(api, sid, {"argv": ["sh", "-c", "echo chosen"], "request_id": "10"})
+    assert first["accepted"]["unit"] == "sandboxd-%s-2.service" % sid
+    assert snapshot(api, sid, "10")["stdout"] == "chosen\n"
+    for i in range(3, 10):
+        run(api, sid, ["true"])
+    newer = run(api, sid, ["sh", "-c", "echo generated"])
+    assert newer["accepted"]["request_id"] == "10"
+    assert newer["accepted"]["unit"] == "sandboxd-%s-10.service" % sid
+    assert snapshot(api, sid, "10")["stdout"] == "generated\n"
+    # asking again with that id is the newer command, nothing runs again
+    again = run(api, sid, {"argv": ["sh", "-c", "echo other"], "request_id": "10"})
+    assert again["accepted"]["unit"] == "sandboxd-%s-10.service" % sid
+    assert again["stdout"] == "generated\n"
+    restart_daemon()
+    assert snapshot(api, sid, "10")["stdout"] == "generated\n"
+    assert api.get_session(sid)["commands"] == 10
 
 
 def test_nonzero_exit_code(api, session):
@@ -109,7 +133,7 @@ def test_bare_name_resolved_via_path(api, session):
 def test_unknown_executable(api, session, argv0):
     before = units()
     r = api.post("/v1/sessions/%s/commands" % session["id"], {"argv": [argv0]})
-    assert_error(r, 400, "not_found")
+    assert_error(r, 400, "executable_not_found")
     assert units() == before
     assert api.get_session(session["id"])["commands"] == 0
 

@@ -16,6 +16,7 @@ SRCDIR = os.environ.get("SANDBOXD_SRCDIR") or os.path.join(os.path.dirname(os.pa
 PAGE = os.path.join(SRCDIR, "man", "sandboxd-dbus.5.scd")
 ERRORS_HEADER = os.path.join(SRCDIR, "src", "sandboxd", "bus-util.h")
 EMITS = "org.freedesktop.DBus.Property.EmitsChangedSignal"
+FILES = "io.sandboxd.sandbox1.Files"
 
 
 def parse_page():
@@ -80,16 +81,16 @@ def objects(api_key):
     """A path for each interface: a session and a command of it must exist."""
     sid, path = B.manager("CreateSession", "ssa{sv}", "docprobe", "ws", {})
     rid, cpath = B.manager("Exec", "sasa{sv}", sid, ["true"], {})
-    return {B.MANAGER: B.PATH, B.SESSION: path, B.COMMAND: cpath}
+    return {B.MANAGER: B.PATH, B.SESSION: path, B.COMMAND: cpath, FILES: path}
 
 
 def test_page_parses():
     page = parse_page()
-    assert set(page) == {B.MANAGER, B.SESSION, B.COMMAND}, set(page)
+    assert set(page) == {B.MANAGER, B.SESSION, B.COMMAND, FILES}, set(page)
     assert page[B.MANAGER]["methods"]["CreateSession"][0] == ("in", "s", "user")
 
 
-@pytest.mark.parametrize("interface", [B.MANAGER, B.SESSION, B.COMMAND])
+@pytest.mark.parametrize("interface", [B.MANAGER, B.SESSION, B.COMMAND, FILES])
 def test_page_matches_introspection(objects, interface):
     page = parse_page()[interface]
     real = introspect(objects[interface], interface)

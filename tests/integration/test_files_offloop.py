@@ -27,8 +27,7 @@ def url(sid, path="", query=""):
 def big(api):
     """A session whose workspace has a directory of N_FILES empty files."""
     s = api.create_session(unique_user(), "offloop")
-    res = run(api, s["id"], ["sh", "-c", "mkdir many && cd many && seq 1 %d | xargs touch" % N_FILES], timeout=120)
-    assert res["exit"]["status"] == "succeeded", res
+    fill_many(api, s["id"])
     yield s
     api.delete("/v1/sessions/" + s["id"])
 
@@ -82,9 +81,40 @@ def in_parallel(n, fn):
     return results
 
 
+# On the loop, each listing of N_FILES entries stalled every client for a good part of a
+# second (and the removal as long): every try of such a build waits that long. Off the
+# loop a /healthz answers in milliseconds; on a loaded machine one of them may still wait
+# for the scheduler past STALL_S, so a measurement is tried up to TRIES times and the best
+# one counts: a stall of sandboxd's shows in every try, a scheduler's hiccup in one.
+STALL_S = 0.25
+TRIES = 3
+
+
+def least_stall(work, before=None):
+    """Runs work() while another client probes /healthz, up to TRIES times (before() ahead
+    of each try after the first); returns the worst wait of each try, stopping at the
+    first under STALL_S."""
+    worsts = []
+    for i in range(TRIES):
+        if i and before:
+            before()
+        with Prober() as probe:
+            work()
+        worsts.append(probe.worst)
+        if probe.worst < STALL_S:
+            break
+    return worsts
+
+
+def fill_many(api, sid):
+    res = run(api, sid, ["sh", "-c", "mkdir many && cd many && seq 1 %d | xargs touch" % N_FILES], timeout=120)
+    assert res["exit"]["status"] == "succeeded", res
+
+
 def test_listings_and_removal_do_not_stall_others(api, big):
     sid = big["id"]
-    with Prober() as probe:
+
+    def list_four():
         listed = in_parallel(4, lambda: Api("unix").get(url(sid, "many")))
         for r in listed:
             assert r.status == 200, r
@@ -93,11 +123,16 @@ def test_listings_and_removal_do_not_stall_others(api, big):
         t = time.monotonic()
         assert api.get_session(sid)["state"] == "active"
         assert time.monotonic() - t < 0.5
+
+    def remove():
         r = api.request("DELETE", url(sid, "many", "recursive=true"))
         assert r.status == 200 and r.json == {"path": "many", "deleted": True}, r
-    assert api.get(url(sid, "many")).status == 404
-    # on the loop, each listing stalled every client for a good part of a second
-    assert probe.worst < 0.25, "a /healthz waited %.3f s" % probe.worst
+        assert api.get(url(sid, "many")).status == 404
+
+    listing = least_stall(list_four)
+    removal = least_stall(remove, before=lambda: fill_many(api, sid))
+    assert min(listing) < STALL_S, "a /healthz waited %s s during the listings" % listing
+    assert min(removal) < STALL_S, "a /healthz waited %s s during the removal" % removal
 
 
 def test_a_session_beyond_its_share_is_refused(api, big):

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """libsandboxd against sandboxd: a C program that uses only its public header and shared
-library (tests/integration/libsandboxd-live.c) runs its checks over each transport."""
+library (tests/integration/libsandboxd-live.c) runs its checks over each transport: the
+unix socket, TCP with a key, and D-Bus (sandboxd_client_new_bus(), compared there with an
+HTTP client of the same sandboxd)."""
 
 import os
 import subprocess
@@ -29,3 +31,7 @@ def test_unix_socket(api):
 
 def test_tcp_with_key(tcp, api_key):
     run_live("http://%s:%d" % (TCP_HOST, TCP_PORT), {"SANDBOXD_KEY": api_key})
+
+
+def test_dbus(api):
+    run_live("dbus")

@@ -75,6 +75,31 @@ def test_sessions_per_tenant(quotas, tcp, tcp2, scope):
 
 @pytest.mark.restarts_daemon
 @pytest.mark.time_limit(180)
+def test_a_reused_uid_is_not_charged_the_old_users_sessions(quotas, api):
+    """userdel, then a new user gets the same uid: the old user's open sessions are not the
+    new one's (authz.c), so they do not count towards its MaxSessionsPerUser= either."""
+    quotas("[Session]\nMaxSessionsPerUser=1\n")
+    old, new = "sbxq" + secrets.token_hex(4), "sbxq" + secrets.token_hex(4)
+    sh("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", "-G", "sandboxd", old)
+    try:
+        uid = int(sh("id", "-u", old).stdout)
+        status, body = create_as(old, "w1")
+        assert status == 201, (status, body)
+        assert refused(*create_as(old, "w2"), "too_many_sessions")
+    finally:
+        sh("userdel", old, check=False)
+    sh("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", "-G", "sandboxd", "-u", str(uid), new)
+    try:
+        status, body = create_as(new, "w1")
+        assert status == 201, (status, body)
+        assert body["user"] == new
+        assert refused(*create_as(new, "w2"), "too_many_sessions")
+    finally:
+        sh("userdel", new, check=False)
+
+
+@pytest.mark.restarts_daemon
+@pytest.mark.time_limit(180)
 def test_sessions_per_unix_user(quotas, member, api):
     quotas("[Session]\nMaxSessionsPerUser=1\n")
     status, body = create_as(member, "w1")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import TCP_HOST, TCP_PORT, UNIX_SOCKET, memory_cgroup_v2, sh, unique_user, units, wait_for
+from conftest import TCP_HOST, TCP_PORT, UNIX_SOCKET, memory_cgroup_v2, run, sh, unique_user, units, wait_for
 
 SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
 
@@ -88,6 +88,29 @@ def test_create_show_ls_rm(transport, api, scope):
     ctl("rm", sid, check=0)
     assert api.get_session(sid)["state"] == "closed"
     assert "sandboxd-%s.slice" % sid not in units()
+
+
+@both_transports
+def test_show_and_ls_say_what_http_says(transport, api, scope):
+    """show and ls over D-Bus (the default) counted no command and said no network for a
+    session in mode proxy: the session object is the HTTP API's, over either transport."""
+    user, ws = scope
+    s = api.create_session(user, ws, network={"mode": "proxy", "deny": ["deny.sbx.test"], "allow": ["ok.sbx.test"]})
+    sid = s["id"]
+    try:
+        for argv in (["true"], ["sh", "-c", "exit 2"]):
+            run(api, sid, argv)
+        shown = ctl("show", sid, check=0).stdout.decode()
+        assert "Commands: 2 (0 running)" in shown, shown
+        volatile = ("last_activity_usec", "expires_at_usec", "disk_bytes")
+        http = {k: v for k, v in api.get_session(sid).items() if k not in volatile}
+        got = json.loads(ctl("show", "--json", sid, check=0).stdout)["session"]
+        assert {k: v for k, v in got.items() if k not in volatile} == http
+        assert set(got) == set(http) | set(volatile)
+        listed = json.loads(ctl("ls", "--json", "--user=" + user, check=0).stdout)["sessions"]
+        assert [{k: v for k, v in x.items() if k not in volatile} for x in listed] == [http]
+    finally:
+        api.delete("/v1/sessions/" + sid)
 
 
 def test_bad_names_are_refused_before_asking(scope):

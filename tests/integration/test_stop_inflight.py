@@ -29,9 +29,11 @@ from test_files import host_dir, put_head
 pytestmark = [pytest.mark.restarts_daemon, pytest.mark.time_limit(120)]
 
 OCTETS = {"Content-Type": "application/octet-stream"}
-# sandboxd's stdin pipes hold 1 MiB at most, and 64 KiB at least (where root's pipe buffers on
-# the host pass fs.pipe-user-pages-soft, the kernel keeps them at that): 32 KiB always fit, and
-# 1 MiB (MaxBodySize=) more than any of them holds then, so that write waits for a reader
+# sandboxd's stdin pipes hold 1 MiB at most; where root's pipe buffers on the host pass
+# fs.pipe-user-pages-soft, the kernel gives new pipes its minimum (two pages, 8 KiB; one page
+# on older kernels): FILL_BYTES always fit, and PIPE_BYTES (MaxBodySize=) is more than any of
+# them holds, so that write waits for a reader
+FILL_BYTES = 4 << 10
 PIPE_BYTES = 1 << 20
 
 
@@ -65,7 +67,7 @@ def test_stop_while_requests_wait(api, scope):
     other = api.create_session(user, ws + "-2")["id"]
     # a command that never reads its stdin, and a client following its events
     start_command(api, sid, {"argv": ["sleep", "300"], "stdin": "stream", "request_id": "deaf"})
-    fill = api.post(commands_path(sid, "deaf", "/stdin"), b"x" * (32 << 10), headers=OCTETS)
+    fill = api.post(commands_path(sid, "deaf", "/stdin"), b"x" * FILL_BYTES, headers=OCTETS)
     assert fill.status == 200, fill
     # closing a session waits for its commands to end
     start_command(api, other, {"argv": ["sleep", "300"], "request_id": "long"})

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The D-Bus edge: a{sv} options into the same requests the HTTP API parses, and request
- * errors into D-Bus error names. Messages are built on a bus over a socketpair that
- * nobody answers: no bus daemon is needed. */
+/* The D-Bus edge: a{sv} options into the same requests the HTTP API parses (request errors
+ * into D-Bus error names: test-error-table.c). Messages are built on a bus over a
+ * socketpair that nobody answers: no bus daemon is needed. */
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -24,44 +24,6 @@ static sd_bus_message *message(void) {
 static void seal(sd_bus_message *m) {
         ASSERT(sd_bus_message_seal(m, 1, 0) >= 0);
         ASSERT(sd_bus_message_rewind(m, true) >= 0);
-}
-
-static void test_error_names(void) {
-        static const struct {
-                const char *code, *name;
-        } table[] = {
-                { "invalid_name", BUS_ERROR_INVALID_NAME },
-                { "invalid_type", BUS_ERROR_INVALID_TYPE },
-                { "invalid_value", BUS_ERROR_INVALID_VALUE },
-                { "unknown_field", BUS_ERROR_UNKNOWN_OPTION },
-                { "invalid_path", BUS_ERROR_INVALID_PATH },
-                { "reserved_env", BUS_ERROR_RESERVED_ENVIRONMENT },
-                { "limit_exceeded", BUS_ERROR_LIMIT_EXCEEDED },
-                { "not_found", BUS_ERROR_EXECUTABLE_NOT_FOUND },
-                { "unsupported", BUS_ERROR_NOT_SUPPORTED },
-                { "session_not_active", BUS_ERROR_SESSION_NOT_ACTIVE },
-                { "too_many_sessions", "io.sandboxd.sandbox1.Error.TooManySessions" },
-                { "too_many_running", "io.sandboxd.sandbox1.Error.TooManyRunning" },
-                { "too_many_commands", "io.sandboxd.sandbox1.Error.TooManyCommands" },
-                { "spool_full", "io.sandboxd.sandbox1.Error.SpoolFull" },
-                { "something_new", BUS_ERROR_INVALID_VALUE },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
-                sd_bus_error error = SD_BUS_ERROR_NULL;
-                RequestError e = { .code = table[i].code, .message = "why" };
-
-                ASSERT(bus_error_set_request(&error, -EINVAL, &e) < 0);
-                ASSERT_STREQ(error.name, table[i].name);
-                ASSERT_STREQ(error.message, "why");
-                sd_bus_error_free(&error);
-        }
-
-        /* Not a request error: the errno's standard name. */
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        ASSERT(bus_error_set_request(&error, -ENOMEM, &(RequestError) {}) == -ENOMEM);
-        ASSERT_STREQ(error.name, SD_BUS_ERROR_NO_MEMORY);
-        sd_bus_error_free(&error);
 }
 
 static int read_command(sd_bus_message *m, CommandRequest *req, RequestError *e) {
@@ -215,7 +177,6 @@ int main(void) {
         ASSERT(sd_bus_set_fd(bus, pair[0], pair[0]) >= 0);
         ASSERT(sd_bus_start(bus) >= 0);
 
-        test_error_names();
         test_command_options();
         test_session_options();
 

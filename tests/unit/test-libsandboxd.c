@@ -3,6 +3,7 @@
  * error mapping, results. The parts that talk to sandboxd are in the integration tests. */
 
 #include "internal.h"
+#include "error-table.h"
 #include "tests.h"
 
 /* --- line splitting ----------------------------------------------------------------------- */
@@ -341,12 +342,12 @@ static void test_error_mapping(void) {
         };
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
                 sandboxd_error e;
-                ASSERT(error_kind_from_http(table[i].status) == table[i].kind);
-                ASSERT(error_kind_to_errno(table[i].kind) == table[i].error);
+                ASSERT(api_error_kind_from_http(table[i].status) == table[i].kind);
+                ASSERT(api_error_kind_errno(table[i].kind) == table[i].error);
                 ASSERT(error_from_http(&e, table[i].status, NULL, 0) == table[i].error);
                 ASSERT(e.kind == table[i].kind && e.http_status == table[i].status && e.error == table[i].error);
         }
-        ASSERT(error_kind_from_http(200) == SANDBOXD_ERROR_NONE);
+        ASSERT(api_error_kind_from_http(200) == SANDBOXD_ERROR_NONE);
         for (int k = 0; k < _SANDBOXD_ERROR_KIND_MAX; k++)
                 ASSERT(sandboxd_error_kind_to_string((sandboxd_error_kind) k));
         ASSERT(sandboxd_error_kind_to_string(_SANDBOXD_ERROR_KIND_MAX) == NULL);

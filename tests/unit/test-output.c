@@ -182,6 +182,170 @@ static void test_legacy_spool(const char *dir) {
         buf_done(&got);
 }
 
+/* --- back-pressure: a slow reader ------------------------------------------------------ */
+
+static unsigned n_unpaused;
+
+static void on_unpause(void *userdata) {
+        n_unpaused++;
+}
+
+/* The producer as command.c runs it: a chunk read from the pipe, then a look at whether to
+ * stop reading. */
+static void produce_until_paused(Output *o, OutputReader *fast, Buf *fast_got, unsigned *ret_chunks) {
+        char chunk[65536];
+        unsigned n = 0;
+
+        memset(chunk, 'x', sizeof(chunk));
+        for (size_t i = 63; i < sizeof(chunk); i += 64)
+                chunk[i] = '\n';
+        while (!output_should_pause(o) && n < 1000) {
+                ASSERT(output_add_data(o, n % 2 ? OUTPUT_STDERR : OUTPUT_STDOUT, chunk, sizeof(chunk), false) == 0);
+                n++;
+                drain(fast, fast_got);
+        }
+        *ret_chunks = n;
+}
+
+/* Two live readers, one that stops reading: the live buffer grows to OUTPUT_LIVE_PAUSE (what
+ * one stalled reader may hold back), the producer is told to pause, and is resumed once,
+ * when the slow one has caught up to within OUTPUT_LIVE_RESUME. The slow reader then has,
+ * byte for byte, what the fast one had: nothing lost, nothing twice. A reader that attaches
+ * from offset 0 meanwhile replays the spool and carries on live, the same bytes again. */
+static void test_slow_reader(const char *dir) {
+        OutputReader fast = { .notify = on_notify }, slow = { .notify = on_notify }, late = { .notify = on_notify };
+        Buf fast_got = {}, slow_got = {}, late_got = {};
+        Output *o;
+        unsigned chunks;
+        size_t pending;
+
+        ASSERT(output_open(dir, "1", 64ULL << 20, true, &o) == 0);
+        o->on_unpause = on_unpause;
+        output_attach(o, &fast, 0);
+        output_attach(o, &slow, 0);
+        drain(&fast, &fast_got);
+        drain(&slow, &slow_got); /* both caught up: live from here */
+        ASSERT(fast.live && slow.live);
+
+        produce_until_paused(o, &fast, &fast_got, &chunks);
+        pending = o->live.len - o->live_head;
+        ASSERT(chunks > 1 && chunks < 1000);
+        ASSERT(output_should_pause(o));
+        /* the bound: what the slow reader holds back is at most the threshold and the last read */
+        ASSERT(pending >= OUTPUT_LIVE_PAUSE);
+        ASSERT(pending < OUTPUT_LIVE_PAUSE + 65536 * 8 + 4096);
+        ASSERT(slow.live_pos == o->live_base);
+        output_pause(o);
+        ASSERT(o->paused && n_unpaused == 0);
+
+        /* a reader from the start: the spool, then live, while the slow one still lags */
+        output_attach(o, &late, 0);
+        drain(&late, &late_got);
+        ASSERT(late.live);
+        ASSERT(late_got.len == fast_got.len && memcmp(late_got.data, fast_got.data, late_got.len) == 0);
+
+        /* the slow one reads a little: not yet enough to resume */
+        {
+                char b[4096];
+                ssize_t k = output_read(&slow, b, sizeof(b));
+
+                ASSERT(k == (ssize_t) sizeof(b));
+                ASSERT(buf_append(&slow_got, b, (size_t) k) == 0);
+        }
+        ASSERT(o->paused && n_unpaused == 0);
+        drain(&slow, &slow_got);
+        ASSERT(!o->paused && n_unpaused == 1);
+        ASSERT(o->live.len - o->live_head == 0);
+        ASSERT(slow_got.len == fast_got.len && memcmp(slow_got.data, fast_got.data, slow_got.len) == 0);
+
+        /* the producer goes on; everyone follows */
+        ASSERT(output_add_data(o, OUTPUT_STDOUT, "more\n", 5, false) == 0);
+        drain(&fast, &fast_got);
+        drain(&slow, &slow_got);
+        drain(&late, &late_got);
+        ASSERT(slow_got.len == fast_got.len && memcmp(slow_got.data, fast_got.data, slow_got.len) == 0);
+        ASSERT(late_got.len == fast_got.len && memcmp(late_got.data, fast_got.data, late_got.len) == 0);
+        ASSERT(n_unpaused == 1);
+
+        /* a stalled reader that goes away: the producer resumes at once */
+        produce_until_paused(o, &fast, &fast_got, &chunks);
+        drain(&late, &late_got);
+        output_pause(o);
+        output_detach(&slow);
+        ASSERT(!o->paused && n_unpaused == 2);
+        ASSERT(!output_should_pause(o));
+
+        output_detach(&fast);
+        output_detach(&late);
+        output_free(o);
+        (void) output_remove(dir, "1");
+        buf_done(&fast_got);
+        buf_done(&slow_got);
+        buf_done(&late_got);
+}
+
+/* The session's spool budget reached: a truncated event ("session_spool") is kept, what
+ * follows goes only to the live readers ("live":true), which keep getting it; the spool
+ * replays what was kept and the marker, and the account never goes past its budget. */
+static void test_spool_budget(const char *dir) {
+        SpoolAccount host = { .max = 1ULL << 30 }, session = { .max = 16384, .parent = &host };
+        OutputReader live = { .notify = on_notify };
+        Buf got = {}, replay = {};
+        Output *o;
+        char chunk[1000];
+        const char *marker;
+
+        memset(chunk, 'Q', sizeof(chunk)); /* in no key of an event */
+        chunk[sizeof(chunk) - 1] = '\n';
+        ASSERT(output_open(dir, "1", 1ULL << 20, true, &o) == 0);
+        output_set_account(o, &session);
+        output_attach(o, &live, 0);
+        drain(&live, &got);
+        for (int i = 0; i < 40; i++) {
+                ASSERT(output_add_data(o, OUTPUT_STDOUT, chunk, sizeof(chunk), false) == 0);
+                drain(&live, &got);
+        }
+        ASSERT(o->truncated[OUTPUT_STDOUT]);
+        ASSERT(session.used <= session.max && spool_account_full(&session));
+        ASSERT(host.used == session.used);
+        marker = strstr(got.data, "\"type\":\"truncated\"");
+        ASSERT(marker && strstr(marker, "\"reason\":\"session_spool\""));
+        /* every byte went out to the live reader once, kept or not: the events after the
+         * marker are marked live */
+        {
+                unsigned n_out = 0, n_live = 0;
+                size_t n_y = 0;
+
+                for (const char *p = got.data; (p = strstr(p, "\"type\":\"stdout\"")); p++) {
+                        const char *eol = strchr(p, '\n');
+
+                        n_out++;
+                        if (eol && memmem(p, (size_t) (eol - p), "\"live\":true", 11))
+                                n_live++;
+                }
+                for (size_t i = 0; i < got.len; i++)
+                        n_y += got.data[i] == 'Q';
+                ASSERT(n_out >= 40);
+                ASSERT(n_live > 0 && n_live < n_out);
+                ASSERT(n_y == 40 * (sizeof(chunk) - 1));
+                ASSERT(o->total[OUTPUT_STDOUT] == 40 * sizeof(chunk));
+                ASSERT(o->kept[OUTPUT_STDOUT] < 16384);
+        }
+        /* the spool: what was kept and the marker, no live line */
+        replay_from(o, 0, &replay);
+        ASSERT(replay.len == o->log_size && replay.len < got.len);
+        ASSERT(replay.len > 0 && memcmp(replay.data, got.data, replay.len) == 0);
+        ASSERT(!strstr(replay.data, "\"live\":true"));
+        ASSERT(strstr(replay.data, "\"reason\":\"session_spool\""));
+
+        output_detach(&live);
+        output_free(o);
+        ASSERT(session.used == 0 && host.used == 0); /* given back with the files */
+        (void) output_remove(dir, "1");
+        buf_done(&got);
+        buf_done(&replay);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-output-XXXXXX";
 
@@ -189,6 +353,9 @@ int main(void) {
         test_replay_matches_live(dir);
         test_damaged_index(dir);
         test_legacy_spool(dir);
+        (void) output_remove(dir, "1");
+        test_slow_reader(dir);
+        test_spool_budget(dir);
         (void) output_remove(dir, "1");
         ASSERT(rmdir(dir) == 0);
         return TESTS_DONE();

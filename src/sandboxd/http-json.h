@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include "buf.h"
+#include "command.h"
+#include "session.h"
+
+/* The JSON objects of the HTTP API (docs/openapi.yaml): a session, and a command (with a
+ * snapshot of its output if with_output). */
+int session_append_json(Session *s, Buf *b);
+int command_append_json(Command *c, Buf *b, bool with_output);

@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The state machines of sessions and commands (session.c, command.c, pool.c), driven
+ * through the real systemd.c and pid1-gate.c against a stand-in for PID 1 on the other end
+ * of a socketpair: it records every call (method and unit) and answers when the test says
+ * so, with success, an error, or never (then the daemon tears down with the call pending).
+ * A recording observer sees what the manager is told. Every asynchronous callback
+ * (SessionReadyFn, CommandStartedFn, SessionFreezeFn) is counted: exactly once in every
+ * path.
+ *
+ * The scope's directories are under /var/lib/sandboxd, a fixed path: the test runs in a
+ * mount namespace of its own with a tmpfs over /var/lib, and is skipped where it cannot
+ * make one. */
+
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "command.h"
+#include "manager.h"
+#include "pool.h"
+#include "session.h"
+#include "tests.h"
+
+#define N_MAX 64
+
+/* --- the stand-in for PID 1 ------------------------------------------------------- */
+
+static sd_bus *client, *server;
+
+typedef struct Call {
+        sd_bus_message *m;
+        char member[64];
+        char unit[128]; /* the first string argument, if any */
+        bool answered;
+} Call;
+
+static Call calls[N_MAX];
+static unsigned n_calls;
+
+static int on_call(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        const char *s = NULL;
+        char type = 0;
+        Call *c;
+
+        if (!sd_bus_message_is_method_call(m, NULL, NULL))
+                return 0;
+        ASSERT(n_calls < N_MAX);
+        if (n_calls >= N_MAX)
+                return 1;
+        c = &calls[n_calls++];
+        *c = (Call) { .m = sd_bus_message_ref(m) };
+        snprintf(c->member, sizeof(c->member), "%s", sd_bus_message_get_member(m));
+        if (sd_bus_message_peek_type(m, &type, NULL) > 0 && type == 's' && sd_bus_message_read(m, "s", &s) >= 0)
+                snprintf(c->unit, sizeof(c->unit), "%s", s);
+        return 1;
+}
+
+static void run(void) {
+        for (int rounds = 0; rounds < 1000; rounds++) {
+                int a = sd_bus_process(client, NULL), b = sd_bus_process(server, NULL);
+
+                ASSERT(a >= 0 && b >= 0);
+                if (a <= 0 && b <= 0)
+                        return;
+        }
+}
+
+/* The oldest unanswered call of this method (and unit, when given), or NULL. */
+static Call *find_call(const char *member, const char *unit) {
+        run();
+        for (unsigned i = 0; i < n_calls; i++)
+                if (!calls[i].answered && strcmp(calls[i].member, member) == 0 &&
+                    (!unit || strcmp(calls[i].unit, unit) == 0))
+                        return &calls[i];
+        return NULL;
+}
+
+static unsigned count_calls(const char *member, const char *unit) {
+        unsigned n = 0;
+
+        run();
+        for (unsigned i = 0; i < n_calls; i++)
+                if (strcmp(calls[i].member, member) == 0 && (!unit || strcmp(calls[i].unit, unit) == 0))
+                        n++;
+        return n;
+}
+
+static void answer_job(Call *c) {
+        ASSERT(c && !c->answered);
+        if (!c || c->answered)
+                return;
+        c->answered = true;
+        ASSERT(sd_bus_reply_method_return(c->m, "o", "/org/freedesktop/systemd1/job/1") >= 0);
+        run();
+}
+
+static void answer_error(Call *c, const char *message) {
+        ASSERT(c && !c->answered);
+        if (!c || c->answered)
+                return;
+        c->answered = true;
+        ASSERT(sd_bus_reply_method_errorf(c->m, "org.freedesktop.systemd1.UnitExists", "%s", message) >= 0);
+        run();
+}
+
+/* Properties.Get of FreezerState */
+static void answer_freezer_state(Call *c, const char *state) {
+        ASSERT(c && !c->answered);
+        if (!c || c->answered)
+                return;
+        c->answered = true;
+        ASSERT(sd_bus_reply_method_return(c->m, "v", "s", state) >= 0);
+        run();
+}
+
+/* Properties.GetAll of a unit: its state */
+static void answer_unit_state(Call *c, const char *active, const char *sub, const char *result) {
+        sd_bus_message *reply = NULL;
+
+        ASSERT(c && !c->answered);
+        if (!c || c->answered)
+                return;
+        c->answered = true;
+        ASSERT(sd_bus_message_new_method_return(c->m, &reply) >= 0);
+        ASSERT(sd_bus_message_append(reply, "a{sv}", 5, "LoadState", "s", "loaded", "ActiveState", "s", active,
+                                     "SubState", "s", sub, "Result", "s", result, "ExecMainStatus", "i",
+                                     (int32_t) 15) >= 0);
+        ASSERT(sd_bus_send(server, reply, NULL) >= 0);
+        sd_bus_message_unref(reply);
+        run();
+}
+
+static void forget_calls(void) {
+        for (unsigned i = 0; i < n_calls; i++)
+                sd_bus_message_unref(calls[i].m);
+        n_calls = 0;
+}
+
+static void setup_bus(void) {
+        sd_id128_t id;
+        int fds[2];
+
+        ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) == 0);
+        ASSERT(sd_id128_randomize(&id) >= 0);
+        ASSERT(sd_bus_new(&server) >= 0);
+        ASSERT(sd_bus_set_fd(server, fds[0], fds[0]) >= 0);
+        ASSERT(sd_bus_set_server(server, 1, id) >= 0);
+        ASSERT(sd_bus_set_anonymous(server, 1) >= 0);
+        ASSERT(sd_bus_add_filter(server, NULL, on_call, NULL) >= 0);
+        ASSERT(sd_bus_start(server) >= 0);
+        ASSERT(sd_bus_new(&client) >= 0);
+        ASSERT(sd_bus_set_fd(client, fds[1], fds[1]) >= 0);
+        ASSERT(sd_bus_set_anonymous(client, 1) >= 0);
+        ASSERT(sd_bus_start(client) >= 0);
+        for (int i = 0; i < 100; i++) {
+                (void) sd_bus_process(server, NULL);
+                (void) sd_bus_process(client, NULL);
+                if (sd_bus_is_ready(client) > 0 && sd_bus_is_ready(server) > 0)
+                        break;
+                usleep(1000);
+        }
+        ASSERT(sd_bus_is_ready(client) > 0);
+}
+
+/* --- the recording observer ---------------------------------------------------------- */
+
+static unsigned n_added, n_removed, n_state_changes, n_frozen_changes, n_command_changed, n_command_finished;
+static Session *last_removed;
+
+static void obs_session_added(Session *s, void *userdata) {
+        n_added++;
+}
+
+static void obs_session_changed(Session *s, unsigned what, void *userdata) {
+        if (what & SESSION_CHANGED_STATE)
+                n_state_changes++;
+        if (what & SESSION_CHANGED_FROZEN)
+                n_frozen_changes++;
+}
+
+static void obs_session_removed(Session *s, void *userdata) {
+        n_removed++;
+        last_removed = s;
+}
+
+static void obs_command_changed(Command *c, void *userdata) {
+        n_command_changed++;
+}
+
+static void obs_command_finished(Command *c, void *userdata) {
+        n_command_finished++;
+}
+
+static const Observer recorder = {
+        .session_added = obs_session_added,
+        .session_changed = obs_session_changed,
+        .session_removed = obs_session_removed,
+        .command_changed = obs_command_changed,
+        .command_finished = obs_command_finished,
+};
+
+/* --- the callbacks, counted -------------------------------------------------------- */
+
+typedef struct Seen {
+        unsigned n;
+        int r;
+        void *object; /* the Session or Command it was given */
+} Seen;
+
+static void on_ready(Session *s, int r, void *userdata) {
+        Seen *seen = userdata;
+
+        seen->n++;
+        seen->r = r;
+        seen->object = s;
+}
+
+static void on_frozen(Session *s, int r, const char *message, void *userdata) {
+        Seen *seen = userdata;
+
+        seen->n++;
+        seen->r = r;
+        seen->object = s;
+}
+
+static void on_command_started(Command *c, int r, const char *message, void *userdata) {
+        Seen *seen = userdata;
+
+        seen->n++;
+        seen->r = r;
+        seen->object = c;
+}
+
+/* --- the daemon's side --------------------------------------------------------------- */
+
+static Manager *m;
+
+static void setup_manager(void) {
+        n_added = n_removed = n_state_changes = n_frozen_changes = n_command_changed = n_command_finished = 0;
+        setup_bus();
+        ASSERT(manager_new(&m) >= 0);
+        m->bus = sd_bus_ref(client);
+        ASSERT(pid1_gate_new(client, PID1_CALLS_MAX, &m->pid1) >= 0);
+        ASSERT(store_writer_new(&m->writer) >= 0);
+        m->config.pool_profile = POOL_LOCAL;
+        ASSERT(manager_add_observer(m, &recorder, NULL) >= 0);
+}
+
+/* As daemon_free() does: the sessions first, then the manager. */
+static void teardown_manager(void) {
+        Session *s;
+
+        while ((s = m->sessions))
+                session_free(s);
+        while (m->releases)
+                unit_release_free(m->releases);
+        pool_free(m);
+        m->writer = store_writer_free(m->writer);
+        m = manager_free(m); /* closes the bus */
+        forget_calls();
+        client = sd_bus_unref(client);
+        server = sd_bus_flush_close_unref(server);
+}
+
+static Session *create(const char *workspace, RequestError *e) {
+        SessionRequest req = { .user = (char *) "alice", .workspace = (char *) workspace,
+                               .has_network_mode = true, .network = NETWORK_NONE };
+        Session *s = NULL;
+        int r;
+
+        r = session_create(m, &req, NULL, &s, e);
+        ASSERT(r >= 0);
+        return r >= 0 ? s : NULL;
+}
+
+static Command *exec_true(Session *s, Seen *seen) {
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) "true", NULL };
+        CommandRequest req = { .argv = argv };
+        RequestError e = {};
+        Command *c = NULL;
+        int r;
+
+        r = session_exec(s, &req, on_command_started, seen, &c, &e);
+        if (r < 0)
+                fprintf(stderr, "session_exec: %s: %s\n", strerror(-r), e.message);
+        ASSERT(r >= 0 && c);
+        return c;
+}
+
+/* --- the tests ------------------------------------------------------------------------ */
+
+static void test_session_becomes_active(void) {
+        RequestError e = {};
+        Seen ready = {}, again = {};
+        Session *s;
+        Call *start;
+
+        setup_manager();
+        s = create("ws1", &e);
+        if (!s)
+                goto out;
+        ASSERT(s->state == SESSION_STARTING);
+        ASSERT(n_added == 1 && n_state_changes == 0);
+        ASSERT(session_wait_ready(s, on_ready, &ready) >= 0);
+        ASSERT(ready.n == 0);
+
+        /* asking again for the same scope gives the same session, starting */
+        {
+                Session *t = NULL;
+                SessionRequest req = { .user = (char *) "alice", .workspace = (char *) "ws1",
+                                       .has_network_mode = true, .network = NETWORK_NONE };
+                ASSERT(session_create(m, &req, NULL, &t, &e) == 0 && t == s);
+        }
+        ASSERT(count_calls("StartTransientUnit", s->slice) == 1);
+
+        start = find_call("StartTransientUnit", s->slice);
+        answer_job(start);
+        ASSERT(s->state == SESSION_ACTIVE);
+        ASSERT(n_state_changes == 1 && n_removed == 0);
+        ASSERT(ready.n == 1 && ready.r == 0 && ready.object == s);
+
+        /* once active, a waiter is told at once */
+        ASSERT(session_wait_ready(s, on_ready, &again) >= 0);
+        ASSERT(again.n == 1 && again.r == 0);
+out:
+        teardown_manager();
+        ASSERT(ready.n == 1 && again.n == 1); /* not told again at the teardown */
+}
+
+static void test_session_start_fails(void) {
+        RequestError e = {};
+        Seen a = {}, b = {};
+        Session *s;
+        char slice[64];
+
+        setup_manager();
+        s = create("ws2", &e);
+        if (!s)
+                goto out;
+        snprintf(slice, sizeof(slice), "%s", s->slice);
+        ASSERT(session_wait_ready(s, on_ready, &a) >= 0);
+        ASSERT(session_wait_ready(s, on_ready, &b) >= 0);
+        answer_error(find_call("StartTransientUnit", slice), "no slice for you");
+        /* both waiters told -EIO once; the observer saw it go; the session is gone */
+        ASSERT(a.n == 1 && a.r == -EIO);
+        ASSERT(b.n == 1 && b.r == -EIO);
+        ASSERT(n_added == 1 && n_removed == 1 && last_removed == a.object);
+        ASSERT(m->sessions == NULL);
+        ASSERT(m->n_live_sessions == 0);
+out:
+        teardown_manager();
+        ASSERT(a.n == 1 && b.n == 1);
+}
+
+static void test_teardown_while_starting(void) {
+        RequestError e = {};
+        Seen ready = {}, started = {};
+        Session *s;
+
+        setup_manager();
+        s = create("ws3", &e);
+        if (!s)
+                goto out;
+        ASSERT(session_wait_ready(s, on_ready, &ready) >= 0);
+        ASSERT(find_call("StartTransientUnit", s->slice) != NULL);
+        /* a session that is not yet active refuses a close (the caller waits first) */
+        ASSERT(session_close(s, "client", false, on_ready, &ready) == -EBUSY);
+        ASSERT(ready.n == 0);
+out:
+        /* PID 1 never answers: sandboxd stops with the call pending */
+        teardown_manager();
+        ASSERT(ready.n == 1 && ready.r == -ESHUTDOWN);
+        ASSERT(started.n == 0);
+}
+
+static Session *active_session(const char *workspace) {
+        RequestError e = {};
+        Session *s = create(workspace, &e);
+
+        if (!s)
+                return NULL;
+        answer_job(find_call("StartTransientUnit", s->slice));
+        ASSERT(s->state == SESSION_ACTIVE);
+        return s;
+}
+
+static void test_command_start_answers(void) {
+        Seen ok = {}, failed = {}, pending = {};
+        Session *s;
+        Command *c1, *c2, *c3;
+        char unit1[128], unit2[128], unit3[128];
+
+        setup_manager();
+        s = active_session("ws4");
+        if (!s)
+                goto out;
+
+        c1 = exec_true(s, &ok);
+        c2 = exec_true(s, &failed);
+        c3 = exec_true(s, &pending);
+        if (!c1 || !c2 || !c3)
+                goto out;
+        snprintf(unit1, sizeof(unit1), "%s", c1->unit);
+        snprintf(unit2, sizeof(unit2), "%s", c2->unit);
+        snprintf(unit3, sizeof(unit3), "%s", c3->unit);
+        ASSERT(m->n_starting == 3);
+        ASSERT(ok.n == 0 && failed.n == 0 && pending.n == 0);
+
+        answer_job(find_call("StartTransientUnit", unit1));
+        ASSERT(ok.n == 1 && ok.r == 0 && ok.object == c1);
+        ASSERT(c1->result.status == COMMAND_RUNNING);
+        ASSERT(n_command_changed == 1);
+        ASSERT(m->n_running == 1 && m->n_starting == 2);
+
+        answer_error(find_call("StartTransientUnit", unit2), "no unit for you");
+        ASSERT(failed.n == 1 && failed.r == -EIO && failed.object == NULL);
+        ASSERT(m->n_starting == 1);
+
+        /* the first one's state, once: done, so it finishes */
+        answer_unit_state(find_call("GetAll", NULL), "active", "exited", "success");
+        answer_unit_state(find_call("GetAll", NULL), "active", "exited", "success");
+        ASSERT(n_command_finished == 1);
+        ASSERT(m->n_running == 0);
+out:
+        teardown_manager();
+        /* the third, never answered, is told once at the teardown */
+        ASSERT(pending.n == 1 && pending.r == -ESHUTDOWN && pending.object == NULL);
+        ASSERT(ok.n == 1 && failed.n == 1);
+}
+
+static void test_close_with_commands_running(void) {
+        Seen started = {}, closed = {}, closed2 = {}, after = {};
+        Session *s;
+        Command *c;
+        char unit[128];
+
+        setup_manager();
+        s = active_session("ws5");
+        if (!s)
+                goto out;
+        c = exec_true(s, &started);
+        if (!c)
+                goto out;
+        snprintf(unit, sizeof(unit), "%s", c->unit);
+        answer_job(find_call("StartTransientUnit", unit));
+        ASSERT(started.n == 1 && started.r == 0);
+        ASSERT(c->result.status == COMMAND_RUNNING);
+
+        ASSERT(session_close(s, "client", false, on_ready, &closed) >= 0);
+        ASSERT(s->state == SESSION_CLOSING);
+        ASSERT(count_calls("StopUnit", unit) == 1);
+        ASSERT(count_calls("StopUnit", s->slice) == 0); /* not before its commands are over */
+        /* a second close while closing waits for the same end */
+        ASSERT(session_close(s, "client", false, on_ready, &closed2) >= 0);
+        ASSERT(closed.n == 0 && closed2.n == 0);
+
+        /* the command's end: the state read after the start says it was stopped */
+        answer_unit_state(find_call("GetAll", NULL), "failed", "failed", "signal");
+        answer_unit_state(find_call("GetAll", NULL), "failed", "failed", "signal");
+        ASSERT(command_status_is_terminal(c->result.status));
+        ASSERT(n_command_finished == 1);
+        ASSERT(s->state == SESSION_CLOSED);
+        ASSERT(count_calls("StopUnit", s->slice) == 1);
+        ASSERT(closed.n == 1 && closed.r == 0 && closed2.n == 1 && closed2.r == 0);
+
+        /* a close of a closed session answers at once */
+        ASSERT(session_close(s, "client", false, on_ready, &after) >= 0);
+        ASSERT(after.n == 1 && after.r == 0);
+out:
+        teardown_manager();
+        ASSERT(started.n == 1 && closed.n == 1 && closed2.n == 1 && after.n == 1);
+}
+
+/* A close while a command's start is not yet answered: the close waits for it; when PID 1
+ * refuses the start, the session closes all the same. */
+static void test_close_while_command_starting(void) {
+        Seen started = {}, closed = {};
+        Session *s;
+        Command *c;
+        char unit[128];
+
+        setup_manager();
+        s = active_session("ws9");
+        if (!s)
+                goto out;
+        c = exec_true(s, &started);
+        if (!c)
+                goto out;
+        snprintf(unit, sizeof(unit), "%s", c->unit);
+        ASSERT(session_close(s, "client", false, on_ready, &closed) >= 0);
+        ASSERT(s->state == SESSION_CLOSING);
+        ASSERT(count_calls("StopUnit", unit) == 1); /* queued behind the start */
+        ASSERT(closed.n == 0);
+        answer_error(find_call("StartTransientUnit", unit), "no unit for you");
+        ASSERT(started.n == 1 && started.r == -EIO);
+        ASSERT(s->state == SESSION_CLOSED);
+        ASSERT(count_calls("StopUnit", s->slice) == 1);
+        ASSERT(closed.n == 1 && closed.r == 0);
+out:
+        teardown_manager();
+        ASSERT(started.n == 1 && closed.n == 1);
+}
+
+static void test_freeze(void) {
+        Seen f = {}, g = {}, h = {};
+        Session *s;
+
+        if (cgroup_layout() != CGROUP_UNIFIED) {
+                fprintf(stderr, "no cgroup v2 here: freezing not tested\n");
+                return;
+        }
+        setup_manager();
+        s = active_session("ws6");
+        if (!s)
+                goto out;
+
+        /* frozen, as the freezer state says */
+        ASSERT(session_freeze(s, true, on_frozen, &f) >= 0);
+        ASSERT(session_freeze(s, true, on_frozen, &g) == -EBUSY);
+        answer_job(find_call("FreezeUnit", s->slice));
+        ASSERT(f.n == 0);
+        answer_freezer_state(find_call("Get", NULL), "frozen");
+        ASSERT(f.n == 1 && f.r == 0 && s->frozen);
+        ASSERT(n_frozen_changes == 1);
+        ASSERT(g.n == 0);
+
+        /* a thaw that systemd answered but did not do */
+        ASSERT(session_freeze(s, false, on_frozen, &g) >= 0);
+        answer_job(find_call("ThawUnit", s->slice));
+        answer_freezer_state(find_call("Get", NULL), "frozen");
+        ASSERT(g.n == 1 && g.r == -EIO && s->frozen);
+
+        /* a thaw under way when the session closes: told once, -ESTALE, and thawed anyway */
+        ASSERT(session_freeze(s, false, on_frozen, &h) >= 0);
+        ASSERT(session_close(s, "client", false, on_ready, &(Seen) {}) >= 0);
+        ASSERT(h.n == 1 && h.r == -ESTALE);
+        ASSERT(!s->frozen);
+        ASSERT(s->state == SESSION_CLOSED);
+        /* the answer to the cancelled thaw changes nothing */
+        answer_job(find_call("ThawUnit", s->slice));
+        ASSERT(h.n == 1);
+out:
+        teardown_manager();
+        ASSERT(f.n == 1 && g.n == 1 && h.n == 1);
+}
+
+static void test_teardown_while_freezing(void) {
+        Seen f = {};
+        Session *s;
+
+        if (cgroup_layout() != CGROUP_UNIFIED)
+                return;
+        setup_manager();
+        s = active_session("ws7");
+        if (s) {
+                ASSERT(session_freeze(s, true, on_frozen, &f) >= 0);
+                ASSERT(find_call("FreezeUnit", s->slice) != NULL);
+        }
+        teardown_manager();
+        ASSERT(f.n == 1 && f.r == -ESHUTDOWN);
+}
+
+static void test_pool(void) {
+        RequestError e = {};
+        Session *s;
+        Call *start;
+        unsigned before;
+
+        setup_manager();
+        m->config.pool_profile = POOL_SHARED;
+        m->config.pool_size = 2;
+        m->config.pool_min_ready = 1;
+        pool_fill(m);
+        ASSERT(count_calls("StartTransientUnit", NULL) == 1); /* one slice prepared */
+        start = find_call("StartTransientUnit", NULL);
+        if (!start)
+                goto out;
+        answer_job(start);
+        before = n_calls;
+
+        /* the session takes the prepared slice: active at once, no start of its own */
+        s = create("ws8", &e);
+        if (!s)
+                goto out;
+        ASSERT(s->state == SESSION_ACTIVE && s->from_pool);
+        ASSERT(n_added == 1 && n_state_changes == 1);
+        ASSERT(strcmp(s->slice, calls[0].unit) == 0);
+        ASSERT(count_calls("StartTransientUnit", s->slice) == 1);
+        ASSERT(m->n_pool_in_use == 1);
+        (void) before;
+out:
+        teardown_manager();
+}
+
+int main(void) {
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("tmpfs", "/var/lib", "tmpfs", 0, "mode=0755") < 0) {
+                fprintf(stderr, "cannot put a tmpfs over /var/lib in a mount namespace of our own: skipped\n");
+                return 77;
+        }
+        (void) mkdir("/var/lib/sandboxd", 0755);
+        (void) mkdir("/var/lib/private", 0700);
+        (void) mkdir("/var/lib/test-run", 0755);
+        setenv("STATE_DIRECTORY", "/var/lib/sandboxd", 1);
+        setenv("RUNTIME_DIRECTORY", "/var/lib/test-run", 1);
+        test_session_becomes_active();
+        test_session_start_fails();
+        test_teardown_while_starting();
+        test_command_start_answers();
+        test_close_with_commands_running();
+        test_close_while_command_starting();
+        test_freeze();
+        test_teardown_while_freezing();
+        test_pool();
+
+        return TESTS_DONE();
+}
