@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pid1-gate.h"
+#include "bus-pair.h"
 #include "tests.h"
 
 #define N_MAX 64
@@ -98,30 +99,7 @@ static void reset(void) {
 }
 
 static void setup(void) {
-        sd_id128_t id;
-        int fds[2];
-
-        ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) == 0);
-        ASSERT(sd_id128_randomize(&id) >= 0);
-        ASSERT(sd_bus_new(&server) >= 0);
-        ASSERT(sd_bus_set_fd(server, fds[0], fds[0]) >= 0);
-        ASSERT(sd_bus_set_server(server, 1, id) >= 0);
-        ASSERT(sd_bus_set_anonymous(server, 1) >= 0);
-        ASSERT(sd_bus_add_filter(server, NULL, on_call, NULL) >= 0);
-        ASSERT(sd_bus_start(server) >= 0);
-        ASSERT(sd_bus_new(&client) >= 0);
-        ASSERT(sd_bus_set_fd(client, fds[1], fds[1]) >= 0);
-        ASSERT(sd_bus_set_anonymous(client, 1) >= 0);
-        ASSERT(sd_bus_start(client) >= 0);
-        /* the authentication, both ways */
-        for (int i = 0; i < 100; i++) {
-                (void) sd_bus_process(server, NULL);
-                (void) sd_bus_process(client, NULL);
-                if (sd_bus_is_ready(client) > 0 && sd_bus_is_ready(server) > 0)
-                        break;
-                usleep(1000);
-        }
-        ASSERT(sd_bus_is_ready(client) > 0);
+        bus_pair_new(&server, &client, on_call);
 }
 
 static void test_order_and_bound(void) {

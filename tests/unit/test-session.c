@@ -25,6 +25,7 @@
 #include "manager.h"
 #include "pool.h"
 #include "session.h"
+#include "bus-pair.h"
 #include "tests.h"
 
 #define N_MAX 64
@@ -143,29 +144,7 @@ static void forget_calls(void) {
 }
 
 static void setup_bus(void) {
-        sd_id128_t id;
-        int fds[2];
-
-        ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) == 0);
-        ASSERT(sd_id128_randomize(&id) >= 0);
-        ASSERT(sd_bus_new(&server) >= 0);
-        ASSERT(sd_bus_set_fd(server, fds[0], fds[0]) >= 0);
-        ASSERT(sd_bus_set_server(server, 1, id) >= 0);
-        ASSERT(sd_bus_set_anonymous(server, 1) >= 0);
-        ASSERT(sd_bus_add_filter(server, NULL, on_call, NULL) >= 0);
-        ASSERT(sd_bus_start(server) >= 0);
-        ASSERT(sd_bus_new(&client) >= 0);
-        ASSERT(sd_bus_set_fd(client, fds[1], fds[1]) >= 0);
-        ASSERT(sd_bus_set_anonymous(client, 1) >= 0);
-        ASSERT(sd_bus_start(client) >= 0);
-        for (int i = 0; i < 100; i++) {
-                (void) sd_bus_process(server, NULL);
-                (void) sd_bus_process(client, NULL);
-                if (sd_bus_is_ready(client) > 0 && sd_bus_is_ready(server) > 0)
-                        break;
-                usleep(1000);
-        }
-        ASSERT(sd_bus_is_ready(client) > 0);
+        bus_pair_new(&server, &client, on_call);
 }
 
 /* --- the recording observer ---------------------------------------------------------- */
