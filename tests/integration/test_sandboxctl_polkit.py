@@ -162,3 +162,21 @@ def test_every_verb_over_dbus_without_the_socket(api, polkit_user):
     finally:
         ctl("rm", sid, check=0)
     assert api.get("/v1/sessions/" + sid).json["state"] == "closed"
+
+    # run: a session of its own scope made for the command, and closed after it with --rm
+    p = ctl("run", "--workspace=once", "--rm", "--", "sh", "-c", "echo ran > f; cat f; exit 5", check=5)
+    assert p.stdout == b"ran\n", p
+    once = [s for s in api.get("/v1/sessions?user=" + user).json["sessions"] if s["workspace"] == "once"]
+    assert once and all(s["state"] in ("closing", "closed") for s in once), once
+
+    # rm --purge: the workspace is emptied as the session closes
+    sid = ctl("create", user, "purged", check=0).stdout.decode().strip()
+    ctl("exec", sid, "sh", "-c", "echo keep > kept.txt", check=0)
+    ctl("rm", "--purge", sid, check=0)
+    assert api.get("/v1/sessions/" + sid).json["state"] == "closed"
+    sid = ctl("create", user, "purged", check=0).stdout.decode().strip()
+    try:
+        p = ctl("exec", sid, "ls", "-A", check=0)
+        assert b"kept.txt" not in p.stdout, p
+    finally:
+        ctl("rm", sid, check=0)
