@@ -18,6 +18,12 @@ static inline void json_put(json_object *o, const char *key, json_object *v, boo
         }
 }
 
+/* key with the value null, on purpose */
+static inline void json_put_null(json_object *o, const char *key, bool *oom) {
+        if (!o || json_object_object_add(o, key, NULL) < 0)
+                *oom = true;
+}
+
 static inline void json_push(json_object *a, json_object *v, bool *oom) {
         if (!a || !v || json_object_array_add(a, v) < 0) {
                 json_object_put(v);
