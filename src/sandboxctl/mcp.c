@@ -274,7 +274,7 @@ static int tool_create_session(Mcp *m, json_object *args, json_object **ret, Too
                                                NULL };
         _cleanup_(json_object_putp) json_object *opts = json_object_new_object(), *limits = json_object_new_object(),
                                                 *res = NULL;
-        const char *user, *ws, *mem;
+        const char *user, *ws, *mem, *text;
         sandboxd_session *s = NULL;
         bool created = false, oom = false;
         uint64_t u;
@@ -308,7 +308,11 @@ static int tool_create_session(Mcp *m, json_object *args, json_object **ret, Too
         if (oom)
                 return -ENOMEM;
 
-        r = sandboxd_session_create(m->client, user, ws, json_object_to_json_string(opts), &s, &created);
+        /* NULL would be no options at all */
+        text = json_object_to_json_string(opts);
+        if (!text)
+                return -ENOMEM;
+        r = sandboxd_session_create(m->client, user, ws, text, &s, &created);
         if (r < 0)
                 return tool_fail_client(m, e, r, "Creating the session failed");
         res = json_from_text(s->json);
