@@ -81,10 +81,18 @@ _public_ int sandboxd_exec_set_env(sandboxd_exec *e, const char *name, const cha
         if (!e || !name || !*name || strchr(name, '=') || !value)
                 return -EINVAL;
         if (!json_object_object_get_ex(e->body, "env", &env)) {
-                int r = exec_set(e, "env", json_object_new_object());
-                if (r < 0)
+                /* the first variable: the object goes in with it, or not at all (no "env":{}) */
+                int r;
+
+                env = json_object_new_object();
+                if (!env)
+                        return -ENOMEM;
+                r = object_set(env, name, json_object_new_string(value));
+                if (r < 0) {
+                        json_object_put(env);
                         return r;
-                json_object_object_get_ex(e->body, "env", &env);
+                }
+                return exec_set(e, "env", env);
         }
         return object_set(env, name, json_object_new_string(value));
 }

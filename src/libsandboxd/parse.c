@@ -80,7 +80,9 @@ int json_parse_text(const char *text, size_t size, json_object **ret) {
 }
 
 char *json_to_text(json_object *o) {
-        return strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        return t ? strdup(t) : NULL;
 }
 
 static int dup_string(json_object *o, const char *key, char **ret) {

@@ -22,6 +22,7 @@ _public_ int sandboxd_session_create(sandboxd_client *c, const char *user, const
                                      const char *options_json, sandboxd_session **ret, bool *ret_created) {
         _cleanup_(json_object_putp) json_object *body = NULL, *answer = NULL;
         _cleanup_free_ char *url = NULL;
+        bool oom = false;
         long status = 0;
         int r;
 
@@ -36,8 +37,10 @@ _public_ int sandboxd_session_create(sandboxd_client *c, const char *user, const
                                          "The session options are not a JSON object.");
         } else if (!(body = json_object_new_object()))
                 return client_fail(c, -ENOMEM);
-        if (json_object_object_add(body, "user", json_object_new_string(user)) < 0 ||
-            json_object_object_add(body, "workspace", json_object_new_string(workspace)) < 0)
+        /* a failed json_object_new_string() would be sent as null */
+        json_put(body, "user", json_object_new_string(user), &oom);
+        json_put(body, "workspace", json_object_new_string(workspace), &oom);
+        if (oom)
                 return client_fail(c, -ENOMEM);
         if (asprintf(&url, "%s/v1/sessions", c->base_url) < 0) {
                 url = NULL;

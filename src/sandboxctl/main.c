@@ -457,14 +457,14 @@ int log_client_error(sandboxd_client *b, int r, const char *what, ...) {
 }
 
 void print_json_text(const char *json) {
-        json_object *o;
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        const char *pretty = NULL;
 
-        if (isatty(STDOUT_FILENO) && (o = json_tokener_parse(json))) {
-                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                               JSON_C_TO_STRING_NOSLASHESCAPE));
-                json_object_put(o);
-        } else
-                puts(json);
+        /* pretty when it can be; out of memory, as it came */
+        if (isatty(STDOUT_FILENO) && (o = json_tokener_parse(json)))
+                pretty = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
+        puts(pretty ?: json);
 }
 
 bool session_id_looks_valid(const char *s) {

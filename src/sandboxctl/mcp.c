@@ -20,6 +20,7 @@ static const char *const mcp_versions[] = { "2025-11-25", "2025-06-18", "2025-03
 #define JSONRPC_INVALID_REQUEST -32600
 #define JSONRPC_METHOD_NOT_FOUND -32601
 #define JSONRPC_INVALID_PARAMS -32602
+#define JSONRPC_INTERNAL_ERROR -32603
 
 typedef struct Mcp {
         sandboxd_client *client;
@@ -124,26 +125,25 @@ static json_object *json_from_text(const char *text) {
 }
 
 /* bytes as "key" (UTF-8 text) or "key_b64" */
-static int add_bytes(json_object *o, const char *key, const char *p, size_t n) {
+static void add_bytes(json_object *o, const char *key, const char *p, size_t n, bool *oom) {
         bool valid = true;
         size_t ok = utf8_valid_prefix(p, n, &valid);
         char k[64];
         Buf b = {};
-        int r;
 
         if (valid && ok == n)
-                return json_object_object_add(o, key, json_object_new_string_len(p, (int) n));
+                return json_put(o, key, json_object_new_string_len(p, (int) n), oom);
         snprintf(k, sizeof(k), "%s_b64", key);
-        r = base64_encode(&b, p, n);
-        if (r >= 0)
-                r = json_object_object_add(o, k, json_object_new_string_len(b.data ?: "", (int) b.len));
+        if (base64_encode(&b, p, n) < 0)
+                *oom = true;
+        else
+                json_put(o, k, json_object_new_string_len(b.data ?: "", (int) b.len), oom);
         buf_done(&b);
-        return r;
 }
 
 /* The first max bytes of a stream (cut at a character boundary), with what was left out. */
 static void add_output(json_object *data, json_object *trunc, const char *name, const char *p, size_t kept,
-                       uint64_t total, bool kept_truncated, size_t max) {
+                       uint64_t total, bool kept_truncated, size_t max, bool *oom) {
         size_t n = MIN(kept, max);
         json_object *t;
         bool valid = true;
@@ -153,35 +153,49 @@ static void add_output(json_object *data, json_object *trunc, const char *name, 
                 if (valid)
                         n = ok;
         }
-        add_bytes(data, name, p, n);
+        add_bytes(data, name, p, n, oom);
         t = json_object_new_object();
-        json_object_object_add(t, "truncated", json_object_new_boolean(n < kept || kept_truncated));
-        json_object_object_add(t, "total_bytes", json_object_new_int64((int64_t) total));
-        json_object_object_add(t, "returned_bytes", json_object_new_int64((int64_t) n));
+        json_put(t, "truncated", json_object_new_boolean(n < kept || kept_truncated), oom);
+        json_put(t, "total_bytes", json_object_new_int64((int64_t) total), oom);
+        json_put(t, "returned_bytes", json_object_new_int64((int64_t) n), oom);
         /* what sandboxd itself kept (OutputMax=): past it nothing can be read back */
-        json_object_object_add(t, "kept_bytes", json_object_new_int64((int64_t) kept));
-        json_object_object_add(t, "sandboxd_truncated", json_object_new_boolean(kept_truncated));
-        json_object_object_add(trunc, name, t);
+        json_put(t, "kept_bytes", json_object_new_int64((int64_t) kept), oom);
+        json_put(t, "sandboxd_truncated", json_object_new_boolean(kept_truncated), oom);
+        json_put(trunc, name, t, oom);
 }
 
+/* NULL when out of memory */
 static json_object *result_data(const sandboxd_result *r, const char *session, size_t max) {
-        json_object *d = json_object_new_object(), *trunc = json_object_new_object(), *usage = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *d = json_object_new_object();
+        json_object *trunc = json_object_new_object(), *usage = json_object_new_object();
+        bool oom = false;
 
-        json_object_object_add(d, "session_id", json_object_new_string(session));
-        json_object_object_add(d, "request_id", json_object_new_string(r->request_id ?: ""));
-        json_object_object_add(d, "status", json_object_new_string(sandboxd_status_to_string(r->status) ?: "unknown"));
-        json_object_object_add(d, "exit_code", r->exit_code >= 0 ? json_object_new_int(r->exit_code) : NULL);
-        json_object_object_add(d, "signal", r->signal_name ? json_object_new_string(r->signal_name) : NULL);
-        json_object_object_add(d, "reason", r->reason ? json_object_new_string(r->reason) : NULL);
-        json_object_object_add(d, "duration_ms", json_object_new_int64((int64_t) r->duration_ms));
-        json_object_object_add(usage, "cpu_usec", json_object_new_int64((int64_t) r->cpu_usec));
-        json_object_object_add(usage, "memory_bytes", json_object_new_int64((int64_t) r->memory_bytes));
-        json_object_object_add(usage, "tasks", json_object_new_int64((int64_t) r->tasks));
-        json_object_object_add(d, "usage", usage);
-        add_output(d, trunc, "stdout", r->stdout_data ?: "", r->stdout_size, r->stdout_bytes, r->stdout_truncated, max);
-        add_output(d, trunc, "stderr", r->stderr_data ?: "", r->stderr_size, r->stderr_bytes, r->stderr_truncated, max);
-        json_object_object_add(d, "truncation", trunc);
-        return d;
+        json_put(d, "session_id", json_object_new_string(session), &oom);
+        json_put(d, "request_id", json_object_new_string(r->request_id ?: ""), &oom);
+        json_put(d, "status", json_object_new_string(sandboxd_status_to_string(r->status) ?: "unknown"), &oom);
+        if (r->exit_code >= 0)
+                json_put(d, "exit_code", json_object_new_int(r->exit_code), &oom);
+        else
+                json_put_null(d, "exit_code", &oom);
+        if (r->signal_name)
+                json_put(d, "signal", json_object_new_string(r->signal_name), &oom);
+        else
+                json_put_null(d, "signal", &oom);
+        if (r->reason)
+                json_put(d, "reason", json_object_new_string(r->reason), &oom);
+        else
+                json_put_null(d, "reason", &oom);
+        json_put(d, "duration_ms", json_object_new_int64((int64_t) r->duration_ms), &oom);
+        json_put(usage, "cpu_usec", json_object_new_int64((int64_t) r->cpu_usec), &oom);
+        json_put(usage, "memory_bytes", json_object_new_int64((int64_t) r->memory_bytes), &oom);
+        json_put(usage, "tasks", json_object_new_int64((int64_t) r->tasks), &oom);
+        json_put(d, "usage", usage, &oom);
+        add_output(d, trunc, "stdout", r->stdout_data ?: "", r->stdout_size, r->stdout_bytes, r->stdout_truncated, max,
+                   &oom);
+        add_output(d, trunc, "stderr", r->stderr_data ?: "", r->stderr_size, r->stderr_bytes, r->stderr_truncated, max,
+                   &oom);
+        json_put(d, "truncation", trunc, &oom);
+        return oom ? NULL : TAKE_PTR(d);
 }
 
 /* --- argument helpers --------------------------------------------------------------------- */
@@ -258,13 +272,16 @@ static int scope_of(Mcp *m, json_object *args, const char **ret_user, const char
 static int tool_create_session(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "user", "workspace", "memory_max", "cpu_quota", "tasks_max", "ttl_s",
                                                NULL };
-        _cleanup_(json_object_putp) json_object *opts = json_object_new_object(), *limits = json_object_new_object();
-        const char *user, *ws, *mem;
+        _cleanup_(json_object_putp) json_object *opts = json_object_new_object(), *limits = json_object_new_object(),
+                                                *res = NULL;
+        const char *user, *ws, *mem, *text;
         sandboxd_session *s = NULL;
-        bool created = false;
+        bool created = false, oom = false;
         uint64_t u;
         int r;
 
+        if (!opts || !limits)
+                return -ENOMEM;
         r = check_args(args, allowed, e);
         if (r >= 0)
                 r = scope_of(m, args, &user, &ws, e);
@@ -273,37 +290,47 @@ static int tool_create_session(Mcp *m, json_object *args, json_object **ret, Too
         if (r < 0)
                 return r;
         if (mem)
-                json_object_object_add(limits, "memory_max", json_object_new_string(mem));
+                json_put(limits, "memory_max", json_object_new_string(mem), &oom);
         if ((r = arg_uint(args, "cpu_quota", &u, e)) < 0)
                 return r;
         if (r > 0)
-                json_object_object_add(limits, "cpu_quota", json_object_new_int64((int64_t) u));
+                json_put(limits, "cpu_quota", json_object_new_int64((int64_t) u), &oom);
         if ((r = arg_uint(args, "tasks_max", &u, e)) < 0)
                 return r;
         if (r > 0)
-                json_object_object_add(limits, "tasks_max", json_object_new_int64((int64_t) u));
+                json_put(limits, "tasks_max", json_object_new_int64((int64_t) u), &oom);
         if ((r = arg_uint(args, "ttl_s", &u, e)) < 0)
                 return r;
         if (r > 0)
-                json_object_object_add(opts, "ttl_s", json_object_new_int64((int64_t) u));
+                json_put(opts, "ttl_s", json_object_new_int64((int64_t) u), &oom);
         if (json_object_object_length(limits) > 0)
-                json_object_object_add(opts, "limits", json_object_get(limits));
+                json_put(opts, "limits", json_object_get(limits), &oom);
+        if (oom)
+                return -ENOMEM;
 
-        r = sandboxd_session_create(m->client, user, ws, json_object_to_json_string(opts), &s, &created);
+        /* NULL would be no options at all */
+        text = json_object_to_json_string(opts);
+        if (!text)
+                return -ENOMEM;
+        r = sandboxd_session_create(m->client, user, ws, text, &s, &created);
         if (r < 0)
                 return tool_fail_client(m, e, r, "Creating the session failed");
-        *ret = json_from_text(s->json);
-        if (*ret)
-                json_object_object_add(*ret, "created", json_object_new_boolean(created));
+        res = json_from_text(s->json);
         sandboxd_session_free(s);
-        return *ret ? 0 : -ENOMEM;
+        json_put(res, "created", json_object_new_boolean(created), &oom);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(res);
+        return 0;
 }
 
 static int tool_list_sessions(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "user", NULL };
         sandboxd_session **list = NULL;
+        _cleanup_(json_object_putp) json_object *o = NULL;
         const char *user;
         json_object *arr;
+        bool oom = false;
         size_t n = 0;
         int r;
 
@@ -315,12 +342,15 @@ static int tool_list_sessions(Mcp *m, json_object *args, json_object **ret, Tool
         r = sandboxd_session_list(m->client, user, &list, &n);
         if (r < 0)
                 return tool_fail_client(m, e, r, "Listing sessions failed");
-        *ret = json_object_new_object();
+        o = json_object_new_object();
         arr = json_object_new_array();
         for (size_t i = 0; i < n; i++)
-                json_object_array_add(arr, json_from_text(list[i]->json));
-        json_object_object_add(*ret, "sessions", arr);
+                json_push(arr, json_from_text(list[i]->json), &oom);
+        json_put(o, "sessions", arr, &oom);
         sandboxd_session_list_free(list);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
         return 0;
 }
 
@@ -435,6 +465,8 @@ static int exec_in(Mcp *m, const char *session, json_object *args, json_object *
         }
         *ret = result_data(res, session, max);
         sandboxd_result_free(res);
+        if (!*ret)
+                r = -ENOMEM;
 finish:
         exec_spec_done(&spec);
         return r;
@@ -460,6 +492,7 @@ static int tool_run(Mcp *m, json_object *args, json_object **ret, ToolError *e) 
         _cleanup_(json_object_putp) json_object *rest = NULL;
         sandboxd_session *s = NULL;
         const char *user, *ws;
+        bool oom = false;
         int r;
 
         r = check_args(args, allowed, e);
@@ -474,17 +507,19 @@ static int tool_run(Mcp *m, json_object *args, json_object **ret, ToolError *e) 
         rest = json_object_new_object();
         json_object_object_foreach(args, key, val)
                 if (!streq(key, "user") && !streq(key, "workspace"))
-                        json_object_object_add(rest, key, json_object_get(val));
-        r = exec_in(m, s->id, rest, ret, e);
+                        json_put(rest, key, json_object_get(val), &oom);
+        r = oom ? -ENOMEM : exec_in(m, s->id, rest, ret, e);
         sandboxd_session_free(s);
         return r;
 }
 
 static int tool_read_file(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "session_id", "path", "max_bytes", NULL };
+        _cleanup_(json_object_putp) json_object *o = NULL;
         const char *session, *path;
         _cleanup_free_ char *data = NULL;
         uint64_t max = 1024 * 1024;
+        bool oom = false;
         size_t n = 0;
         int r;
 
@@ -504,16 +539,21 @@ static int tool_read_file(Mcp *m, json_object *args, json_object **ret, ToolErro
                                  path, (unsigned long long) max);
         if (r < 0)
                 return tool_fail_client(m, e, r, "Reading the file failed");
-        *ret = json_object_new_object();
-        json_object_object_add(*ret, "path", json_object_new_string(path));
-        json_object_object_add(*ret, "size", json_object_new_int64((int64_t) n));
-        add_bytes(*ret, "content", data, n);
+        o = json_object_new_object();
+        json_put(o, "path", json_object_new_string(path), &oom);
+        json_put(o, "size", json_object_new_int64((int64_t) n), &oom);
+        add_bytes(o, "content", data, n, &oom);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
         return 0;
 }
 
 static int tool_write_file(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "session_id", "path", "content", "encoding", NULL };
+        _cleanup_(json_object_putp) json_object *o = NULL;
         const char *session, *path, *content, *encoding;
+        bool oom = false;
         Buf b = {};
         int r;
 
@@ -559,10 +599,13 @@ static int tool_write_file(Mcp *m, json_object *args, json_object **ret, ToolErr
                 buf_done(&b);
                 return tool_fail_client(m, e, r, "Writing the file failed");
         }
-        *ret = json_object_new_object();
-        json_object_object_add(*ret, "path", json_object_new_string(path));
-        json_object_object_add(*ret, "bytes", json_object_new_int64((int64_t) b.len));
+        o = json_object_new_object();
+        json_put(o, "path", json_object_new_string(path), &oom);
+        json_put(o, "bytes", json_object_new_int64((int64_t) b.len), &oom);
         buf_done(&b);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
         return 0;
 }
 
@@ -575,9 +618,10 @@ static const char *file_type_name(sandboxd_file_type t) {
 
 static int tool_list_files(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "session_id", "path", NULL };
+        _cleanup_(json_object_putp) json_object *o = NULL;
         sandboxd_file_info **list = NULL;
         const char *session, *path;
-        bool truncated = false;
+        bool truncated = false, oom = false;
         json_object *arr;
         size_t n = 0;
         int r;
@@ -593,24 +637,27 @@ static int tool_list_files(Mcp *m, json_object *args, json_object **ret, ToolErr
         r = sandboxd_file_list(m->client, session, path, &list, &n, &truncated);
         if (r < 0)
                 return tool_fail_client(m, e, r, "Listing the directory failed");
-        *ret = json_object_new_object();
+        o = json_object_new_object();
         arr = json_object_new_array();
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !oom; i++) {
                 json_object *f = json_object_new_object();
                 char mode[8];
 
                 snprintf(mode, sizeof(mode), "%04o", list[i]->mode);
-                add_bytes(f, "name", list[i]->name ?: "", strlen(list[i]->name ?: ""));
-                json_object_object_add(f, "type", json_object_new_string(file_type_name(list[i]->type)));
-                json_object_object_add(f, "size", json_object_new_int64((int64_t) list[i]->size));
-                json_object_object_add(f, "mode", json_object_new_string(mode));
-                json_object_object_add(f, "mtime_usec", json_object_new_int64((int64_t) list[i]->mtime_usec));
-                json_object_array_add(arr, f);
+                add_bytes(f, "name", list[i]->name ?: "", strlen(list[i]->name ?: ""), &oom);
+                json_put(f, "type", json_object_new_string(file_type_name(list[i]->type)), &oom);
+                json_put(f, "size", json_object_new_int64((int64_t) list[i]->size), &oom);
+                json_put(f, "mode", json_object_new_string(mode), &oom);
+                json_put(f, "mtime_usec", json_object_new_int64((int64_t) list[i]->mtime_usec), &oom);
+                json_push(arr, f, &oom);
         }
-        json_object_object_add(*ret, "path", json_object_new_string(path));
-        json_object_object_add(*ret, "entries", arr);
-        json_object_object_add(*ret, "truncated", json_object_new_boolean(truncated));
+        json_put(o, "path", json_object_new_string(path), &oom);
+        json_put(o, "entries", arr, &oom);
+        json_put(o, "truncated", json_object_new_boolean(truncated), &oom);
         sandboxd_file_info_list_free(list);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
         return 0;
 }
 
@@ -656,92 +703,126 @@ static const struct {
 
 /* --- JSON-RPC ----------------------------------------------------------------------------- */
 
-static void send_message(json_object *msg) {
-        /* one line each: PLAIN never puts a newline inside */
-        fputs(json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), stdout);
-        fputc('\n', stdout);
+/* When the answer cannot be built: an error written without allocating, with the id if it can
+ * still be written, so that the client is not left waiting. */
+static void send_oom(json_object *id) {
+        const char *t = id ? json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN) : NULL;
+
+        log_error("Out of memory.");
+        printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":\"Out of memory.\"}}\n",
+               t ?: "null", JSONRPC_INTERNAL_ERROR);
         fflush(stdout);
 }
 
-static void send_result(json_object *id, json_object *result) {
-        json_object *msg = json_object_new_object();
+/* takes msg; NULL (a message that could not be built) becomes send_oom() */
+static void send_message(json_object *id, json_object *msg) {
+        const char *t = msg ? json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+                            : NULL;
 
-        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(msg, "id", json_object_get(id));
-        json_object_object_add(msg, "result", result);
-        send_message(msg);
+        if (!t)
+                send_oom(id);
+        else {
+                /* one line each: PLAIN never puts a newline inside */
+                fputs(t, stdout);
+                fputc('\n', stdout);
+                fflush(stdout);
+        }
         json_object_put(msg);
+}
+
+/* takes result; NULL is an answer that could not be built */
+static void send_result(json_object *id, json_object *result) {
+        _cleanup_(json_object_putp) json_object *msg = json_object_new_object();
+        bool oom = !result;
+
+        json_put(msg, "jsonrpc", json_object_new_string("2.0"), &oom);
+        json_put(msg, "id", json_object_get(id), &oom);
+        json_put(msg, "result", result, &oom);
+        send_message(id, oom ? NULL : TAKE_PTR(msg));
 }
 
 static void send_error(json_object *id, int code, const char *message) {
-        json_object *msg = json_object_new_object(), *err = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *msg = json_object_new_object();
+        json_object *err = json_object_new_object();
+        bool oom = false;
 
-        json_object_object_add(err, "code", json_object_new_int(code));
-        json_object_object_add(err, "message", json_object_new_string(message));
-        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(msg, "id", id ? json_object_get(id) : NULL);
-        json_object_object_add(msg, "error", err);
-        send_message(msg);
-        json_object_put(msg);
+        json_put(err, "code", json_object_new_int(code), &oom);
+        json_put(err, "message", json_object_new_string(message), &oom);
+        json_put(msg, "jsonrpc", json_object_new_string("2.0"), &oom);
+        if (id)
+                json_put(msg, "id", json_object_get(id), &oom);
+        else
+                json_put_null(msg, "id", &oom);
+        json_put(msg, "error", err, &oom);
+        send_message(id, oom ? NULL : TAKE_PTR(msg));
 }
 
+/* NULL when out of memory */
 static json_object *handle_initialize(Mcp *m, json_object *params) {
-        json_object *res = json_object_new_object(), *caps = json_object_new_object(), *tools_cap = json_object_new_object(),
+        _cleanup_(json_object_putp) json_object *res = json_object_new_object();
+        json_object *caps = json_object_new_object(), *tools_cap = json_object_new_object(),
                     *info = json_object_new_object(), *v;
         const char *version = MCP_LATEST_VERSION;
+        bool oom = false;
 
         /* answer with the client's version when we speak it, else ours (the client decides) */
         if (params && json_object_object_get_ex(params, "protocolVersion", &v) && json_object_is_type(v, json_type_string))
                 for (size_t i = 0; i < ELEMENTSOF(mcp_versions); i++)
                         if (streq(json_object_get_string(v), mcp_versions[i]))
                                 version = mcp_versions[i];
-        json_object_object_add(tools_cap, "listChanged", json_object_new_boolean(false));
-        json_object_object_add(caps, "tools", tools_cap);
-        json_object_object_add(info, "name", json_object_new_string("sandboxctl"));
-        json_object_object_add(info, "version", json_object_new_string(PROJECT_VERSION));
-        json_object_object_add(res, "protocolVersion", json_object_new_string(version));
-        json_object_object_add(res, "capabilities", caps);
-        json_object_object_add(res, "serverInfo", info);
-        json_object_object_add(res, "instructions",
-                               json_object_new_string("Run commands in sandboxes (systemd units with a dynamic user, "
-                                                      "no network, resource limits). Create a session, or use "
-                                                      "sandbox_run for the default one; files persist in its workspace. "
-                                                      "Every tool returns {ok, data} or {ok:false, error}."));
-        return res;
+        json_put(tools_cap, "listChanged", json_object_new_boolean(false), &oom);
+        json_put(caps, "tools", tools_cap, &oom);
+        json_put(info, "name", json_object_new_string("sandboxctl"), &oom);
+        json_put(info, "version", json_object_new_string(PROJECT_VERSION), &oom);
+        json_put(res, "protocolVersion", json_object_new_string(version), &oom);
+        json_put(res, "capabilities", caps, &oom);
+        json_put(res, "serverInfo", info, &oom);
+        json_put(res, "instructions",
+                 json_object_new_string("Run commands in sandboxes (systemd units with a dynamic user, "
+                                        "no network, resource limits). Create a session, or use "
+                                        "sandbox_run for the default one; files persist in its workspace. "
+                                        "Every tool returns {ok, data} or {ok:false, error}."),
+                 &oom);
+        return oom ? NULL : TAKE_PTR(res);
 }
 
 static json_object *handle_tools_list(void) {
-        json_object *res = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *res = json_object_new_object();
+        bool oom = false;
 
-        json_object_object_add(res, "tools", json_tokener_parse(tools_json));
-        return res;
+        json_put(res, "tools", json_tokener_parse(tools_json), &oom);
+        return oom ? NULL : TAKE_PTR(res);
 }
 
+/* takes data; NULL when out of memory */
 static json_object *tool_result(json_object *data, const ToolError *e) {
-        json_object *res = json_object_new_object(), *content = json_object_new_array(), *text = json_object_new_object(),
-                    *body = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *res = json_object_new_object(), *body = json_object_new_object();
+        json_object *content = json_object_new_array(), *text = json_object_new_object();
+        const char *t;
+        bool oom = false;
 
-        json_object_object_add(body, "ok", json_object_new_boolean(!e));
+        json_put(body, "ok", json_object_new_boolean(!e), &oom);
         if (e) {
                 json_object *err = json_object_new_object();
-                json_object_object_add(err, "kind", json_object_new_string(e->kind ?: "local"));
-                json_object_object_add(err, "message", json_object_new_string(e->message));
+                json_put(err, "kind", json_object_new_string(e->kind ?: "local"), &oom);
+                json_put(err, "message", json_object_new_string(e->message), &oom);
                 if (e->api && e->api->code[0])
-                        json_object_object_add(err, "code", json_object_new_string(e->api->code));
+                        json_put(err, "code", json_object_new_string(e->api->code), &oom);
                 if (e->api && e->api->http_status > 0)
-                        json_object_object_add(err, "http_status", json_object_new_int((int) e->api->http_status));
-                json_object_object_add(body, "error", err);
+                        json_put(err, "http_status", json_object_new_int((int) e->api->http_status), &oom);
+                json_put(body, "error", err, &oom);
+                json_object_put(data);
         } else
-                json_object_object_add(body, "data", data);
+                json_put(body, "data", data, &oom);
 
-        json_object_object_add(text, "type", json_object_new_string("text"));
-        json_object_object_add(text, "text", json_object_new_string(json_object_to_json_string_ext(
-                                                     body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
-        json_object_array_add(content, text);
-        json_object_object_add(res, "content", content);
-        json_object_object_add(res, "structuredContent", body);
-        json_object_object_add(res, "isError", json_object_new_boolean(!!e));
-        return res;
+        t = oom ? NULL : json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        json_put(text, "type", json_object_new_string("text"), &oom);
+        json_put(text, "text", t ? json_object_new_string(t) : NULL, &oom);
+        json_push(content, text, &oom);
+        json_put(res, "content", content, &oom);
+        json_put(res, "structuredContent", json_object_get(body), &oom);
+        json_put(res, "isError", json_object_new_boolean(!!e), &oom);
+        return oom ? NULL : TAKE_PTR(res);
 }
 
 static void handle_tools_call(Mcp *m, json_object *id, json_object *params) {
@@ -750,6 +831,8 @@ static void handle_tools_call(Mcp *m, json_object *id, json_object *params) {
         ToolError e = {};
         int r;
 
+        if (!empty)
+                return send_oom(id);
         if (!params || !json_object_object_get_ex(params, "name", &name) || !json_object_is_type(name, json_type_string))
                 return send_error(id, JSONRPC_INVALID_PARAMS, "tools/call needs a tool name.");
         if (!json_object_object_get_ex(params, "arguments", &args) || json_object_is_type(args, json_type_null))
@@ -830,5 +913,7 @@ int verb_mcp(int argc, char *argv[]) {
                         continue;
                 handle_message(&m, line, (size_t) n);
         }
+        if (ferror(stdin))
+                return log_error_errno(errno > 0 ? -errno : -EIO, "Reading stdin failed: %m");
         return 0;
 }

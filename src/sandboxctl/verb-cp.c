@@ -64,7 +64,9 @@ static int parse_location(const char *arg, Location *ret) {
         *ret = (Location) {};
         if (colon && colon - arg == 16) {
                 ret->session = strndup(arg, 16);
-                if (ret->session && session_id_looks_valid(ret->session)) {
+                if (!ret->session)
+                        return log_oom();
+                if (session_id_looks_valid(ret->session)) {
                         ret->path = strdup(colon + 1);
                         return ret->path ? 0 : log_oom();
                 }

@@ -16,25 +16,28 @@ static int check_session_id(const char *id) {
 
 static char *session_options_json(void) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *limits = json_object_new_object();
-        char *text;
+        const char *text;
+        bool oom = false;
 
         if (!o || !limits)
                 return NULL;
         if (arg_memory_max)
-                json_object_object_add(limits, "memory_max", json_object_new_string(arg_memory_max));
+                json_put(limits, "memory_max", json_object_new_string(arg_memory_max), &oom);
         if (arg_cpu_quota) {
                 uint64_t pct = strtoull(arg_cpu_quota, NULL, 10);
-                json_object_object_add(limits, "cpu_quota", json_object_new_int64((int64_t) pct));
+                json_put(limits, "cpu_quota", json_object_new_int64((int64_t) pct), &oom);
         }
         if (arg_tasks_max)
-                json_object_object_add(limits, "tasks_max",
-                                       json_object_new_int64((int64_t) strtoull(arg_tasks_max, NULL, 10)));
+                json_put(limits, "tasks_max", json_object_new_int64((int64_t) strtoull(arg_tasks_max, NULL, 10)),
+                         &oom);
         if (json_object_object_length(limits) > 0)
-                json_object_object_add(o, "limits", json_object_get(limits));
+                json_put(o, "limits", json_object_get(limits), &oom);
         if (arg_ttl_s > 0)
-                json_object_object_add(o, "ttl_s", json_object_new_int64((int64_t) arg_ttl_s));
-        text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-        return text;
+                json_put(o, "ttl_s", json_object_new_int64((int64_t) arg_ttl_s), &oom);
+        if (oom)
+                return NULL;
+        text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        return text ? strdup(text) : NULL;
 }
 
 int verb_create(int argc, char *argv[]) {

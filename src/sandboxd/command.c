@@ -172,53 +172,58 @@ static int command_record_path(Command *c, char *buf, size_t n) {
 
 static json_object *usage_to_json(const CommandUsage *u) {
         json_object *o = json_object_new_object();
+        bool oom = !o;
 
-        json_object_object_add(o, "cpu_usec", json_object_new_uint64(u->cpu_usec));
-        json_object_object_add(o, "memory_bytes", json_object_new_uint64(u->memory_bytes));
-        json_object_object_add(o, "tasks", json_object_new_uint64(u->tasks));
+        json_put(o, "cpu_usec", json_object_new_uint64(u->cpu_usec), &oom);
+        json_put(o, "memory_bytes", json_object_new_uint64(u->memory_bytes), &oom);
+        json_put(o, "tasks", json_object_new_uint64(u->tasks), &oom);
+        if (oom)
+                return json_object_put(o), NULL;
         return o;
 }
 
 int command_save(Command *c) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *argv = json_object_new_array();
         char path[PATH_MAX];
+        bool oom = !o || !argv;
         int r;
 
-        if (!o || !argv)
-                return -ENOMEM;
         for (char **a = c->argv; a && *a; a++)
-                json_object_array_add(argv, json_object_new_string(*a));
+                json_push(argv, json_object_new_string(*a), &oom);
 
-        json_object_object_add(o, "n", json_object_new_uint64(c->n));
-        json_object_object_add(o, "request_id", json_object_new_string(c->request_id));
-        json_object_object_add(o, "unit", json_object_new_string(c->unit));
-        json_object_object_add(o, "argv", json_object_get(argv));
-        json_object_object_add(o, "created_usec", json_object_new_uint64(c->created_realtime_usec));
-        json_object_object_add(o, "stdin", json_object_new_string(stdin_mode_to_string(c->stdin_mode)));
+        json_put(o, "n", json_object_new_uint64(c->n), &oom);
+        json_put(o, "request_id", json_object_new_string(c->request_id), &oom);
+        json_put(o, "unit", json_object_new_string(c->unit), &oom);
+        json_put(o, "argv", json_object_get(argv), &oom);
+        json_put(o, "created_usec", json_object_new_uint64(c->created_realtime_usec), &oom);
+        json_put(o, "stdin", json_object_new_string(stdin_mode_to_string(c->stdin_mode)), &oom);
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 if (c->caller_fd[st]) {
                         char key[32];
 
                         snprintf(key, sizeof(key), "%s_fd", stream_names[st]);
-                        json_object_object_add(o, key, json_object_new_boolean(true));
+                        json_put(o, key, json_object_new_boolean(true), &oom);
                 }
-        json_object_object_add(o, "status", json_object_new_string(command_status_to_string(c->result.status)));
+        json_put(o, "status", json_object_new_string(command_status_to_string(c->result.status)), &oom);
         if (command_status_is_terminal(c->result.status)) {
-                json_object_object_add(o, "exit_code", json_object_new_int(c->result.exit_code));
-                json_object_object_add(o, "signal", json_object_new_int(c->result.signal));
-                json_object_object_add(o, "reason", json_object_new_string(c->result.reason));
-                json_object_object_add(o, "duration_ms", json_object_new_uint64(c->result.duration_ms));
-                json_object_object_add(o, "usage", usage_to_json(&c->result.usage));
+                json_put(o, "exit_code", json_object_new_int(c->result.exit_code), &oom);
+                json_put(o, "signal", json_object_new_int(c->result.signal), &oom);
+                json_put(o, "reason", json_object_new_string(c->result.reason), &oom);
+                json_put(o, "duration_ms", json_object_new_uint64(c->result.duration_ms), &oom);
+                json_put(o, "usage", usage_to_json(&c->result.usage), &oom);
         }
         if (c->output)
                 for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
                         char key[32];
 
                         snprintf(key, sizeof(key), "%s_total", stream_names[st]);
-                        json_object_object_add(o, key, json_object_new_uint64(c->output->total[st]));
+                        json_put(o, key, json_object_new_uint64(c->output->total[st]), &oom);
                         snprintf(key, sizeof(key), "%s_truncated", stream_names[st]);
-                        json_object_object_add(o, key, json_object_new_boolean(c->output->truncated[st]));
+                        json_put(o, key, json_object_new_boolean(c->output->truncated[st]), &oom);
                 }
+
+        if (oom)
+                return log_warning_errno(-ENOMEM, "Failed to save the record of %s, ignoring: %m", c->unit);
 
         r = command_record_path(c, path, sizeof(path));
         if (r >= 0) {

@@ -57,20 +57,23 @@ Manager *daemon_free(Manager *m) {
 /* A session slice no record owns, about to go into the pool: what is still in it, if anything
  * (a unit of a session whose record was lost: a command, a proxy relay that runs), so that no
  * new scope ever gets it. NULL if it is empty. all: sandboxd's units (names, active states). */
-static char *slice_first_user(Manager *m, const char *slice, char **all, char **all_states) {
+/* What still uses the slice of no session, in *ret (NULL: nothing). -ENOMEM rather than NULL when
+ * the answer cannot be allocated: NULL would pool a slice with someone's processes in it. */
+static int slice_first_user(Manager *m, const char *slice, char **all, char **all_states, char **ret) {
         _cleanup_free_ char *proxy_socket = NULL, *proxy_service = NULL;
         const char *id = startswith(slice, "sandboxd-");
-        char sid[17], prefix[64], *ret;
+        char sid[17], prefix[64];
         unsigned n = 0;
         int r;
 
+        *ret = NULL;
         /* pool_adopt() takes only sandboxd-<16 hex>.slice */
         if (!id || strlen(id) != 16 + strlen(".slice"))
-                return NULL;
+                return 0;
         snprintf(sid, sizeof(sid), "%.16s", id);
         snprintf(prefix, sizeof(prefix), "sandboxd-%s-", sid);
         if (systemd_proxy_unit_names(sid, &proxy_socket, &proxy_service) < 0)
-                return strdup("?");
+                return -ENOMEM;
         for (size_t i = 0; all && all[i]; i++) {
                 if (!startswith(all[i], prefix))
                         continue;
@@ -80,15 +83,18 @@ static char *slice_first_user(Manager *m, const char *slice, char **all, char **
                 if (streq(all[i], proxy_service) && !streq_ptr(all_states[i], "active") &&
                     !streq_ptr(all_states[i], "activating") && !streq_ptr(all_states[i], "deactivating"))
                         continue;
-                return strdup(all[i]);
+                *ret = strdup(all[i]);
+                return *ret ? 0 : -ENOMEM;
         }
         /* anything else placed in it, whatever its name */
         r = systemd_count_unit_processes(m->bus, slice, &n);
         if (r < 0)
                 log_debug_errno(r, "Failed to list the processes of %s, ignoring: %m", slice);
-        else if (n > 0 && asprintf(&ret, "%u process(es)", n) >= 0)
-                return ret;
-        return NULL;
+        else if (n > 0 && asprintf(ret, "%u process(es)", n) < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 /* After a restart: sessions and commands from their records, the units and pipes that
@@ -171,9 +177,13 @@ static int daemon_recover(Manager *m) {
                                 found = true;
                 if (!found && (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING)) {
                         /* Its commands, if any, went with it and are reported lost. */
+                        char *reason = strdup("slice-gone");
+
+                        if (!reason)
+                                return log_oom();
                         log_info("The slice of session %s is gone (reboot?): closing it.", s->id);
                         free(s->close_reason);
-                        s->close_reason = strdup("slice-gone");
+                        s->close_reason = reason;
                         s->state = SESSION_CLOSED;
                         session_list_changed(m);
                         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
@@ -216,8 +226,10 @@ static int daemon_recover(Manager *m) {
                         if (streq(*sl, s->slice))
                                 owner = s;
                 if (!owner) {
-                        _cleanup_free_ char *user = slice_first_user(m, *sl, all, all_states);
+                        _cleanup_free_ char *user = NULL;
 
+                        if (slice_first_user(m, *sl, all, all_states, &user) < 0)
+                                return log_oom();
                         pool_adopt(m, *sl, user);
                 }
                 else if (owner->state == SESSION_CLOSED)
@@ -407,13 +419,16 @@ static int setup_sockets(Manager *m, const char *listen_path) {
                 if (r > 0) {
                         /* A pipe end of a running command or a session's proxy socket, kept by
                          * systemd across our restart. */
-                        StoredFd *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(StoredFd));
+                        /* named, or manager_take_stored_fd() never finds it again */
+                        char *name = strdup(names[i]);
+                        StoredFd *a = name ? realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(StoredFd)) : NULL;
                         if (!a) {
+                                free(name);
                                 r = log_oom();
                                 goto finish;
                         }
                         m->stored_fds = a;
-                        a[m->n_stored_fds] = (StoredFd) { .fd = fd, .id = id, .name = strdup(names[i]) };
+                        a[m->n_stored_fds] = (StoredFd) { .fd = fd, .id = id, .name = name };
                         m->n_stored_fds++;
                         continue;
                 }

@@ -96,6 +96,7 @@ static void job_note(Pid1Gate *g, sd_bus_message *reply) {
         (void) sd_bus_message_rewind(reply, true);
         j = calloc(1, sizeof(*j));
         if (!j || !(j->path = strdup(path))) {
+                /* the job then goes uncounted: the gate lets one more call through */
                 free(j);
                 return;
         }

@@ -267,20 +267,22 @@ int scope_userdb_write(const char *dir, const char *name, uid_t uid, const char 
         _cleanup_(closedirp) DIR *d = NULL;
         char file[128], path[PATH_MAX], link[64], mine_u[64], mine_g[64];
         struct dirent *de;
+        bool oom = !u || !g;
         int r;
 
-        if (!u || !g)
+        json_put(u, "userName", json_object_new_string(name), &oom);
+        json_put(u, "uid", json_object_new_uint64(uid), &oom);
+        json_put(u, "gid", json_object_new_uint64(uid), &oom);
+        json_put(u, "realName", json_object_new_string("Dynamic User"), &oom);
+        json_put(u, "homeDirectory", json_object_new_string(home), &oom);
+        json_put(u, "shell", json_object_new_string("/usr/sbin/nologin"), &oom);
+        json_put(u, "disposition", json_object_new_string("dynamic"), &oom);
+        json_put(g, "groupName", json_object_new_string(name), &oom);
+        json_put(g, "gid", json_object_new_uint64(uid), &oom);
+        json_put(g, "disposition", json_object_new_string("dynamic"), &oom);
+
+        if (oom)
                 return -ENOMEM;
-        json_object_object_add(u, "userName", json_object_new_string(name));
-        json_object_object_add(u, "uid", json_object_new_uint64(uid));
-        json_object_object_add(u, "gid", json_object_new_uint64(uid));
-        json_object_object_add(u, "realName", json_object_new_string("Dynamic User"));
-        json_object_object_add(u, "homeDirectory", json_object_new_string(home));
-        json_object_object_add(u, "shell", json_object_new_string("/usr/sbin/nologin"));
-        json_object_object_add(u, "disposition", json_object_new_string("dynamic"));
-        json_object_object_add(g, "groupName", json_object_new_string(name));
-        json_object_object_add(g, "gid", json_object_new_uint64(uid));
-        json_object_object_add(g, "disposition", json_object_new_string("dynamic"));
 
         /* readable by the scope's user: nss-systemd reads them in its own process */
         snprintf(file, sizeof(file), "%s.user", name);

@@ -100,23 +100,27 @@ static int session_dir(Session *s, char *buf, size_t n) {
 
 static json_object *strv_to_json(char * const *l) {
         json_object *a = json_object_new_array();
+        bool oom = !a;
 
         for (size_t i = 0; a && l && l[i]; i++)
-                json_object_array_add(a, json_object_new_string(l[i]));
+                json_push(a, json_object_new_string(l[i]), &oom);
+        if (oom)
+                return json_object_put(a), NULL;
         return a;
 }
 
 static json_object *network_to_json(Session *s) {
         json_object *o = json_object_new_object();
+        bool oom = !o;
 
-        if (!o)
-                return NULL;
-        json_object_object_add(o, "mode", json_object_new_string(network_mode_to_string(s->network)));
+        json_put(o, "mode", json_object_new_string(network_mode_to_string(s->network)), &oom);
         if (s->network == NETWORK_PROXY) {
-                json_object_object_add(o, "deny", strv_to_json(s->net_deny));
+                json_put(o, "deny", strv_to_json(s->net_deny), &oom);
                 if (s->net_allow)
-                        json_object_object_add(o, "allow", strv_to_json(s->net_allow));
+                        json_put(o, "allow", strv_to_json(s->net_allow), &oom);
         }
+        if (oom)
+                return json_object_put(o), NULL;
         return o;
 }
 
@@ -152,32 +156,34 @@ static int strv_from_json(json_object *a, char ***ret) {
 int session_save(Session *s) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *l = json_object_new_object();
         char dir[PATH_MAX], path[PATH_MAX + 32];
+        bool oom = !o || !l;
         int r;
 
-        if (!o || !l)
-                return -ENOMEM;
-        json_object_object_add(o, "id", json_object_new_string(s->id));
-        json_object_object_add(o, "user", json_object_new_string(s->user));
-        json_object_object_add(o, "workspace", json_object_new_string(s->workspace));
+        json_put(o, "id", json_object_new_string(s->id), &oom);
+        json_put(o, "user", json_object_new_string(s->user), &oom);
+        json_put(o, "workspace", json_object_new_string(s->workspace), &oom);
         if (s->tenant)
-                json_object_object_add(o, "tenant", json_object_new_string(s->tenant));
-        json_object_object_add(o, "state", json_object_new_string(session_state_to_string(s->state)));
+                json_put(o, "tenant", json_object_new_string(s->tenant), &oom);
+        json_put(o, "state", json_object_new_string(session_state_to_string(s->state)), &oom);
         if (s->close_reason)
-                json_object_object_add(o, "close_reason", json_object_new_string(s->close_reason));
-        json_object_object_add(l, "memory_max", json_object_new_uint64(s->limits.memory_max));
-        json_object_object_add(l, "cpu_quota", json_object_new_uint64(s->limits.cpu_quota_percent));
-        json_object_object_add(l, "tasks_max", json_object_new_uint64(s->limits.tasks_max));
-        json_object_object_add(o, "limits", json_object_get(l));
-        json_object_object_add(o, "created_usec", json_object_new_uint64(s->created_realtime_usec));
-        json_object_object_add(o, "last_activity_usec", json_object_new_uint64(s->last_activity_realtime_usec));
-        json_object_object_add(o, "closed_usec", json_object_new_uint64(s->closed_realtime_usec));
-        json_object_object_add(o, "ttl_usec", json_object_new_uint64(s->ttl_usec));
-        json_object_object_add(o, "n_commands", json_object_new_uint64(s->n_commands));
-        json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
+                json_put(o, "close_reason", json_object_new_string(s->close_reason), &oom);
+        json_put(l, "memory_max", json_object_new_uint64(s->limits.memory_max), &oom);
+        json_put(l, "cpu_quota", json_object_new_uint64(s->limits.cpu_quota_percent), &oom);
+        json_put(l, "tasks_max", json_object_new_uint64(s->limits.tasks_max), &oom);
+        json_put(o, "limits", json_object_get(l), &oom);
+        json_put(o, "created_usec", json_object_new_uint64(s->created_realtime_usec), &oom);
+        json_put(o, "last_activity_usec", json_object_new_uint64(s->last_activity_realtime_usec), &oom);
+        json_put(o, "closed_usec", json_object_new_uint64(s->closed_realtime_usec), &oom);
+        json_put(o, "ttl_usec", json_object_new_uint64(s->ttl_usec), &oom);
+        json_put(o, "n_commands", json_object_new_uint64(s->n_commands), &oom);
+        json_put(o, "frozen", json_object_new_boolean(s->frozen), &oom);
         if (s->purged)
-                json_object_object_add(o, "purged", json_object_new_boolean(true));
-        json_object_object_add(o, "from_pool", json_object_new_boolean(s->from_pool));
-        json_object_object_add(o, "network", network_to_json(s));
+                json_put(o, "purged", json_object_new_boolean(true), &oom);
+        json_put(o, "from_pool", json_object_new_boolean(s->from_pool), &oom);
+        json_put(o, "network", network_to_json(s), &oom);
+
+        if (oom)
+                return log_warning_errno(-ENOMEM, "Failed to save the record of session %s, ignoring: %m", s->id);
 
         r = session_dir(s, dir, sizeof(dir));
         if (r >= 0) {
