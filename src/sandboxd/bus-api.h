@@ -25,7 +25,8 @@
 #define BUS_OUTPUT_MAX (8U * 1024 * 1024)
 
 /* A method call answered later: once a session is ready or closed, a command started or
- * over, systemd done. It holds the call, never the session (which may go meanwhile). */
+ * over, systemd done. It holds the call and the Op it waits for, never the session (which
+ * may go meanwhile). */
 typedef struct BusPending BusPending;
 struct BusPending {
         Manager *manager;
@@ -35,6 +36,7 @@ struct BusPending {
         Command *command;    /* Run: the command, while the reader is attached */
         OutputReader reader; /* Run: tells when the command is over, or gone */
         FileOp *file_op;     /* a file method: its operation, while it is queued or runs */
+        Op *op;              /* the core's operation it waits for (op.h), freed with it */
         uint64_t bytes;      /* WriteStdin: the bytes given */
         LIST_FIELDS(BusPending, pending);
 };
