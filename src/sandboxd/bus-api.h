@@ -45,7 +45,9 @@ int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **r
 BusPending *bus_pending_free(BusPending *p);
 /* Answers the call with *error (or errno r) and forgets it. */
 void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error);
-/* At exit: calls still waiting are dropped (their callers see the connection go). */
+/* At exit: calls still waiting are dropped (their callers see the connection go; those
+ * of the core's operations were answered at the stop, session_cancel_ops()), and calls
+ * waiting for polkit are answered Stopping (polkit_free_all()). */
 void manager_bus_free(Manager *m);
 
 /* Who sent `call`: its uid, login name (NULL if it has none), and the caller authz_decide()

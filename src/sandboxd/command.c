@@ -1427,6 +1427,10 @@ Command *command_free(Command *c) {
         if (!c)
                 return NULL;
 
+        /* whoever still waits is told while c is whole */
+        op_complete_all(&c->start_ops, -ECANCELED, OP_GONE);
+        op_complete_all(&c->stdin_ops, -ECANCELED, OP_GONE);
+
         if (command_status_is_running(c) && c->session->manager && c->session->manager->n_running > 0)
                 c->session->manager->n_running--;
         if (c->start_call && c->session->manager && c->session->manager->n_starting > 0)
@@ -1438,7 +1442,6 @@ Command *command_free(Command *c) {
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 close_stream(c, st);
         c->stdin_fd = safe_close(c->stdin_fd);
-        op_complete_all(&c->start_ops, -ECANCELED, OP_GONE);
         stdin_close(c, -ECANCELED, OP_GONE);
         pid1_call_cancel(c->start_call);
         sd_bus_slot_unref(c->match_slot);

@@ -112,8 +112,9 @@ int session_record_decode(Session *s, json_object *record, const Config *c);
 int session_wait_ready(Session *s, OpFn fn, void *userdata, Op **ret);
 
 /* Stops the commands and the slice (emptying the workspace first if purge). 1 and *ret
- * pending until it is closed; 0 and *ret NULL when it was closed already; -EBUSY while it
- * is starting. The result, the Op's r or session_close_result() at once: with purge,
+ * pending until it is closed; 0 and *ret NULL when it was closed already, or closed at
+ * once (nothing ran, no purge): the function is never called before the caller has its
+ * handle. -EBUSY while it is starting. The result, the Op's r or session_close_result() at once: with purge,
  * -EIO when emptying failed (s->purge_error says why) and -ESTALE when the session was
  * closed without it, never 0 for a purge that did not happen. fn and ret may both be NULL:
  * nobody waits. */
