@@ -29,6 +29,7 @@ BusPending *bus_pending_free(BusPending *p) {
         if (!p)
                 return NULL;
         output_detach(&p->reader);
+        op_free(p->op); /* its function is never called now */
         if (p->file_op)
                 file_op_detach(p->file_op);
         LIST_REMOVE(pending, p->manager->bus_pending, p);

@@ -25,7 +25,8 @@
 #define BUS_OUTPUT_MAX (8U * 1024 * 1024)
 
 /* A method call answered later: once a session is ready or closed, a command started or
- * over, systemd done. It holds the call, never the session (which may go meanwhile). */
+ * over, systemd done. It holds the call and the Op it waits for, never the session (which
+ * may go meanwhile). */
 typedef struct BusPending BusPending;
 struct BusPending {
         Manager *manager;
@@ -35,6 +36,7 @@ struct BusPending {
         Command *command;    /* Run: the command, while the reader is attached */
         OutputReader reader; /* Run: tells when the command is over, or gone */
         FileOp *file_op;     /* a file method: its operation, while it is queued or runs */
+        Op *op;              /* the core's operation it waits for (op.h), freed with it */
         uint64_t bytes;      /* WriteStdin: the bytes given */
         LIST_FIELDS(BusPending, pending);
 };
@@ -43,7 +45,9 @@ int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **r
 BusPending *bus_pending_free(BusPending *p);
 /* Answers the call with *error (or errno r) and forgets it. */
 void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error);
-/* At exit: calls still waiting are dropped (their callers see the connection go). */
+/* At exit: calls still waiting are dropped (their callers see the connection go; those
+ * of the core's operations were answered at the stop, session_cancel_ops()), and calls
+ * waiting for polkit are answered Stopping (polkit_free_all()). */
 void manager_bus_free(Manager *m);
 
 /* Who sent `call`: its uid, login name (NULL if it has none), and the caller authz_decide()

@@ -243,10 +243,11 @@ static int method_attach(sd_bus_message *call, void *userdata, sd_bus_error *err
         return r;
 }
 
-static void on_stdin_written(Command *c, int r, void *userdata) {
+static void on_stdin_written(Op *op, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
 
-        if (r == -ESHUTDOWN) {
+        p->op = op_free(op);
+        if (r == -ECANCELED) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING,
                                                                 "sandboxd is stopping; what reached the command's stdin is unknown."));
                 return;
@@ -289,7 +290,7 @@ static int method_write_stdin(sd_bus_message *call, void *userdata, sd_bus_error
         if (r < 0)
                 return r;
         p->bytes = n;
-        r = command_write_stdin(c, data ?: "", n, eof, on_stdin_written, p);
+        r = command_write_stdin(c, data ?: "", n, eof, on_stdin_written, p, &p->op);
         if (r < 0) {
                 bus_pending_free(p);
                 if (r == -EPIPE)

@@ -315,33 +315,24 @@ static int watch_stream(Command *c, OutputStream st) {
 
 /* --- stdin ---------------------------------------------------------------------- */
 
-static void stdin_close(Command *c, int r) {
-        StdinWaiter *w;
-
+static void stdin_close(Command *c, int r, const char *message) {
         c->stdin_io = sd_event_source_disable_unref(c->stdin_io);
         if (c->stdin_fd >= 0) {
                 c->stdin_fd = safe_close(c->stdin_fd);
                 fdstore_remove(c, 2);
         }
         buf_done(&c->stdin_pending);
-        while ((w = c->stdin_waiters)) {
-                LIST_REMOVE(waiters, c->stdin_waiters, w);
-                w->fn(c, r, w->userdata);
-                free(w);
-        }
+        op_complete_all(&c->stdin_ops, r, message);
 }
 
 static void stdin_progress(Command *c, size_t written) {
-        StdinWaiter *w, *n;
+        Op *op, *n;
 
-        LIST_FOREACH_SAFE(waiters, w, n, c->stdin_waiters) {
-                w->until = w->until > written ? w->until - written : 0;
-                if (w->until == 0) {
-                        LIST_REMOVE(waiters, c->stdin_waiters, w);
-                        w->fn(c, 0, w->userdata);
-                        free(w);
-                }
-        }
+        LIST_FOREACH_SAFE(ops, op, n, c->stdin_ops)
+                op->until = op->until > written ? op->until - written : 0;
+        /* in the order they were queued: the first ones are done first */
+        while ((op = c->stdin_ops) && op->until == 0)
+                op_complete(op, 0, NULL);
 }
 
 static int on_stdin_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -357,7 +348,7 @@ static int on_stdin_writable(sd_event_source *s, int fd, uint32_t revents, void 
                                 break;
                         /* EPIPE: the command closed its stdin; what is left cannot be delivered */
                         log_debug_errno(-errno, "Failed to write stdin of %s: %m", c->unit);
-                        stdin_close(c, -EPIPE);
+                        stdin_close(c, -EPIPE, "the command closed its stdin");
                         return 0;
                 }
                 done += (size_t) k;
@@ -368,15 +359,15 @@ static int on_stdin_writable(sd_event_source *s, int fd, uint32_t revents, void 
 
         if (c->stdin_pending.len == 0) {
                 if (c->stdin_eof)
-                        stdin_close(c, 0);
+                        stdin_close(c, 0, NULL);
                 else
                         (void) sd_event_source_set_enabled(c->stdin_io, SD_EVENT_OFF);
         }
         return 0;
 }
 
-int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandStdinFn fn, void *userdata) {
-        StdinWaiter *w;
+int command_write_stdin(Command *c, const void *p, size_t n, bool eof, OpFn fn, void *userdata, Op **ret) {
+        _cleanup_(op_freep) Op *op = NULL;
         int r;
 
         if (c->stdin_mode != STDIN_STREAM)
@@ -384,18 +375,15 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandSt
         if (c->stdin_fd < 0 || c->stdin_eof || !command_status_is_running(c))
                 return -EPIPE;
 
+        op = op_new(OP_COMMAND_STDIN, c->session, c, fn, userdata);
+        if (!op)
+                return -ENOMEM;
         r = buf_append(&c->stdin_pending, p, n);
         if (r < 0)
                 return r;
         c->stdin_eof = eof;
-
-        w = calloc(1, sizeof(StdinWaiter));
-        if (!w)
-                return -ENOMEM;
-        w->until = c->stdin_pending.len;
-        w->fn = fn;
-        w->userdata = userdata;
-        LIST_PREPEND(waiters, c->stdin_waiters, w);
+        op->until = c->stdin_pending.len;
+        op_queue(&c->stdin_ops, op);
 
         if (!c->stdin_io) {
                 r = sd_event_add_io(c->session->manager->event, &c->stdin_io, c->stdin_fd, EPOLLOUT, on_stdin_writable, c);
@@ -403,7 +391,11 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandSt
                         return r;
                 (void) sd_event_source_set_description(c->stdin_io, "command-stdin");
         }
-        return sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
+        r = sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(op);
+        return 1;
 }
 
 /* --- the end ------------------------------------------------------------------- */
@@ -610,7 +602,7 @@ static void command_set_result(Command *c, const CommandResult *res) {
                 close_stream(c, st);
                 fdstore_remove(c, st);
         }
-        stdin_close(c, -EPIPE);
+        stdin_close(c, -EPIPE, "the command ended");
         exec_env_remove(c);
 
         (void) command_save(c);
@@ -850,7 +842,7 @@ static int command_watch(Command *c) {
 static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Command *c = userdata;
         Manager *m = c->session->manager;
-        CommandStartedFn fn = TAKE_PTR(c->started_fn);
+        Op *op = c->start_ops;
         Buf line = {};
         int r;
 
@@ -861,16 +853,18 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
 
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 const char *msg = systemd_error_message(reply);
-                void *fn_userdata = c->started_userdata;
                 Session *s = c->session;
 
                 log_error("Failed to start %s: %s", c->unit, msg);
+                /* its caller is told once the command is forgotten, which would cancel it */
+                op_unqueue(op);
+                if (op)
+                        op->command = NULL;
                 /* Never started: nothing to keep. A close waiting for it goes on. */
                 command_remove(c);
                 if (s->state == SESSION_CLOSING)
                         session_command_finished(s, NULL);
-                if (fn)
-                        fn(NULL, -EIO, msg, fn_userdata);
+                op_complete(op, -EIO, msg);
                 return 0;
         }
 
@@ -887,8 +881,7 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         if (r < 0)
                 log_error_errno(r, "Failed to watch %s, ignoring: %m", c->unit);
 
-        if (fn)
-                fn(c, 0, NULL, c->started_userdata);
+        op_complete_all(&c->start_ops, 0, NULL);
         return 0;
 }
 
@@ -1010,8 +1003,7 @@ static int command_open_output(Command *c, bool create) {
         return 0;
 }
 
-int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
-                  RequestError *e) {
+int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata, Op **ret, RequestError *e) {
         Manager *m = s->manager;
         _cleanup_free_ char *cwd = NULL, *exe = NULL, *description = NULL;
         _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL,
@@ -1022,6 +1014,7 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         _cleanup_free_ char *proxy_socket = NULL;
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, in_fd = -EBADF;
         char statedir_ws[256], statedir_home[256], statedir_tmp[256], env_file[PATH_MAX];
+        Op *op = NULL;
         Command *c;
         int r;
 
@@ -1073,8 +1066,12 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
                 return -ENOMEM;
         c->created_realtime_usec = now_usec(CLOCK_REALTIME);
         c->accepted_monotonic_usec = now_usec(CLOCK_MONOTONIC);
-        c->started_fn = fn;
-        c->started_userdata = userdata;
+        op = op_new(OP_COMMAND_START, s, c, fn, userdata);
+        if (!op) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        op_queue(&c->start_ops, op);
         c->stdin_mode = req->stdin_mode;
         c->argv = calloc(strv_length(req->argv) + 1, sizeof(char *));
         if (!c->argv) {
@@ -1195,10 +1192,11 @@ int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, vo
         (void) command_save(c);
 
         log_debug("Starting %s: %s", c->unit, exe);
-        *ret = c;
-        return 0;
+        *ret = op;
+        return 1;
 
 fail:
+        op_free(op); /* not started: its function is never called */
         command_remove(c);
         return r;
 }
@@ -1421,26 +1419,22 @@ void command_remove(Command *c) {
         command_free(c);
 }
 
-void command_abandon_waiters(Command *c) {
-        CommandStartedFn fn = TAKE_PTR(c->started_fn);
-        StdinWaiter *w;
-
+void command_cancel_ops(Command *c, const char *message) {
         /* PID 1 may have the call already: the record written before it says so, and
          * the next sandboxd finds the unit if it was made */
-        if (fn)
-                fn(NULL, -ESHUTDOWN, "sandboxd is stopping", c->started_userdata);
+        op_complete_all(&c->start_ops, -ECANCELED, message);
         /* the stdin pipe stays open (it is in the fd store for the next sandboxd) */
-        while ((w = c->stdin_waiters)) {
-                LIST_REMOVE(waiters, c->stdin_waiters, w);
-                w->fn(c, -ESHUTDOWN, w->userdata);
-                free(w);
-        }
+        op_complete_all(&c->stdin_ops, -ECANCELED, message);
         output_detach_readers(c->output);
 }
 
 Command *command_free(Command *c) {
         if (!c)
                 return NULL;
+
+        /* whoever still waits is told while c is whole */
+        op_complete_all(&c->start_ops, -ECANCELED, OP_GONE);
+        op_complete_all(&c->stdin_ops, -ECANCELED, OP_GONE);
 
         if (command_status_is_running(c) && c->session->manager && c->session->manager->n_running > 0)
                 c->session->manager->n_running--;
@@ -1453,7 +1447,7 @@ Command *command_free(Command *c) {
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 close_stream(c, st);
         c->stdin_fd = safe_close(c->stdin_fd);
-        stdin_close(c, -ESHUTDOWN);
+        stdin_close(c, -ECANCELED, OP_GONE);
         pid1_call_cancel(c->start_call);
         sd_bus_slot_unref(c->match_slot);
         pid1_call_cancel(c->state_call);

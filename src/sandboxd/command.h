@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "manager.h"
+#include "op.h"
 #include "output.h"
 #include "request.h"
 #include "result.h"
@@ -13,25 +14,11 @@
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-/* r >= 0: the unit was accepted by systemd; r < 0: it was not, `message` says why, and the
- * command is already forgotten (c is NULL). */
 /* Commands running or starting on the host at most, with the units of finished ones
  * still being stopped (unit_release()): systemd holds a match rule on the bus for each
  * (the reference AddRef= gives sandboxd) and sandboxd one, of the 512 dbus-daemon allows
  * a connection; past this, new commands get 503 overloaded. */
 #define COMMANDS_RUNNING_MAX 256
-
-typedef void (*CommandStartedFn)(Command *c, int r, const char *message, void *userdata);
-/* A POST .../stdin finished: r < 0 if the command went away first. */
-typedef void (*CommandStdinFn)(Command *c, int r, void *userdata);
-
-typedef struct StdinWaiter StdinWaiter;
-struct StdinWaiter {
-        size_t until; /* done once this many more bytes were written */
-        CommandStdinFn fn;
-        void *userdata;
-        LIST_FIELDS(StdinWaiter, waiters);
-};
 
 struct Command {
         Session *session;
@@ -54,7 +41,7 @@ struct Command {
         sd_event_source *stdin_io;
         Buf stdin_pending;
         bool stdin_eof;        /* close once pending is written */
-        StdinWaiter *stdin_waiters;
+        Op *stdin_ops;         /* command_write_stdin(), each until its bytes are written */
 
         sd_bus_slot *match_slot;
         bool start_unconfirmed; /* recovered while PID 1 had not answered its start */
@@ -71,18 +58,18 @@ struct Command {
         bool user_recorded;   /* the session's user records are those of the unit's uid */
         int pending_signal;   /* asked for before that; sent once it is so */
 
-        CommandStartedFn started_fn;
-        void *started_userdata;
+        Op *start_ops;        /* command_start(): at most one, until PID 1 answers */
 
         LIST_FIELDS(Command, commands);
         UT_hash_handle hh;   /* in the session's commands_by_id (while it is the newest of its id) */
         bool hashed;
 };
 
-/* Validates what depends on the session (cwd, executable, limits), then starts the unit.
- * `fn` is called once systemd answers. Returns -EINVAL with *error set for bad input. */
-int command_start(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
-                  RequestError *error);
+/* Validates what depends on the session (cwd, executable, limits), then starts the unit:
+ * 1 and *ret pending (op.h), (*ret)->command the new command, until systemd answers: r >= 0,
+ * the unit was accepted; r < 0, it was not, the message says why, and the command is
+ * already forgotten (op->command is NULL). Returns -EINVAL with *error set for bad input. */
+int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata, Op **ret, RequestError *error);
 
 /* Rebuilds a command of s from its record after a restart, with what the fd store gave
  * back for it. */
@@ -94,10 +81,10 @@ int command_record_decode(Session *s, json_object *record, Command **ret);
 
 /* Forgets the command and its spool (it must be terminal). */
 void command_remove(Command *c);
-/* sandboxd stops: whoever waits for the start of c or for its stdin to be written is
- * told -ESHUTDOWN, once; its streams end where they are (a client re-attaches at its
- * offset). The command itself goes on. */
-void command_abandon_waiters(Command *c);
+/* sandboxd stops (or c goes): the pending Ops of its start and stdin complete with
+ * -ECANCELED and message, once; its streams end where they are (a client re-attaches at
+ * its offset). The command itself goes on. */
+void command_cancel_ops(Command *c, const char *message);
 Command *command_free(Command *c);
 
 /* The unit of a finished command (its result recorded, or no command left to record it):
@@ -111,8 +98,10 @@ UnitRelease *unit_release_free(UnitRelease *u);
 int command_signal_from_string(const char *name);
 /* Sends `sig` to every process of the command's unit; -ESRCH if it is not running. */
 int command_signal(Command *c, int sig);
-/* Queues bytes for a command started with "stdin":"stream"; fn runs once written. */
-int command_write_stdin(Command *c, const void *p, size_t n, bool eof, CommandStdinFn fn, void *userdata);
+/* Queues bytes for a command started with "stdin":"stream": 1 and *ret pending until they
+ * are in the pipe (0), or the pipe closed first (-EPIPE: the command closed its stdin or
+ * ended). -ENOTTY: not streamed; -EPIPE: its stdin is closed already. */
+int command_write_stdin(Command *c, const void *p, size_t n, bool eof, OpFn fn, void *userdata, Op **ret);
 /* Stops a running command (its unit); the result follows as usual. */
 int command_stop(Command *c);
 

@@ -330,7 +330,7 @@ static void daemon_stop(Manager *m) {
                 return;
         m->stopping = true;
         LIST_FOREACH(sessions, s, m->sessions)
-                session_abandon_waiters(s);
+                session_cancel_ops(s, OP_STOPPING);
         file_ops_abandon(m->file_ops);
         r = sd_event_add_defer(m->event, &m->stop_defer, on_stop, m);
         if (r >= 0) {

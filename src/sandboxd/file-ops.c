@@ -75,7 +75,7 @@ FileOp *file_op_free(FileOp *op) {
 
 /* --- the workers ------------------------------------------------------------------- */
 
-static int op_read(FileOp *op, Workspace *ws) {
+static int file_op_read(FileOp *op, Workspace *ws) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
@@ -98,7 +98,7 @@ static int op_read(FileOp *op, Workspace *ws) {
         return r;
 }
 
-static int op_run(FileOp *op) {
+static int file_op_run(FileOp *op) {
         _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         int r;
 
@@ -116,7 +116,7 @@ static int op_run(FileOp *op) {
         case FILE_OP_STAT:
                 return files_stat(&ws, op->path, &op->st);
         case FILE_OP_READ:
-                return op_read(op, &ws);
+                return file_op_read(op, &ws);
         case FILE_OP_MKDIR:
                 return files_mkdir_p(&ws, op->path, 0700, &op->created, &op->st);
         case FILE_OP_REMOVE:
@@ -128,7 +128,7 @@ static int op_run(FileOp *op) {
         }
 }
 
-static void op_unlink(FileOps *f, FileOp *op) {
+static void file_op_unlink(FileOps *f, FileOp *op) {
         if (op->ops_prev)
                 op->ops_prev->ops_next = op->ops_next;
         else
@@ -174,7 +174,7 @@ static void *worker_thread(void *userdata) {
                 f->n_running++;
                 pthread_mutex_unlock(&f->lock);
 
-                r = op_run(op);
+                r = file_op_run(op);
 
                 pthread_mutex_lock(&f->lock);
                 op->result = r;
@@ -190,7 +190,7 @@ static void *worker_thread(void *userdata) {
 
 /* --- the loop's side ---------------------------------------------------------------- */
 
-static void op_finish(FileOp *op, int r) {
+static void file_op_finish(FileOp *op, int r) {
         FileOpDoneFn done = op->done;
 
         op->done = NULL;
@@ -210,7 +210,7 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 next = op->ops_next;
                 if (op->state != FILE_OP_FINISHED)
                         continue;
-                op_unlink(f, op);
+                file_op_unlink(f, op);
                 op->ops_next = finished;
                 finished = op;
                 f->n_done++;
@@ -219,7 +219,7 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
         for (op = finished; op; op = next) {
                 next = op->ops_next;
-                op_finish(op, op->result);
+                file_op_finish(op, op->result);
                 file_op_free(op);
         }
         return 0;
@@ -286,8 +286,8 @@ FileOps *file_ops_free(FileOps *f) {
                 (void) pthread_join(f->threads[i], NULL);
 
         while ((op = f->head)) {
-                op_unlink(f, op);
-                op_finish(op, -ESHUTDOWN);
+                file_op_unlink(f, op);
+                file_op_finish(op, -ECANCELED);
                 file_op_free(op);
         }
         sd_event_source_disable_unref(f->event);
@@ -307,7 +307,7 @@ int file_ops_submit(FileOps *f, FileOp *op, bool internal, FileOpDoneFn done, vo
 
         pthread_mutex_lock(&f->lock);
         if (f->abandoned)
-                r = -ESHUTDOWN;
+                r = -ECANCELED;
         else if (f->n_ops >= FILE_OPS_MAX)
                 r = -EAGAIN;
         else if (!internal) {
@@ -318,7 +318,7 @@ int file_ops_submit(FileOps *f, FileOp *op, bool internal, FileOpDoneFn done, vo
                         r = -EBUSY;
         }
         if (r < 0) {
-                if (r != -ESHUTDOWN)
+                if (r != -ECANCELED)
                         f->n_refused++;
                 pthread_mutex_unlock(&f->lock);
                 file_op_free(op);
@@ -349,7 +349,7 @@ void file_op_detach(FileOp *op) {
         op->done = NULL;
         pthread_mutex_lock(&f->lock);
         if (op->state == FILE_OP_QUEUED) {
-                op_unlink(f, op);
+                file_op_unlink(f, op);
                 pthread_mutex_unlock(&f->lock);
                 file_op_free(op);
                 return;
@@ -369,7 +369,7 @@ void file_ops_abandon(FileOps *f) {
                 next = op->ops_next;
                 atomic_store(&op->cancel, true);
                 if (op->state == FILE_OP_QUEUED) {
-                        op_unlink(f, op);
+                        file_op_unlink(f, op);
                         op->ops_next = dropped;
                         dropped = op;
                 }
@@ -379,7 +379,7 @@ void file_ops_abandon(FileOps *f) {
         /* The done functions run without the lock: they may detach others. */
         for (op = dropped; op; op = next) {
                 next = op->ops_next;
-                op_finish(op, -ESHUTDOWN);
+                file_op_finish(op, -ECANCELED);
                 file_op_free(op);
         }
         for (;;) {
@@ -390,7 +390,7 @@ void file_ops_abandon(FileOps *f) {
                 if (!waiting)
                         break;
                 /* running or finished: reaped later, its result unread */
-                op_finish(waiting, -ESHUTDOWN);
+                file_op_finish(waiting, -ECANCELED);
         }
 }
 

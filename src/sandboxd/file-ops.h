@@ -19,7 +19,7 @@
  * FILE_OPS_SESSION_MAX per session (more is refused, not queued), at most
  * FILE_OPS_SESSION_RUNNING_MAX of one session running at once, so one session's walks
  * leave workers to the others. The loop learns of finished operations through an eventfd
- * and calls each one's done function exactly once: with the result, or -ESHUTDOWN when
+ * and calls each one's done function exactly once: with the result, or -ECANCELED when
  * sandboxd stops first; never after file_op_detach(). */
 
 #define FILE_OPS_WORKERS 4U
@@ -41,7 +41,7 @@ typedef enum FileOpKind {
 typedef struct FileOps FileOps;
 typedef struct FileOp FileOp;
 
-/* r: the operation's result (files.h's errors), or -ESHUTDOWN when sandboxd stops. */
+/* r: the operation's result (files.h's errors), or -ECANCELED when sandboxd stops. */
 typedef void (*FileOpDoneFn)(FileOp *op, int r, void *userdata);
 
 typedef enum FileOpState {
@@ -85,17 +85,17 @@ FileOp *file_op_free(FileOp *op);
 DEFINE_TRIVIAL_CLEANUP_FUNC(FileOp *, file_op_free);
 
 int file_ops_new(sd_event *e, FileOps **ret);
-/* Cancels the walks, waits for the threads; whoever still waits is told -ESHUTDOWN. */
+/* Cancels the walks, waits for the threads; whoever still waits is told -ECANCELED. */
 FileOps *file_ops_free(FileOps *f);
 
 /* Queues op (taken, also on failure). internal: sandboxd's own (the disk usage), not
  * counted against the session's share. -EBUSY: the session has FILE_OPS_SESSION_MAX queued
- * or running; -EAGAIN: FILE_OPS_MAX in all; -ESHUTDOWN: sandboxd stops. */
+ * or running; -EAGAIN: FILE_OPS_MAX in all; -ECANCELED: sandboxd stops. */
 int file_ops_submit(FileOps *f, FileOp *op, bool internal, FileOpDoneFn done, void *userdata);
 /* The waiter goes away: done is not called; a queued op is dropped, a running one finishes
  * (a walk stops early) and is freed. */
 void file_op_detach(FileOp *op);
-/* sandboxd stops: every waiter is told -ESHUTDOWN now, queued operations are dropped,
+/* sandboxd stops: every waiter is told -ECANCELED now, queued operations are dropped,
  * running walks stop early, and nothing more is taken. */
 void file_ops_abandon(FileOps *f);
 

@@ -46,7 +46,7 @@ static void on_file_op_done(FileOp *op, int r, void *userdata) {
         Session *s;
 
         p->file_op = NULL;
-        if (r == -ESHUTDOWN) {
+        if (r == -ECANCELED) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
                 return;
         }
@@ -150,7 +150,7 @@ static int submit(sd_bus_message *call, Session *s, FileOpKind kind, const char 
                 return sd_bus_error_setf(error, BUS_ERROR_TOO_MANY_FILE_OPERATIONS,
                                          "This session has %u file operations queued or running; wait for one to finish.",
                                          FILE_OPS_SESSION_MAX);
-        if (r == -EAGAIN || r == -ESHUTDOWN)
+        if (r == -EAGAIN || r == -ECANCELED)
                 return sd_bus_error_setf(error, BUS_ERROR_OVERLOADED,
                                          "sandboxd has %u file operations queued or running; ask again shortly.", FILE_OPS_MAX);
         return r < 0 ? r : 1;

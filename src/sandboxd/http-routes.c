@@ -216,6 +216,11 @@ static int route_undrain(HttpRequest *r) {
 
 /* --- sessions ------------------------------------------------------------- */
 
+static unsigned refuse(struct MHD_Response **ret_resp, const char *code, const char *message) {
+        *ret_resp = http_error_response(code, message);
+        return http_error_status(code);
+}
+
 /* A request that waited when sandboxd began to stop: 503, ask again once it is back. */
 static void complete_stopping(HttpRequest *r, const char *what) {
         char msg[256];
@@ -228,11 +233,12 @@ static void complete_stopping(HttpRequest *r, const char *what) {
         http_complete(r, http_error_status("stopping"), resp);
 }
 
-static void on_session_ready(Session *s, int ret, void *userdata) {
+static void on_session_ready(Op *op, int ret, const char *message, void *userdata) {
         HttpRequest *r = userdata;
+        Session *s = op->session;
 
-        r->session = NULL;
-        if (ret == -ESHUTDOWN)
+        r->op = op_free(op);
+        if (ret == -ECANCELED)
                 complete_stopping(r, "the session's slice may exist: ask again for the same scope once it is back.");
         else if (ret < 0)
                 http_complete_error(r, "systemd_failed", s->error ?: "systemd could not create the session's slice.");
@@ -287,13 +293,12 @@ static int route_create_session(HttpRequest *r) {
         if (s->state != SESSION_STARTING)
                 return queue_session(r, r->status, s);
 
-        http_suspend(r);
-        r->session = s;
-        ret = session_wait_ready(s, on_session_ready, r);
-        if (ret < 0) {
-                http_resume(r);
+        ret = session_wait_ready(s, on_session_ready, r, &r->op);
+        if (ret < 0)
                 return http_queue_error(r, "internal", strerror(-ret));
-        }
+        if (ret == 0)
+                return queue_session(r, r->status, s);
+        http_suspend(r);
         return MHD_YES;
 }
 
@@ -325,24 +330,38 @@ static int route_list_sessions(HttpRequest *r) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
-static void on_session_closed(Session *s, int ret, void *userdata) {
-        HttpRequest *r = userdata;
+/* The answer to a close that is over: ret is its result (session.h). */
+static unsigned closed_answer(Session *s, int ret, struct MHD_Response **ret_resp) {
         _cleanup_free_ char *msg = NULL;
 
         if (ret == -EIO) {
-                (void) asprintf(&msg, "The session is closed, but emptying its workspace failed: %s",
-                                s->purge_error ?: "?");
-                http_complete_error(r, "purge_failed", msg ?: "?");
-        } else if (ret == -ESTALE)
-                http_complete_error(r, "not_purged", "The session was closed without ?purge=true: its "
-                                                                "workspace stays. Create a session of the scope and "
-                                                                "close that one with ?purge=true.");
-        else if (ret == -ESHUTDOWN)
+                if (asprintf(&msg, "The session is closed, but emptying its workspace failed: %s", s->purge_error ?: "?") < 0)
+                        msg = NULL;
+                return refuse(ret_resp, "purge_failed", msg ?: "?");
+        }
+        if (ret == -ESTALE)
+                return refuse(ret_resp, "not_purged", "The session was closed without ?purge=true: its workspace "
+                                                      "stays. Create a session of the scope and close that one with "
+                                                      "?purge=true.");
+        if (ret < 0)
+                return refuse(ret_resp, "internal", "The session went away.");
+        *ret_resp = session_response(s);
+        return MHD_HTTP_OK;
+}
+
+static void on_session_closed(Op *op, int ret, const char *message, void *userdata) {
+        HttpRequest *r = userdata;
+        Session *s = op->session;
+        struct MHD_Response *resp = NULL;
+        unsigned status;
+
+        r->op = op_free(op);
+        if (ret == -ECANCELED) {
                 complete_stopping(r, "the session goes on closing: ask again once it is back.");
-        else if (ret < 0)
-                http_complete_error(r, "internal", "The session went away.");
-        else
-                http_complete(r, MHD_HTTP_OK, session_response(s));
+                return;
+        }
+        status = closed_answer(s, ret, &resp);
+        http_complete(r, status, resp);
 }
 
 static int route_get_session(HttpRequest *r) {
@@ -358,12 +377,17 @@ static int route_delete_session(HttpRequest *r) {
         if (s->state == SESSION_STARTING)
                 return http_queue_error(r, "session_starting", "The session is still starting.");
 
-        http_suspend(r);
-        ret = session_close(s, "deleted", purge, on_session_closed, r);
-        if (ret < 0) {
-                http_resume(r);
+        ret = session_close(s, "deleted", purge, on_session_closed, r, &r->op);
+        if (ret < 0)
                 return http_queue_error(r, "internal", strerror(-ret));
+        if (ret == 0) {
+                /* closed already, or at once */
+                struct MHD_Response *resp = NULL;
+                unsigned status = closed_answer(s, session_close_result(s, purge), &resp);
+
+                return http_queue(r, status, resp);
         }
+        http_suspend(r);
         return MHD_YES;
 }
 
@@ -385,12 +409,14 @@ static int route_activity(HttpRequest *r) {
         return queue_session(r, MHD_HTTP_OK, s);
 }
 
-static void on_frozen(Session *s, int ret, const char *message, void *userdata) {
+static void on_frozen(Op *op, int ret, const char *message, void *userdata) {
         HttpRequest *r = userdata;
+        Session *s = op->session;
 
+        r->op = op_free(op);
         if (ret == -ESTALE)
                 http_complete_error(r, "session_not_active", "The session is closing.");
-        else if (ret == -ESHUTDOWN)
+        else if (ret == -ECANCELED)
                 complete_stopping(r, "whether the session is frozen: ask again once it is back.");
         else if (ret < 0)
                 http_complete_error(r, "systemd_failed", message);
@@ -404,8 +430,7 @@ static int freeze_session(HttpRequest *r, bool freeze) {
 
         if (require_active(r, s) < 0)
                 return MHD_YES;
-        r->session = s;
-        ret = session_freeze(s, freeze, on_frozen, r);
+        ret = session_freeze(s, freeze, on_frozen, r, &r->op);
         if (ret == -EOPNOTSUPP)
                 return http_queue_error(r, "unsupported", "Freezing needs cgroup v2; on this host the cgroup hierarchy is v1 or hybrid, "
                                         "where systemd cannot freeze units.");
@@ -442,12 +467,13 @@ static struct MHD_Response *accepted_response(Command *c) {
         return resp;
 }
 
-static void on_command_started(Command *c, int ret, const char *message, void *userdata) {
+static void on_command_started(Op *op, int ret, const char *message, void *userdata) {
         HttpRequest *r = userdata;
+        Command *c = op->command;
         char msg[512];
 
-        r->command = NULL;
-        if (ret == -ESHUTDOWN) {
+        r->op = op_free(op);
+        if (ret == -ECANCELED) {
                 complete_stopping(r, "the command may have started: look it up by its request id once it is back.");
                 return;
         }
@@ -481,7 +507,7 @@ static int route_start_command(HttpRequest *r) {
 
         if (s->manager->draining && !(req.request_id && session_find_command(s, req.request_id)))
                 return refuse_draining(r);
-        ret = session_exec(s, &req, on_command_started, r, &c, &e);
+        ret = session_exec(s, &req, on_command_started, r, &c, &r->op, &e);
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
         if (ret == 0) {
@@ -492,7 +518,6 @@ static int route_start_command(HttpRequest *r) {
         }
 
         r->status = wait ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED;
-        r->command = c;
         http_suspend(r);
         return MHD_YES;
 }
@@ -583,11 +608,12 @@ static int route_signal(HttpRequest *r) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
-static void on_stdin_written(Command *c, int ret, void *userdata) {
+static void on_stdin_written(Op *op, int ret, const char *message, void *userdata) {
         HttpRequest *r = userdata;
         char json[128];
 
-        if (ret == -ESHUTDOWN) {
+        r->op = op_free(op);
+        if (ret == -ECANCELED) {
                 complete_stopping(r, "what reached the command's stdin is unknown.");
                 return;
         }
@@ -607,7 +633,7 @@ static int route_stdin(HttpRequest *r) {
                 return http_queue_error(r, "invalid_value", "?eof= must be 1 or 0.");
         if (c->stdin_mode != STDIN_STREAM)
                 return http_queue_error(r, "stdin_not_streamed", "The command was not started with \"stdin\":\"stream\".");
-        ret = command_write_stdin(c, r->body.data ?: "", r->body.len, eof, on_stdin_written, r);
+        ret = command_write_stdin(c, r->body.data ?: "", r->body.len, eof, on_stdin_written, r, &r->op);
         if (ret == -EPIPE)
                 return http_queue_error(r, "stdin_closed", "The command's stdin is closed (it finished, or an earlier ?eof=1 closed it).");
         if (ret < 0)
@@ -620,11 +646,6 @@ static int route_stdin(HttpRequest *r) {
 
 /* A listing holds at most this many entries ("truncated":true beyond). */
 #define FILES_LIST_MAX 100000
-
-static unsigned refuse(struct MHD_Response **ret_resp, const char *code, const char *message) {
-        *ret_resp = http_error_response(code, message);
-        return http_error_status(code);
-}
 
 /* The answer to a failed file operation (files_request_error(), the same for D-Bus). */
 static unsigned files_error(Manager *m, int err, struct MHD_Response **ret_resp) {
@@ -736,7 +757,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
         Session *s;
 
         r->file_op = NULL;
-        if (ret == -ESHUTDOWN) {
+        if (ret == -ECANCELED) {
                 complete_stopping(r, "ask again once it is back.");
                 return;
         }
@@ -803,7 +824,7 @@ static int queue_file_op(HttpRequest *r, FileOp *op) {
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
                 return http_queue(r, http_error_status("too_many_file_operations"), resp);
         }
-        if (ret == -EAGAIN || ret == -ESHUTDOWN) {
+        if (ret == -EAGAIN || ret == -ECANCELED) {
                 snprintf(msg, sizeof(msg), "sandboxd has %u file operations queued or running; ask again shortly.",
                          FILE_OPS_MAX);
                 resp = http_error_response("overloaded", msg);

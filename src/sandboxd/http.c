@@ -488,8 +488,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 
         if (!r)
                 return;
-        if (r->command && r->command->started_userdata == r)
-                r->command->started_fn = NULL; /* the start callback must not touch us anymore */
+        r->op = op_free(r->op);     /* its function is never called now */
         file_op_detach(r->file_op); /* nor a file operation's */
         if (r->suspended) {
                 r->suspended = false;

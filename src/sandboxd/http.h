@@ -67,8 +67,8 @@ struct HttpRequest {
         unsigned status;
 
         FileOp *file_op;           /* the file API's work, on its threads */
-        Session *session;          /* waited for */
-        Command *command;          /* being started */
+        Op *op;                    /* the core's operation it waits for (op.h): a session's start,
+                                    * close, freeze or thaw, a command's start, stdin */
 };
 
 int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret);

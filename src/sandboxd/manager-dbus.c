@@ -48,10 +48,12 @@ static int reply_session(sd_bus_message *call, Session *s) {
         return sd_bus_reply_method_return(call, "so", s->id, path);
 }
 
-static void on_session_ready(Session *s, int r, void *userdata) {
+static void on_session_ready(Op *op, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
+        Session *s = op->session;
 
-        if (r == -ESHUTDOWN) {
+        p->op = op_free(op);
+        if (r == -ECANCELED) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
                 return;
         }
@@ -107,10 +109,10 @@ static int method_create_session(sd_bus_message *call, void *userdata, sd_bus_er
         r = bus_pending_new(m, call, s, &p);
         if (r < 0)
                 return r;
-        r = session_wait_ready(s, on_session_ready, p);
-        if (r < 0) {
+        r = session_wait_ready(s, on_session_ready, p, &p->op);
+        if (r <= 0) {
                 bus_pending_free(p);
-                return r;
+                return r < 0 ? r : reply_session(call, s);
         }
         return 1;
 }

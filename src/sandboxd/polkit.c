@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include "bus-util.h"
 #include "list.h"
 #include "log.h"
 #include "polkit.h"
@@ -229,6 +230,27 @@ unsigned polkit_pending(Manager *m) {
 }
 
 void polkit_free_all(Manager *m) {
-        while (m->polkit_queries)
-                query_free(m->polkit_queries);
+        PolkitQuery *q, *n;
+
+        while ((q = m->polkit_queries)) {
+                sd_bus_message *call = sd_bus_message_ref(q->call);
+                bool waiting = false;
+
+                LIST_FOREACH(queries, q, m->polkit_queries)
+                        if (q->call == call && q->answer == POLKIT_WAITING)
+                                waiting = true;
+                /* Its handler never comes back: the caller is told now, once, rather than
+                 * left to its timeout. A call whose answer is in was dispatched again, and
+                 * answered by its handler (or by sd-bus), or is dropped with the bus. */
+                if (waiting) {
+                        int r = sd_bus_reply_method_errorf(call, BUS_ERROR_STOPPING,
+                                                           "sandboxd is stopping; ask again once it is back.");
+                        if (r < 0)
+                                log_debug_errno(r, "Failed to answer a call waiting for polkit, ignoring: %m");
+                }
+                LIST_FOREACH_SAFE(queries, q, n, m->polkit_queries)
+                        if (q->call == call)
+                                query_free(q);
+                sd_bus_message_unref(call);
+        }
 }

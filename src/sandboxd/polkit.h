@@ -35,6 +35,10 @@ void polkit_forget(Manager *m, sd_bus_message *call);
 /* Questions still waiting for polkit. */
 unsigned polkit_pending(Manager *m);
 
+/* At exit (manager_bus_free(), before the bus is flushed and closed): every call still
+ * waiting for polkit is answered now, once, with io.sandboxd.sandbox1.Error.Stopping (the
+ * error table's "stopping"), since its handler never runs again; then all is forgotten.
+ * The check itself is not an Op (op.h): the call, dispatched again, is its handle. */
 void polkit_free_all(Manager *m);
 
 typedef struct PolkitScope {

@@ -262,10 +262,12 @@ static void run_wait(BusPending *p, Command *c) {
         output_attach(c->output, &p->reader, c->output->log_size);
 }
 
-static void on_exec_started(Command *c, int r, const char *message, void *userdata) {
+static void on_exec_started(Op *op, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
+        Command *c = op->command;
 
-        if (r == -ESHUTDOWN) {
+        p->op = op_free(op);
+        if (r == -ECANCELED) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING,
                                                                 "sandboxd is stopping; the command may have started: "
                                                                 "look it up by its request id once it is back."));
@@ -308,7 +310,7 @@ int bus_session_exec(sd_bus_message *call, Session *s, bool run, sd_bus_error *e
         if (r < 0)
                 return r;
         p->run = run;
-        r = session_exec(s, &req, on_exec_started, p, &c, &e);
+        r = session_exec(s, &req, on_exec_started, p, &c, &p->op, &e);
         if (r < 0) {
                 bus_pending_free(p);
                 return bus_error_set_request(error, r, &e);
@@ -331,9 +333,8 @@ static int method_run(sd_bus_message *call, void *userdata, sd_bus_error *error)
         return bus_session_exec(call, userdata, true, error);
 }
 
-static void on_closed(Session *s, int r, void *userdata) {
-        BusPending *p = userdata;
-
+/* A close is over: r its result (session.h). */
+static void reply_closed(BusPending *p, Session *s, int r) {
         if (r == -EIO) {
                 _cleanup_free_ char *msg = NULL;
 
@@ -342,7 +343,7 @@ static void on_closed(Session *s, int r, void *userdata) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_PURGE_FAILED, msg ?: "?"));
                 return;
         }
-        if (r == -ESHUTDOWN) {
+        if (r == -ECANCELED) {
                 bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
                 return;
         }
@@ -361,6 +362,14 @@ static void on_closed(Session *s, int r, void *userdata) {
         bus_pending_free(p);
 }
 
+static void on_closed(Op *op, int r, const char *message, void *userdata) {
+        BusPending *p = userdata;
+        Session *s = op->session;
+
+        p->op = op_free(op);
+        reply_closed(p, s, r);
+}
+
 int bus_session_close(sd_bus_message *call, Session *s, bool purge, sd_bus_error *error) {
         Manager *m = s->manager;
         BusPending *p;
@@ -377,11 +386,13 @@ int bus_session_close(sd_bus_message *call, Session *s, bool purge, sd_bus_error
         r = bus_pending_new(m, call, s, &p);
         if (r < 0)
                 return r;
-        r = session_close(s, "deleted", purge, on_closed, p);
+        r = session_close(s, "deleted", purge, on_closed, p, &p->op);
         if (r < 0) {
                 bus_pending_free(p);
                 return r;
         }
+        if (r == 0)
+                reply_closed(p, s, session_close_result(s, purge)); /* closed already, or at once */
         return 1;
 }
 
@@ -394,15 +405,17 @@ static int method_close(sd_bus_message *call, void *userdata, sd_bus_error *erro
         return bus_session_close(call, userdata, purge, error);
 }
 
-static void on_frozen(Session *s, int r, const char *message, void *userdata) {
+static void on_frozen(Op *op, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
+        Session *s = op->session;
 
+        p->op = op_free(op);
         if (r < 0) {
                 sd_bus_error e = SD_BUS_ERROR_NULL;
 
                 if (r == -ESTALE)
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SESSION_NOT_ACTIVE, "Session %s is closing.", s->id);
-                else if (r == -ESHUTDOWN)
+                else if (r == -ECANCELED)
                         (void) sd_bus_error_set(&e, BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back.");
                 else
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s", message);
@@ -434,7 +447,7 @@ static int session_freeze_thaw(sd_bus_message *call, Session *s, bool freeze, sd
         r = bus_pending_new(m, call, s, &p);
         if (r < 0)
                 return r;
-        r = session_freeze(s, freeze, on_frozen, p);
+        r = session_freeze(s, freeze, on_frozen, p, &p->op);
         if (r < 0) {
                 bus_pending_free(p);
                 if (r == -EOPNOTSUPP)

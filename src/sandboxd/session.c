@@ -70,26 +70,17 @@ static int purge_result(Session *s) {
         return s->purge_error ? -EIO : -ESTALE;
 }
 
-static void run_waiters(SessionWaiter **list, Session *s, int r) {
-        SessionWaiter *w;
-
-        while ((w = *list)) {
-                LIST_REMOVE(waiters, *list, w);
-                w->fn(s, r >= 0 && w->purge ? purge_result(s) : r, w->userdata);
-                free(w);
-        }
+int session_close_result(Session *s, bool purge) {
+        return purge ? purge_result(s) : 0;
 }
 
-static int add_waiter(SessionWaiter **list, SessionReadyFn fn, void *userdata, bool purge) {
-        SessionWaiter *w = calloc(1, sizeof(SessionWaiter));
+/* The closes waited for are over: each is told how its purge went, if it asked for one. */
+static void complete_close_ops(Session *s, int r, const char *message) {
+        while (s->close_ops) {
+                Op *op = s->close_ops;
 
-        if (!w)
-                return -ENOMEM;
-        w->fn = fn;
-        w->userdata = userdata;
-        w->purge = purge;
-        LIST_PREPEND(waiters, *list, w);
-        return 0;
+                op_complete(op, r >= 0 ? session_close_result(s, op->purge) : r, message);
+        }
 }
 
 /* --- records ------------------------------------------------------------------ */
@@ -241,9 +232,6 @@ uint64_t session_expiry(Session *s) {
         return MIN(s->last_activity_realtime_usec + s->ttl_usec, s->created_realtime_usec + c->max_lifetime_usec);
 }
 
-static void on_closed_expiry(Session *s, int r, void *userdata) {
-}
-
 static int on_expiry(sd_event_source *es, uint64_t usec, void *userdata) {
         Session *s = userdata;
         const Config *c = &s->manager->config;
@@ -270,13 +258,13 @@ static int on_expiry(sd_event_source *es, uint64_t usec, void *userdata) {
         case SESSION_ACTIVE:
                 if (now >= s->created_realtime_usec + c->max_lifetime_usec) {
                         log_info("Session %s reached its maximum lifetime, closing.", s->id);
-                        (void) session_close(s, "lifetime", false, on_closed_expiry, NULL);
+                        (void) session_close(s, "lifetime", false, NULL, NULL, NULL);
                 } else if (session_count_running(s) > 0) {
                         /* Running commands keep a session alive. */
                         session_touch(s);
                 } else if (now >= s->last_activity_realtime_usec + s->ttl_usec) {
                         log_info("Session %s was idle for %" PRIu64 " s, closing.", s->id, s->ttl_usec / USEC_PER_SEC);
-                        (void) session_close(s, "idle", false, on_closed_expiry, NULL);
+                        (void) session_close(s, "idle", false, NULL, NULL, NULL);
                 } else
                         session_arm_expiry(s);
                 return 0;
@@ -420,7 +408,7 @@ static void session_set_active(Session *s) {
         manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         (void) session_save(s);
         session_arm_expiry(s);
-        run_waiters(&s->waiters, s, 0);
+        op_complete_all(&s->ready_ops, 0, NULL);
 }
 
 static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -436,7 +424,7 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 s->error = strdup(msg);
                 s->state = SESSION_FAILED;
                 session_list_changed(s->manager);
-                run_waiters(&s->waiters, s, -EIO);
+                op_complete_all(&s->ready_ops, -EIO, s->error);
                 manager_notify_session_removed(s->manager, s);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
                 return 0;
@@ -745,15 +733,15 @@ fail:
 
 static void freeze_done(Session *s, int r, const char *message);
 
-void session_abandon_waiters(Session *s) {
+void session_cancel_ops(Session *s, const char *message) {
         Command *c;
 
-        run_waiters(&s->waiters, s, -ESHUTDOWN);
-        run_waiters(&s->close_waiters, s, -ESHUTDOWN);
-        if (s->freeze_fn)
-                freeze_done(s, -ESHUTDOWN, "sandboxd is stopping");
+        op_complete_all(&s->ready_ops, -ECANCELED, message);
+        complete_close_ops(s, -ECANCELED, message);
+        if (s->freeze_ops)
+                freeze_done(s, -ECANCELED, message);
         LIST_FOREACH(commands, c, s->commands)
-                command_abandon_waiters(c);
+                command_cancel_ops(c, message);
 }
 
 Session *session_free(Session *s) {
@@ -762,7 +750,7 @@ Session *session_free(Session *s) {
         if (!s)
                 return NULL;
 
-        session_abandon_waiters(s);
+        session_cancel_ops(s, s->manager && s->manager->stopping ? OP_STOPPING : OP_GONE);
         while ((cmd = s->commands))
                 command_free(cmd);
 
@@ -778,6 +766,7 @@ Session *session_free(Session *s) {
                 proxy_listener_close(s->proxy);
         pid1_call_cancel(s->start_call);
         pid1_call_cancel(s->freeze_call);
+        op_free(s->purge_op);
         file_op_detach(s->disk_op);
         sd_event_source_disable_unref(s->expiry_timer);
         sd_event_source_disable_unref(s->save_timer);
@@ -803,12 +792,19 @@ Session *session_free(Session *s) {
         return NULL;
 }
 
-int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata) {
+int session_wait_ready(Session *s, OpFn fn, void *userdata, Op **ret) {
+        Op *op;
+
         if (s->state != SESSION_STARTING) {
-                fn(s, s->state == SESSION_FAILED ? -EIO : 0, userdata);
+                *ret = NULL;
                 return 0;
         }
-        return add_waiter(&s->waiters, fn, userdata, false);
+        op = op_new(OP_SESSION_READY, s, NULL, fn, userdata);
+        if (!op)
+                return -ENOMEM;
+        op_queue(&s->ready_ops, op);
+        *ret = op;
+        return 1;
 }
 
 /* --- closing ----------------------------------------------------------------------- */
@@ -830,10 +826,12 @@ static void purge_fail(Session *s, const char *fmt, ...) {
         s->purge_done = true;
 }
 
-static void purge_started(Command *c, int r, const char *message, void *userdata) {
+static void purge_started(Op *op, int r, const char *message, void *userdata) {
         Session *s = userdata;
 
-        if (r < 0) {
+        s->purge_op = op_free(op);
+        /* -ECANCELED: sandboxd stops; the next one finds the purge command and its result */
+        if (r < 0 && r != -ECANCELED) {
                 purge_fail(s, "systemd did not start it: %s", message ?: "?");
                 session_closing_step(s);
         }
@@ -853,13 +851,13 @@ static int start_purge(Session *s) {
                          s->workspace_dir, s->home_dir, s->tmp_dir, NULL };
         CommandRequest req = { .argv = argv, .request_id = (char *) PURGE_REQUEST_ID, .wait = true };
         RequestError e = {};
-        Command *c;
         Command *old = session_find_command(s, PURGE_REQUEST_ID);
 
         if (old)
                 command_remove(old);
+        s->purge_op = op_free(s->purge_op);
         /* As the scope's own dynamic user, in its own sandbox: sandboxd needs no capability for it. */
-        return command_start(s, &req, purge_started, s, &c, &e);
+        return command_start(s, &req, purge_started, s, &s->purge_op, &e);
 }
 
 static int on_slice_stopped(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -913,29 +911,32 @@ static void session_closing_step(Session *s) {
         pool_fill(s->manager); /* a pooled session's place is free again */
         (void) session_save(s);
         session_arm_expiry(s);
-        run_waiters(&s->close_waiters, s, 0);
+        complete_close_ops(s, 0, NULL);
         manager_check_idle(s->manager);
 }
 
-int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata) {
+int session_close(Session *s, const char *reason, bool purge, OpFn fn, void *userdata, Op **ret) {
         Command *c;
         bool frozen;
-        int r;
+        Op *op = NULL;
 
-        if (s->state == SESSION_CLOSED) {
-                fn(s, purge ? purge_result(s) : 0, userdata);
+        if (ret)
+                *ret = NULL;
+        if (s->state == SESSION_CLOSED)
                 return 0;
-        }
         if (s->state == SESSION_STARTING)
                 return -EBUSY;
 
-        r = add_waiter(&s->close_waiters, fn, userdata, purge);
-        if (r < 0)
-                return r;
+        if (ret) {
+                op = op_new(OP_SESSION_CLOSE, s, NULL, fn, userdata);
+                if (!op)
+                        return -ENOMEM;
+                op->purge = purge;
+        }
         if (s->state == SESSION_CLOSING) {
                 if (purge && !s->purge_done)
                         s->purge = true; /* not too late: the commands are still being stopped */
-                return 0;
+                goto pending;
         }
 
         s->state = SESSION_CLOSING;
@@ -961,7 +962,17 @@ int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn,
                 if (!command_status_is_terminal(c->result.status))
                         (void) command_stop(c);
         session_closing_step(s);
-        return 0;
+        if (s->state == SESSION_CLOSED) {
+                /* closed at once (nothing ran): the caller reads the result now */
+                op_free(op);
+                return 0;
+        }
+pending:
+        if (op) {
+                op_queue(&s->close_ops, op);
+                *ret = op;
+        }
+        return 1;
 }
 
 int session_userdb_update(Session *s) {
@@ -993,20 +1004,14 @@ void session_command_finished(Session *s, Command *c) {
 /* --- freezing -------------------------------------------------------------------- */
 
 static void freeze_done(Session *s, int r, const char *message) {
-        SessionFreezeFn fn = s->freeze_fn;
-        void *userdata = s->freeze_userdata;
-
         s->freeze_call = pid1_call_cancel(s->freeze_call);
-        s->freeze_fn = NULL;
-        s->freeze_userdata = NULL;
         if (r >= 0 && s->frozen != s->freeze_target) {
                 s->frozen = s->freeze_target;
                 log_info("Session %s is %s.", s->id, s->frozen ? "frozen" : "thawed");
                 manager_notify_session_changed(s->manager, s, SESSION_CHANGED_FROZEN);
                 (void) session_save(s);
         }
-        if (fn)
-                fn(s, r, message, userdata);
+        op_complete_all(&s->freeze_ops, r, message);
 }
 
 /* FreezeUnit succeeds without freezing anything when a unit in the slice cannot be frozen:
@@ -1050,7 +1055,8 @@ static int on_freeze_unit(sd_bus_message *reply, void *userdata, sd_bus_error *r
         return 0;
 }
 
-int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata) {
+int session_freeze(Session *s, bool freeze, OpFn fn, void *userdata, Op **ret) {
+        Op *op;
         int r;
 
         if (cgroup_layout() != CGROUP_UNIFIED)
@@ -1059,13 +1065,18 @@ int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata) 
                 return -ESTALE;
         if (s->freeze_call)
                 return -EBUSY;
+        op = op_new(OP_SESSION_FREEZE, s, NULL, fn, userdata);
+        if (!op)
+                return -ENOMEM;
         r = systemd_freeze_unit_async(s->manager->pid1, &s->freeze_call, s->slice, freeze, on_freeze_unit, s);
-        if (r < 0)
+        if (r < 0) {
+                op_free(op);
                 return r;
+        }
         s->freeze_target = freeze;
-        s->freeze_fn = fn;
-        s->freeze_userdata = userdata;
-        return 0;
+        op_queue(&s->freeze_ops, op);
+        *ret = op;
+        return 1;
 }
 
 /* The finished command that goes first to make room: the oldest. */
@@ -1119,14 +1130,16 @@ static int session_make_room(Session *s, RequestError *e) {
         return 0;
 }
 
-int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
-                 RequestError *e) {
+int session_exec(Session *s, const CommandRequest *req, OpFn fn, void *userdata, Command **ret_command,
+                 Op **ret_op, RequestError *e) {
         Command *c;
+        Op *op;
         int r;
 
         /* Idempotent: the same request id returns the first command, never a second one. */
         if (req->request_id && (c = session_find_command(s, req->request_id))) {
-                *ret = c;
+                *ret_command = c;
+                *ret_op = NULL;
                 return 0;
         }
         if (s->manager->draining)
@@ -1146,12 +1159,13 @@ int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, voi
         r = session_make_room(s, e);
         if (r < 0)
                 return r;
-        r = command_start(s, req, fn, userdata, &c, e);
+        r = command_start(s, req, fn, userdata, &op, e);
         if (r < 0)
                 return r;
         manager_notify_session_changed(s->manager, s, SESSION_CHANGED_COMMANDS);
         session_touch(s);
-        *ret = c;
+        *ret_command = op->command;
+        *ret_op = op;
         return 1;
 }
 
@@ -1179,7 +1193,7 @@ static void on_disk_counted(FileOp *op, int r, void *userdata) {
         Session *s = userdata;
 
         s->disk_op = NULL;
-        if (r == -ESHUTDOWN)
+        if (r == -ECANCELED)
                 return;
         if (r < 0) {
                 log_debug_errno(r, "Failed to count the disk usage of %s, ignoring: %m", s->workspace_host_dir);

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "command.h"
 #include "manager.h"
+#include "op.h"
 #include "request.h"
 
 typedef enum SessionState {
@@ -21,21 +22,6 @@ typedef enum SessionState {
 
 const char *session_state_to_string(SessionState s);
 SessionState session_state_from_string(const char *s);
-
-/* Called once the session leaves STARTING (r < 0: the slice could not be created), or,
- * for session_close(), once it is closed. */
-typedef void (*SessionReadyFn)(Session *s, int r, void *userdata);
-
-/* Called when a freeze or thaw is over: r < 0 and why in message when it failed. */
-typedef void (*SessionFreezeFn)(Session *s, int r, const char *message, void *userdata);
-
-typedef struct SessionWaiter SessionWaiter;
-struct SessionWaiter {
-        SessionReadyFn fn;
-        void *userdata;
-        bool purge;     /* a close that asked for the purge: told how it went */
-        LIST_FIELDS(SessionWaiter, waiters);
-};
 
 struct Session {
         Manager *manager;
@@ -82,13 +68,13 @@ struct Session {
         Pid1Call *start_call;
         Pid1Call *freeze_call;     /* FreezeUnit/ThawUnit, then the look at FreezerState */
         bool freeze_target;
-        SessionFreezeFn freeze_fn;
-        void *freeze_userdata;
+        Op *freeze_ops;              /* the freeze or thaw under way: at most one */
         sd_event_source *expiry_timer;
         sd_event_source *save_timer; /* a coalesced write of the record is due */
         StoreJob *save_job;          /* its write queued for the writer thread */
-        SessionWaiter *waiters;       /* for the slice */
-        SessionWaiter *close_waiters; /* for the end of closing */
+        Op *ready_ops;               /* session_wait_ready(): for the slice */
+        Op *close_ops;               /* session_close(): for the end of closing */
+        Op *purge_op;                /* the start of the purge command, while closing */
         Command *commands;   /* newest first */
         Command *commands_by_id; /* request id -> the newest command of that id (hh of Command) */
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
@@ -102,9 +88,11 @@ struct Session {
  * validates the request against the configured ceilings (a clear *error otherwise) and
  * starts a new session's slice, or takes a prepared one from the pool (1). */
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error);
-/* sandboxd stops: whoever waits on s or its commands (start, close, freeze, stdin, a
- * stream) is answered now, with -ESHUTDOWN, or their stream ends; nothing else changes. */
-void session_abandon_waiters(Session *s);
+/* sandboxd stops (message OP_STOPPING), or s goes (session_free(), OP_GONE): every pending
+ * Op of s and its commands (ready, close, freeze, a command's start, stdin) completes now
+ * with -ECANCELED and message, and the streams of its commands end where they are;
+ * nothing else changes. */
+void session_cancel_ops(Session *s, const char *message);
 Session *session_free(Session *s);
 
 /* Mode proxy: starts sandboxd-<sid>-proxy.socket and its service (an existing one is fine). */
@@ -118,26 +106,36 @@ int session_recover(Manager *m, const char *dir, Session **ret);
  * the rest; tests/fuzz/fuzz-records.c fuzzes it. */
 int session_record_decode(Session *s, json_object *record, const Config *c);
 
-/* Runs fn when the session leaves SESSION_STARTING (at once if it already has). */
-int session_wait_ready(Session *s, SessionReadyFn fn, void *userdata);
+/* Waits for the session to leave SESSION_STARTING (op.h): 1 and *ret pending, completed with
+ * 0 once it is active or -EIO when the slice could not be created (s->error says why; s is
+ * freed right after the call); 0 and *ret NULL when it is not starting (any more). */
+int session_wait_ready(Session *s, OpFn fn, void *userdata, Op **ret);
 
-/* Stops the commands and the slice (emptying the workspace first if purge), then fn. With
- * purge, fn gets -EIO when emptying failed (s->purge_error says why) and -ESTALE when the
- * session was closed already without it: never 0 for a purge that did not happen. */
-int session_close(Session *s, const char *reason, bool purge, SessionReadyFn fn, void *userdata);
+/* Stops the commands and the slice (emptying the workspace first if purge). 1 and *ret
+ * pending until it is closed; 0 and *ret NULL when it was closed already, or closed at
+ * once (nothing ran, no purge): the function is never called before the caller has its
+ * handle. -EBUSY while it is starting. The result, the Op's r or session_close_result() at once: with purge,
+ * -EIO when emptying failed (s->purge_error says why) and -ESTALE when the session was
+ * closed without it, never 0 for a purge that did not happen. fn and ret may both be NULL:
+ * nobody waits. */
+int session_close(Session *s, const char *reason, bool purge, OpFn fn, void *userdata, Op **ret);
+/* The result of a close of a closed session that asked for the purge, or not. */
+int session_close_result(Session *s, bool purge);
 /* Pushes back the idle expiry. */
 void session_touch(Session *s);
 /* 0 if the session is active, else -EINVAL with *e saying why ("session_not_active"). */
 int session_check_active(Session *s, RequestError *e);
 /* Starts a command in the session: the command of the same request id if there is one
- * (0: nothing started, fn is not called), else a new one (1: fn is called once systemd
- * answers). The session must be active. */
-int session_exec(Session *s, const CommandRequest *req, CommandStartedFn fn, void *userdata, Command **ret,
-                 RequestError *e);
-/* Freezing needs cgroup v2 (-EOPNOTSUPP otherwise). */
-/* Freezes or thaws the session's slice; fn is called when systemd is done. -EOPNOTSUPP: not
- * on this host (cgroup v1 or hybrid); -EBUSY: a freeze or thaw is under way. */
-int session_freeze(Session *s, bool freeze, SessionFreezeFn fn, void *userdata);
+ * (0: nothing started, *ret_command is it, *ret_op NULL), else a new one (1: *ret_command
+ * is it and *ret_op its start, pending until systemd answers, as command_start()). The
+ * session must be active. */
+int session_exec(Session *s, const CommandRequest *req, OpFn fn, void *userdata, Command **ret_command,
+                 Op **ret_op, RequestError *e);
+/* Freezes or thaws the session's slice: 1 and *ret pending until systemd is done (r < 0
+ * and why in the message when it failed, -ESTALE when the session began to close first).
+ * -EOPNOTSUPP: not on this host (cgroup v1 or hybrid, freezing needs v2); -ESTALE: the
+ * session is not active; -EBUSY: a freeze or thaw is under way. */
+int session_freeze(Session *s, bool freeze, OpFn fn, void *userdata, Op **ret);
 
 /* A command of the session runs: the records of its dynamic user follow the uid PID 1 gave
  * it. -ESRCH: PID 1 has not given it one yet. */
