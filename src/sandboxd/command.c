@@ -227,8 +227,8 @@ int command_save(Command *c) {
 
         r = command_record_path(c, path, sizeof(path));
         if (r >= 0) {
-                char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                                              JSON_C_TO_STRING_NOSLASHESCAPE) ?: "");
+                const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+                char *text = t ? strdup(t) : NULL; /* never an empty record: it would read back as corrupt */
 
                 r = text ? store_writer_put(c->session->manager->writer, &c->save_job, path, text) : -ENOMEM;
         }

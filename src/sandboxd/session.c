@@ -181,7 +181,9 @@ int session_save(Session *s) {
                 _cleanup_free_ char *text = NULL;
 
                 snprintf(path, sizeof(path), "%s/session.json", dir);
-                text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) ?: "");
+                const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+                text = t ? strdup(t) : NULL; /* never an empty record: it would read back as corrupt */
                 r = text ? store_writer_put(s->manager->writer, &s->save_job, path, TAKE_PTR(text)) : -ENOMEM;
         }
         if (r < 0)
@@ -927,6 +929,10 @@ int session_close(Session *s, const char *reason, bool purge, OpFn fn, void *use
         if (s->state == SESSION_STARTING)
                 return -EBUSY;
 
+        /* what can fail comes before anything changes */
+        _cleanup_free_ char *why = strdup(reason);
+        if (!why)
+                return -ENOMEM;
         if (ret) {
                 op = op_new(OP_SESSION_CLOSE, s, NULL, fn, userdata);
                 if (!op)
@@ -945,7 +951,7 @@ int session_close(Session *s, const char *reason, bool purge, OpFn fn, void *use
         s->purge = purge;
         s->purge_done = false;
         free(s->close_reason);
-        s->close_reason = strdup(reason);
+        s->close_reason = TAKE_PTR(why);
         manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         /* its processes must run to their end; a freeze or thaw under way ends here */
         frozen = s->frozen || (s->freeze_call && s->freeze_target);
