@@ -184,8 +184,7 @@ static int daemon_recover(Manager *m) {
                         log_info("The slice of session %s is gone (reboot?): closing it.", s->id);
                         free(s->close_reason);
                         s->close_reason = reason;
-                        s->state = SESSION_CLOSED;
-                        session_list_changed(m);
+                        session_set_state(s, SESSION_CLOSED);
                         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
                         (void) session_save(s);
                         session_arm_expiry(s);

@@ -76,7 +76,8 @@ struct Manager {
 
         Session *sessions;       /* the list, newest first: session.c adds, removes and finds them */
         Session *sessions_by_id; /* the same in a uthash table by id (hh of Session) */
-        unsigned n_live_sessions; /* those not closed (session_list_changed()) */
+        Session *sessions_by_scope; /* the starting or active ones by workspace_host_dir (hh_scope) */
+        unsigned n_live_sessions; /* those not closed (session_set_state()) */
         unsigned n_pool_in_use;   /* those not closed or failed whose slice came from the pool */
         PoolSlot *pool;
         StoredFd *stored_fds;

@@ -404,8 +404,7 @@ static int session_setup_proxy(Session *s) {
 /* --- creation ------------------------------------------------------------------ */
 
 static void session_set_active(Session *s) {
-        s->state = SESSION_ACTIVE;
-        session_list_changed(s->manager);
+        session_set_state(s, SESSION_ACTIVE);
         log_info("Session %s for %s/%s is active in %s.", s->id, s->user, s->workspace, s->slice);
         manager_notify_session_changed(s->manager, s, SESSION_CHANGED_STATE);
         (void) session_save(s);
@@ -424,8 +423,7 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 log_error("Failed to start slice %s: %s", s->slice, msg);
                 free(s->error);
                 s->error = strdup(msg);
-                s->state = SESSION_FAILED;
-                session_list_changed(s->manager);
+                session_set_state(s, SESSION_FAILED);
                 op_complete_all(&s->ready_ops, -EIO, s->error);
                 manager_notify_session_removed(s->manager, s);
                 session_free(s); /* the waiters were told; the scope is free for a new try */
@@ -511,21 +509,50 @@ static int limit_check(RequestError *e, const char *field, bool has, uint64_t as
 
 /* --- the manager's list ------------------------------------------------------------- */
 
+/* What a registered session adds to the manager's counts and its table by scope, in its
+ * present state: d = +1 to count it in, -1 to take it out. O(1), so that a change of state
+ * costs the same with ten sessions as with ten thousand. */
+static void session_account(Session *s, int d) {
+        Manager *m = s->manager;
+        bool live = s->state != SESSION_CLOSED;
+        bool scoped = s->state == SESSION_STARTING || s->state == SESSION_ACTIVE;
+
+        if (live)
+                m->n_live_sessions += d;
+        if (live && s->from_pool && s->state != SESSION_FAILED)
+                m->n_pool_in_use += d;
+        if (scoped && d > 0)
+                HASH_ADD_KEYPTR(hh_scope, m->sessions_by_scope, s->workspace_host_dir, strlen(s->workspace_host_dir), s);
+        else if (scoped)
+                HASH_DELETE(hh_scope, m->sessions_by_scope, s);
+}
+
 void session_add(Manager *m, Session *s) {
-        assert(m && s && s->manager == m && s->id[0]);
+        assert(m && s && s->manager == m && s->id[0] && s->workspace_host_dir);
         assert(!session_find(m, s->id)); /* ids are random and checked when made */
 
         LIST_PREPEND(sessions, m->sessions, s);
         HASH_ADD_STR(m->sessions_by_id, id, s);
-        session_list_changed(m);
+        session_account(s, +1);
 }
 
 void session_remove(Manager *m, Session *s) {
         assert(m && s && session_find(m, s->id) == s);
 
+        session_account(s, -1);
         HASH_DEL(m->sessions_by_id, s);
         LIST_REMOVE(sessions, m->sessions, s);
-        session_list_changed(m);
+}
+
+void session_set_state(Session *s, SessionState state) {
+        bool registered = s->manager && session_find(s->manager, s->id) == s;
+
+        assert(state >= 0 && state < _SESSION_STATE_MAX);
+        if (registered)
+                session_account(s, -1);
+        s->state = state;
+        if (registered)
+                session_account(s, +1);
 }
 
 Session *session_find(Manager *m, const char *id) {
@@ -537,28 +564,15 @@ Session *session_find(Manager *m, const char *id) {
 }
 
 Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
+        _cleanup_free_ char *key = NULL;
         Session *s;
 
-        LIST_FOREACH(sessions, s, m->sessions)
-                if ((s->state == SESSION_STARTING || s->state == SESSION_ACTIVE) && streq(s->user, user) && streq(s->workspace, workspace) &&
-                    streq(scope_tenant(s->tenant), tenant))
-                        return s;
-        return NULL;
-}
-
-void session_list_changed(Manager *m) {
-        unsigned live = 0, pooled = 0;
-        Session *s;
-
-        LIST_FOREACH(sessions, s, m->sessions) {
-                if (s->state == SESSION_CLOSED)
-                        continue;
-                live++;
-                if (s->from_pool && s->state != SESSION_FAILED)
-                        pooled++;
-        }
-        m->n_live_sessions = live;
-        m->n_pool_in_use = pooled;
+        assert(m && tenant && user && workspace);
+        /* the scope's directory names it: tenant, user and workspace are names without a slash */
+        if (asprintf(&key, SCOPE_PRIVATE_ROOT "/ws/%s/%s/%s", tenant, user, workspace) < 0)
+                return NULL;
+        HASH_FIND(hh_scope, m->sessions_by_scope, key, strlen(key), s);
+        return s;
 }
 
 static Session *session_alloc(Manager *m) {
@@ -904,8 +918,7 @@ static void session_closing_step(Session *s) {
         s->proxy = proxy_listener_close(s->proxy);
         (void) store_rm_rf(s->userdb_dir);
 
-        s->state = SESSION_CLOSED;
-        session_list_changed(s->manager);
+        session_set_state(s, SESSION_CLOSED);
         s->closed_realtime_usec = now_usec(CLOCK_REALTIME);
         log_info("Session %s is closed (%s).", s->id, s->close_reason ?: "?");
         /* its object stays until it is forgotten */
@@ -945,8 +958,7 @@ int session_close(Session *s, const char *reason, bool purge, OpFn fn, void *use
                 goto pending;
         }
 
-        s->state = SESSION_CLOSING;
-        session_list_changed(s->manager);
+        session_set_state(s, SESSION_CLOSING);
         s->closing = true;
         s->purge = purge;
         s->purge_done = false;

@@ -82,6 +82,7 @@ struct Session {
 
         LIST_FIELDS(Session, sessions);
         UT_hash_handle hh;   /* in the manager's sessions_by_id, while in its list */
+        UT_hash_handle hh_scope; /* in its sessions_by_scope, while in its list and starting or active */
 };
 
 /* Returns the active session of the request's scope if there is one (0). Otherwise
@@ -151,9 +152,9 @@ void session_remove(Manager *m, Session *s);
 Session *session_find(Manager *m, const char *id);
 /* The active (or starting) session of scope (tenant as scope_tenant() gives it, user, workspace). */
 Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace);
-/* Counts again what the manager keeps of its list (n_live_sessions, n_pool_in_use): after
- * a session is added to it or removed, or its state changes. */
-void session_list_changed(Manager *m);
+/* Every change of a session's state goes through here: the manager's counts
+ * (n_live_sessions, n_pool_in_use) and its table by scope follow, in O(1). */
+void session_set_state(Session *s, SessionState state);
 
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);

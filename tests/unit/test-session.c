@@ -507,8 +507,11 @@ static void test_close_with_commands_running(void) {
         ASSERT(started.n == 1 && started.r == 0);
         ASSERT(c->result.status == COMMAND_RUNNING);
 
+        ASSERT(m->n_live_sessions == 1 && session_find_by_scope(m, "local", "alice", "ws5") == s);
         ASSERT(session_close(s, "client", false, on_done, &closed, &closed.op) == 1);
         ASSERT(s->state == SESSION_CLOSING);
+        /* closing: still live, but no longer the scope's session (a create makes a new one) */
+        ASSERT(m->n_live_sessions == 1 && !session_find_by_scope(m, "local", "alice", "ws5"));
         ASSERT(count_calls("StopUnit", unit) == 1);
         ASSERT(count_calls("StopUnit", s->slice) == 0); /* not before its commands are over */
         /* a second close while closing waits for the same end; this one asks for the purge,
@@ -524,6 +527,16 @@ static void test_close_with_commands_running(void) {
         ASSERT(s->state == SESSION_CLOSED);
         ASSERT(count_calls("StopUnit", s->slice) == 1);
         ASSERT(closed.n == 1 && closed.r == 0 && closed.object == s && closed2.n == 1 && closed2.r == 0);
+        ASSERT(m->n_live_sessions == 0 && session_find(m, s->id) == s);
+        {
+                /* the scope is free: a new session, counted, found by its scope */
+                RequestError e = {};
+                Session *t = create("ws5", &e);
+
+                ASSERT(t && t != s && t->state == SESSION_STARTING);
+                ASSERT(m->n_live_sessions == 1 && session_find_by_scope(m, "local", "alice", "ws5") == t);
+                ASSERT(!session_find_by_scope(m, "local", "alice", "ws6") && !session_find_by_scope(m, "other", "alice", "ws5"));
+        }
 
         /* a close of a closed session is over at once: 0, no handle, the result from the session */
         ASSERT(session_close(s, "client", false, on_done, &after, &after.op) == 0);
@@ -572,8 +585,11 @@ static void test_close_while_command_starting(void) {
         if (!c)
                 goto out;
         snprintf(unit, sizeof(unit), "%s", c->unit);
+        ASSERT(m->n_live_sessions == 1 && session_find_by_scope(m, "local", "alice", "ws9") == s);
         ASSERT(session_close(s, "client", false, on_done, &closed, &closed.op) == 1);
         ASSERT(s->state == SESSION_CLOSING);
+        /* closing: still live, but no longer the scope's session (a create makes a new one) */
+        ASSERT(m->n_live_sessions == 1 && !session_find_by_scope(m, "local", "alice", "ws9"));
         ASSERT(count_calls("StopUnit", unit) == 1); /* queued behind the start */
         ASSERT(closed.n == 0);
         answer_error(find_call("StartTransientUnit", unit), "no unit for you");
