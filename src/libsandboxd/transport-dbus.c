@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -1708,9 +1709,10 @@ static char *file_path(const char *path) {
         return p;
 }
 
-/* Calls a method of the session's Files interface with (path, ...): the reply in *ret. */
+/* Calls a method of the session's Files interface with (path, ...): the reply in *ret.
+ * Write(): fd, and expect, the bytes it gives (option "size"), or UINT64_MAX. */
 static int files_call(sandboxd_client *c, const char *session, const char *member, const char *path, const char *to,
-                      int flag, const void *data, size_t size, sd_bus_message **ret) {
+                      int flag, int fd, uint64_t expect, sd_bus_message **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *spath = NULL, *p = NULL, *t = NULL;
         sd_bus_message *m = NULL;
@@ -1728,8 +1730,10 @@ static int files_call(sandboxd_client *c, const char *session, const char *membe
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", p);
         if (r >= 0 && streq(member, "Write")) {
-                r = sd_bus_message_append_array(m, 'y', data ?: "", size);
-                if (r >= 0)
+                r = sd_bus_message_append(m, "h", fd);
+                if (r >= 0 && expect != UINT64_MAX)
+                        r = sd_bus_message_append(m, "a{sv}", 1, "size", "t", expect);
+                else if (r >= 0)
                         r = sd_bus_message_append(m, "a{sv}", 0);
         } else if (r >= 0 && streq(member, "Move"))
                 r = sd_bus_message_append(m, "sb", t, flag);
@@ -1739,7 +1743,9 @@ static int files_call(sandboxd_client *c, const char *session, const char *membe
                 sd_bus_message_unref(m);
                 return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
         }
-        r = call(c, m, CALL_TIMEOUT_USEC, &e, ret);
+        /* Write() is answered once its fd ended, which takes as long as the writer takes;
+         * sandboxd gives up on a writer that stalls (ConnectionTimeoutSec=) and answers. */
+        r = call(c, m, streq(member, "Write") ? UINT64_MAX : CALL_TIMEOUT_USEC, &e, ret);
         sd_bus_message_unref(m);
         return r < 0 ? bus_error(c, r, &e) : 0;
 }
@@ -1750,7 +1756,7 @@ int bus_file_json(sandboxd_client *c, const char *session, const char *path, boo
         const char *json;
         int r;
 
-        r = files_call(c, session, list ? "List" : "Stat", path, NULL, 0, NULL, 0, &reply);
+        r = files_call(c, session, list ? "List" : "Stat", path, NULL, 0, -EBADF, 0, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(reply, "s", &json);
@@ -1767,7 +1773,7 @@ int bus_file_open(sandboxd_client *c, const char *session, const char *path, int
         sd_bus_message *reply = NULL;
         int fd, r;
 
-        r = files_call(c, session, "Read", path, NULL, 0, NULL, 0, &reply);
+        r = files_call(c, session, "Read", path, NULL, 0, -EBADF, 0, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(reply, "ht", &fd, ret_size);
@@ -1777,20 +1783,46 @@ int bus_file_open(sandboxd_client *c, const char *session, const char *path, int
         return r < 0 ? bus_error(c, r, NULL) : 0;
 }
 
-int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size) {
+/* Write() reads fd (a pipe or a regular file) to its end; the written size in *ret_size. */
+int bus_file_write_fd(sandboxd_client *c, const char *session, const char *path, int fd, uint64_t expect,
+                      uint64_t *ret_size) {
         sd_bus_message *reply = NULL;
+        const char *entry;
+        json_object *j = NULL;
         int r;
 
-        r = files_call(c, session, "Write", path, NULL, 0, data, size, &reply);
+        r = files_call(c, session, "Write", path, NULL, 0, fd, expect, &reply);
+        if (r >= 0 && ret_size) {
+                *ret_size = 0;
+                if (sd_bus_message_read(reply, "s", &entry) >= 0 && json_parse_text(entry, strlen(entry), &j) >= 0)
+                        *ret_size = (uint64_t) json_object_get_int64(json_object_object_get(j, "size"));
+                json_object_put(j);
+        }
         sd_bus_message_unref(reply);
         return r;
+}
+
+/* The bytes go in a memfd, a regular file Write() reads on sandboxd's file threads. */
+int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        fd = memfd_create("sandboxd-write", MFD_CLOEXEC);
+        if (fd < 0)
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -errno, "", "memfd_create: %m");
+        r = loop_write(fd, data ?: "", size);
+        if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0)
+                r = -errno;
+        if (r < 0)
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "Writing to a memfd: %s", strerror(-r));
+        return bus_file_write_fd(c, session, path, fd, size, NULL);
 }
 
 int bus_file_mkdir(sandboxd_client *c, const char *session, const char *path) {
         sd_bus_message *reply = NULL;
         int r;
 
-        r = files_call(c, session, "Mkdir", path, NULL, 0, NULL, 0, &reply);
+        r = files_call(c, session, "Mkdir", path, NULL, 0, -EBADF, 0, &reply);
         sd_bus_message_unref(reply);
         return r;
 }
@@ -1800,7 +1832,7 @@ int bus_file_move(sandboxd_client *c, const char *session, const char *path, con
         int r;
 
         /* as ?move_to= without ?overwrite */
-        r = files_call(c, session, "Move", path, to, false, NULL, 0, &reply);
+        r = files_call(c, session, "Move", path, to, false, -EBADF, 0, &reply);
         sd_bus_message_unref(reply);
         return r;
 }
@@ -1809,7 +1841,7 @@ int bus_file_remove(sandboxd_client *c, const char *session, const char *path, b
         sd_bus_message *reply = NULL;
         int r;
 
-        r = files_call(c, session, "Remove", path, NULL, recursive, NULL, 0, &reply);
+        r = files_call(c, session, "Remove", path, NULL, recursive, -EBADF, 0, &reply);
         sd_bus_message_unref(reply);
         return r;
 }
