@@ -15,8 +15,8 @@ import dbus
 import pytest
 
 import sbxbus as B
-from conftest import config_dropin, wait_for
-from test_files import DROPIN, host_dir, no_leftovers, url
+from conftest import wait_for
+from test_files import host_dir, no_leftovers, small_file_cap, url  # noqa: F401 (a fixture)
 from test_sandboxctl_polkit import SANDBOXCTL, as_user, polkit_user  # noqa: F401 (a fixture)
 
 FILES = "io.sandboxd.sandbox1.Files"
@@ -184,15 +184,8 @@ def test_caller_gone_mid_way(api, session):
     assert no_leftovers(session, "left")
 
 
-@pytest.fixture
-def small_file_cap(api):
-    with config_dropin(DROPIN) as write:
-        write("[Files]\nMaxFileSize=1M\n")
-        yield 1 << 20
-
-
 @pytest.mark.restarts_daemon
-def test_max_file_size(api, scope, small_file_cap):
+def test_max_file_size(api, scope, small_file_cap):  # noqa: F811
     s = api.create_session(*scope)
     sid = s["id"]
     cap = small_file_cap
