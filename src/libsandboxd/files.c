@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include "internal.h"
 #include "io-util.h"
 
@@ -118,35 +121,45 @@ static int bus_download(sandboxd_client *c, const char *session, const char *pat
         return r < 0 ? r : 0;
 }
 
-/* Over D-Bus: Write() takes the whole file in one message. */
+/* Over D-Bus: Write() reads an fd, a pipe as it fills or a regular file. Other fds (a
+ * terminal, a socket) are copied into a memfd first. */
 static int bus_upload(sandboxd_client *c, const char *session, const char *path, int fd, uint64_t size,
                       sandboxd_progress_fn fn, void *userdata) {
-        Buf data = {};
-        char buf[65536];
-        int r = 0;
+        _cleanup_close_ int mem = -EBADF;
+        uint64_t written = 0;
+        struct stat st;
+        int r;
 
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof(buf));
+        if (fstat(fd, &st) < 0)
+                return error_set(&c->error, SANDBOXD_ERROR_LOCAL, -errno, "Reading the data for %s: %m", path);
+        if (!S_ISFIFO(st.st_mode) && !S_ISREG(st.st_mode)) {
+                char buf[65536];
 
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        r = error_set(&c->error, SANDBOXD_ERROR_LOCAL, -errno, "Reading the data for %s: %m", path);
-                        break;
+                mem = memfd_create("sandboxd-upload", MFD_CLOEXEC);
+                if (mem < 0)
+                        return error_set(&c->error, SANDBOXD_ERROR_LOCAL, -errno, "memfd_create: %m");
+                for (;;) {
+                        ssize_t n = read(fd, buf, sizeof(buf));
+
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return error_set(&c->error, SANDBOXD_ERROR_LOCAL, -errno, "Reading the data for %s: %m", path);
+                        if (n == 0)
+                                break;
+                        r = loop_write(mem, buf, (size_t) n);
+                        if (r < 0)
+                                return error_set(&c->error, SANDBOXD_ERROR_LOCAL, r, "Writing to a memfd: %s", strerror(-r));
                 }
-                if (n == 0)
-                        break;
-                r = buf_append(&data, buf, (size_t) n);
-                if (r < 0) {
-                        client_fail(c, r);
-                        break;
-                }
+                if (lseek(mem, 0, SEEK_SET) < 0)
+                        return error_set(&c->error, SANDBOXD_ERROR_LOCAL, -errno, "lseek: %m");
+                fd = mem;
         }
-        if (r >= 0)
-                r = bus_file_write(c, session, path, data.data, data.len);
-        if (r >= 0 && fn && fn(data.len, size ?: data.len, userdata) < 0)
+        /* A pipe's announced size tells sandboxd a writer that stopped short from one that
+         * was done; a file is read from its offset, so its size says nothing. */
+        r = bus_file_write_fd(c, session, path, fd, S_ISFIFO(st.st_mode) && size > 0 ? size : UINT64_MAX, &written);
+        if (r >= 0 && fn && fn(written, size ?: written, userdata) < 0)
                 r = error_set(&c->error, SANDBOXD_ERROR_CANCELLED, -ECANCELED, "Stopped by the progress callback.");
-        buf_done(&data);
         return r;
 }
 

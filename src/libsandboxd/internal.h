@@ -191,6 +191,8 @@ int bus_drain(sandboxd_client *c, int drain, char **ret_json);
 int bus_file_json(sandboxd_client *c, const char *session, const char *path, bool list, json_object **ret);
 int bus_file_open(sandboxd_client *c, const char *session, const char *path, int *ret_fd, uint64_t *ret_size);
 int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size);
+int bus_file_write_fd(sandboxd_client *c, const char *session, const char *path, int fd, uint64_t expect,
+                      uint64_t *ret_size);
 int bus_file_mkdir(sandboxd_client *c, const char *session, const char *path);
 int bus_file_move(sandboxd_client *c, const char *session, const char *path, const char *to);
 int bus_file_remove(sandboxd_client *c, const char *session, const char *path, bool recursive);

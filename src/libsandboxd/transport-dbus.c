@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The D-Bus transport: io.sandboxd.sandbox1 on the system bus (sandboxd-dbus(5)), authorized
  * by polkit. It fills the same structs as the HTTP transport ("json" built from the objects'
- * properties and methods with the HTTP API's field names) and the same sandboxd_error, through
+ * properties, one table row each (session_props, command_props), and methods with the HTTP
+ * API's field names) and the same sandboxd_error, through
  * the error table (error-table.c). Every verb goes over D-Bus: a bus client needs no access to
  * the HTTP socket. Event streams are the NDJSON of a command's Attach() pipe. One job
  * although over 800 lines: each public verb has its bus_*() here, as transport.c has its
@@ -9,6 +10,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -165,8 +167,202 @@ static char *json_text(json_object *o) {
         return strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 }
 
+/* --- objects' properties as the HTTP API's JSON --------------------------------------- */
+
+/* The value of one property of a GetAll() reply. */
+typedef struct PropValue {
+        bool set;
+        const char *s; /* 's': points into the reply */
+        uint64_t t;    /* 't', 'u' */
+        int32_t i;     /* 'i' */
+        int b;         /* 'b' */
+        uint64_t ttt[3];
+        json_object *j; /* read by the Prop's read() */
+} PropValue;
+
+typedef struct Prop Prop;
+
+/* One property of an object, what it is in the HTTP API's JSON and in libsandboxd's struct.
+ * Adding a property is adding a row to its object's table. */
+struct Prop {
+        const char *name;  /* the D-Bus property; NULL: a JSON field made of others by to_json() */
+        const char *type;  /* its D-Bus type: s t u b i (ttt), others through read() */
+        const char *key;   /* its JSON key ("a/b": b in the object a), in the table's order; NULL: none */
+        size_t offset;     /* its field in the struct (types s t u b), or NO_FIELD */
+        unsigned flags;
+        int (*read)(sd_bus_message *m, PropValue *v);
+        /* The JSON value (NULL: null) from the values of the table: 1 add it, 0 leave the key out. */
+        int (*to_json)(const Prop *table, size_t n, const PropValue *values, json_object **ret);
+};
+
+#define NO_FIELD SIZE_MAX
+#define PROP_OMIT_EMPTY 1U /* a string "" leaves the key out */
+#define PROP_TERMINAL 2U   /* only in the JSON of a finished command */
+
+static const PropValue *prop_value(const Prop *table, size_t n, const PropValue *values, const char *name) {
+        static const PropValue none = {};
+
+        for (size_t k = 0; k < n; k++)
+                if (table[k].name && streq(table[k].name, name))
+                        return &values[k];
+        return &none;
+}
+
+static int read_prop(sd_bus_message *m, const Prop *p, PropValue *v) {
+        uint32_t u;
+        int r;
+
+        if (p->read)
+                r = p->read(m, v);
+        else if (streq(p->type, "u")) {
+                r = sd_bus_message_read_basic(m, 'u', &u);
+                v->t = u;
+        } else if (streq(p->type, "(ttt)"))
+                r = sd_bus_message_read(m, "(ttt)", &v->ttt[0], &v->ttt[1], &v->ttt[2]);
+        else
+                r = sd_bus_message_read_basic(m, p->type[0], p->type[0] == 's' ? (void *) &v->s :
+                                                             p->type[0] == 't' ? (void *) &v->t :
+                                                             p->type[0] == 'i' ? (void *) &v->i : (void *) &v->b);
+        v->set = r >= 0;
+        return r;
+}
+
+/* GetAll() of iface at path into values[] (properties not in the table are skipped); the
+ * reply, which the strings point into, in *ret_reply. */
+static int read_props(sandboxd_client *c, const char *path, const char *iface, const Prop *table, size_t n,
+                      PropValue *values, sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = call_method(c, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s", iface);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name, *contents;
+                size_t k = n;
+
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r >= 0)
+                        r = sd_bus_message_peek_type(reply, NULL, &contents);
+                for (size_t i = 0; r >= 0 && i < n && k == n; i++)
+                        if (table[i].name && streq(table[i].name, name) && streq(table[i].type, contents))
+                                k = i;
+                if (r >= 0 && k == n)
+                        r = sd_bus_message_skip(reply, "v");
+                else if (r >= 0) {
+                        r = sd_bus_message_enter_container(reply, 'v', contents);
+                        if (r >= 0)
+                                r = read_prop(reply, &table[k], &values[k]);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(reply);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r < 0) {
+                sd_bus_message_unref(reply);
+                return bus_error(c, r, NULL);
+        }
+        *ret_reply = reply;
+        return 0;
+}
+
+/* Frees what read_props() gave; returns r (and says "out of memory" for -ENOMEM). */
+static int props_done(sandboxd_client *c, size_t n, PropValue *values, sd_bus_message *reply, int r) {
+        for (size_t k = 0; k < n; k++)
+                json_object_put(values[k].j);
+        sd_bus_message_unref(reply);
+        if (r == -ENOMEM)
+                bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+        return r;
+}
+
+/* The fields of the struct at base that the table names. */
+static int props_to_struct(const Prop *table, size_t n, const PropValue *values, void *base) {
+        for (size_t k = 0; k < n; k++) {
+                const PropValue *v = &values[k];
+                char *f = (char *) base + table[k].offset;
+
+                if (table[k].offset == NO_FIELD || !v->set)
+                        continue;
+                switch (table[k].type[0]) {
+                case 's':
+                        *(char **) f = dup_or_null(v->s);
+                        if (!*(char **) f && *v->s)
+                                return -ENOMEM;
+                        break;
+                case 't':
+                        *(uint64_t *) f = v->t;
+                        break;
+                case 'u':
+                        *(unsigned *) f = (unsigned) v->t;
+                        break;
+                case 'b':
+                        *(bool *) f = v->b;
+                        break;
+                }
+        }
+        return 0;
+}
+
+/* The JSON text of the table's fields, in its order. */
+static int props_to_json(const Prop *table, size_t n, const PropValue *values, bool terminal, char **ret) {
+        json_object *o = json_object_new_object();
+        int r = 0;
+
+        if (!o)
+                return -ENOMEM;
+        for (size_t k = 0; k < n; k++) {
+                const Prop *p = &table[k];
+                const PropValue *v = &values[k];
+                json_object *parent = o, *j = NULL;
+                const char *key = p->key, *slash;
+
+                if (!key || (FLAGS_SET(p->flags, PROP_TERMINAL) && !terminal))
+                        continue;
+                if (p->to_json) {
+                        r = p->to_json(table, n, values, &j);
+                        if (r < 0)
+                                break;
+                        if (r == 0)
+                                continue;
+                } else if (p->type[0] == 's') {
+                        if (FLAGS_SET(p->flags, PROP_OMIT_EMPTY) && (!v->s || !*v->s))
+                                continue;
+                        j = json_object_new_string(v->s ?: "");
+                } else if (p->type[0] == 'b')
+                        j = json_object_new_boolean(v->b);
+                else if (p->type[0] == 'i')
+                        j = json_object_new_int(v->i);
+                else
+                        j = json_object_new_uint64(v->t);
+                slash = strchr(key, '/');
+                if (slash) {
+                        _cleanup_free_ char *name = strndup(key, slash - key);
+
+                        if (!name) {
+                                json_object_put(j);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        if (!json_object_object_get_ex(o, name, &parent)) {
+                                parent = json_object_new_object();
+                                json_object_object_add(o, name, parent);
+                        }
+                        key = slash + 1;
+                }
+                json_object_object_add(parent, key, j);
+        }
+        if (r >= 0 && !(*ret = json_text(o)))
+                r = -ENOMEM;
+        json_object_put(o);
+        return r < 0 ? r : 0;
+}
+
 /* An "as" of domains as a JSON array. */
-static int read_domains(sd_bus_message *reply, json_object **ret) {
+static int read_domains(sd_bus_message *reply, PropValue *v) {
         json_object *a = json_object_new_array();
         const char *d;
         int r;
@@ -182,201 +378,109 @@ static int read_domains(sd_bus_message *reply, json_object **ret) {
                 json_object_put(a);
                 return r;
         }
-        json_object_put(*ret);
-        *ret = a;
+        json_object_put(v->j);
+        v->j = a;
         return 0;
 }
+
+/* NetworkAllow (bas): the list when the flag is set; none (no "allow" in the JSON) if not. */
+static int read_allow(sd_bus_message *reply, PropValue *v) {
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'r', "bas");
+        if (r >= 0)
+                r = sd_bus_message_read_basic(reply, 'b', &v->b);
+        if (r >= 0)
+                r = read_domains(reply, v);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0 && !v->b) {
+                json_object_put(v->j);
+                v->j = NULL;
+        }
+        return r;
+}
+
+/* "network" as the HTTP API has it: {"mode", and in mode proxy "deny" and maybe "allow"} */
+static int network_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
+        const char *mode = prop_value(table, n, values, "Network")->s;
+        const PropValue *deny = prop_value(table, n, values, "NetworkDeny");
+        const PropValue *allow = prop_value(table, n, values, "NetworkAllow");
+        json_object *net;
+
+        if (!mode || !*mode)
+                return 0;
+        net = json_object_new_object();
+        if (!net)
+                return -ENOMEM;
+        json_object_object_add(net, "mode", json_object_new_string(mode));
+        if (streq(mode, "proxy")) {
+                json_object_object_add(net, "deny", deny->j ? json_object_get(deny->j) : json_object_new_array());
+                if (allow->j)
+                        json_object_object_add(net, "allow", json_object_get(allow->j));
+        }
+        *ret = net;
+        return 1;
+}
+
+static int ttl_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
+        *ret = json_object_new_uint64(prop_value(table, n, values, "IdleTimeoutUSec")->t / USEC_PER_SEC);
+        return 1;
+}
+
+#define S(f) offsetof(sandboxd_session, f)
+static const Prop session_props[] = {
+        { "Id", "s", "id", S(id) },
+        { "User", "s", "user", S(user) },
+        { "Workspace", "s", "workspace", S(workspace) },
+        { "State", "s", "state", S(state) },
+        { "CloseReason", "s", "close_reason", NO_FIELD, PROP_OMIT_EMPTY },
+        { "Unit", "s", "unit", S(unit) },
+        { "WorkspacePath", "s", "workspace_path", S(workspace_path) },
+        { "DynamicUser", "s", "dynamic_user", NO_FIELD, PROP_OMIT_EMPTY },
+        { "Network", "s", "network", NO_FIELD, 0, NULL, network_json },
+        { "NetworkDeny", "as", NULL, NO_FIELD, 0, read_domains },
+        { "NetworkAllow", "(bas)", NULL, NO_FIELD, 0, read_allow },
+        { "MemoryMax", "t", "limits/memory_max", S(memory_max) },
+        { "CPUQuota", "t", "limits/cpu_quota", S(cpu_quota) },
+        { "TasksMax", "t", "limits/tasks_max", S(tasks_max) },
+        { "Frozen", "b", "frozen", S(frozen) },
+        { "IdleTimeoutUSec", "t", "ttl_s", NO_FIELD, 0, NULL, ttl_json },
+        { "CreatedAt", "t", "created_at_usec", S(created_at_usec) },
+        { "LastActivity", "t", "last_activity_usec", NO_FIELD },
+        { "ExpiresAt", "t", "expires_at_usec", S(expires_at_usec) },
+        { "Commands", "u", "commands", S(commands) },
+        { "RunningCommands", "u", "running", S(running) },
+        { "DiskBytes", "t", "disk_bytes", NO_FIELD },
+};
+#undef S
 
 /* Reads the properties of a session object into a session, with "json" shaped like the HTTP
  * API's object (the fields libsandboxd reads). */
 static int get_session_at(sandboxd_client *c, const char *path, sandboxd_session **ret) {
-        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        PropValue v[ELEMENTSOF(session_props)] = {};
         sd_bus_message *reply = NULL;
         sandboxd_session *s = NULL;
-        json_object *o = NULL, *limits = NULL;
-        uint64_t last_activity = 0, idle = 0, disk_bytes = 0;
-        const char *close_reason = NULL, *network = NULL, *dynamic_user = NULL;
-        json_object *deny = NULL, *allow = NULL;
         int r;
 
-        r = call_method(c, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
-                               SESSION_IFACE);
+        r = read_props(c, path, SESSION_IFACE, session_props, ELEMENTSOF(v), v, &reply);
         if (r < 0)
-                return bus_error(c, r, &e);
+                return r;
         s = calloc(1, sizeof(*s));
-        if (!s) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                const char *name, *contents, *str = NULL;
-                uint64_t t = 0;
-                uint32_t u = 0;
-                int bl = 0;
-                char type;
-
-                r = sd_bus_message_read(reply, "s", &name);
-                if (r < 0)
-                        break;
-                r = sd_bus_message_peek_type(reply, NULL, &contents);
-                if (r < 0)
-                        break;
-                r = sd_bus_message_enter_container(reply, 'v', contents);
-                if (r < 0)
-                        break;
-                type = contents[0];
-                if (type == 's')
-                        r = sd_bus_message_read_basic(reply, 's', &str);
-                else if (type == 't')
-                        r = sd_bus_message_read_basic(reply, 't', &t);
-                else if (type == 'u')
-                        r = sd_bus_message_read_basic(reply, 'u', &u);
-                else if (type == 'b')
-                        r = sd_bus_message_read_basic(reply, 'b', &bl);
-                else if (streq(name, "NetworkDeny") && streq(contents, "as"))
-                        r = read_domains(reply, &deny);
-                else if (streq(name, "NetworkAllow") && streq(contents, "(bas)")) {
-                        r = sd_bus_message_enter_container(reply, 'r', "bas");
-                        if (r >= 0)
-                                r = sd_bus_message_read_basic(reply, 'b', &bl);
-                        if (r >= 0)
-                                r = read_domains(reply, &allow);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(reply);
-                        if (r >= 0 && !bl) { /* no allow list: the JSON has none */
-                                json_object_put(allow);
-                                allow = NULL;
-                        }
-                } else
-                        r = sd_bus_message_skip(reply, contents);
-                if (r < 0)
-                        break;
-#define STR(field) (s->field = dup_or_null(str), !str || !*str || s->field ? 0 : -ENOMEM)
-                if (streq(name, "Id"))
-                        r = STR(id);
-                else if (streq(name, "User"))
-                        r = STR(user);
-                else if (streq(name, "Workspace"))
-                        r = STR(workspace);
-                else if (streq(name, "State"))
-                        r = STR(state);
-                else if (streq(name, "Unit"))
-                        r = STR(unit);
-                else if (streq(name, "WorkspacePath"))
-                        r = STR(workspace_path);
-#undef STR
-                else if (streq(name, "Frozen"))
-                        s->frozen = bl;
-                else if (streq(name, "CreatedAt"))
-                        s->created_at_usec = t;
-                else if (streq(name, "ExpiresAt"))
-                        s->expires_at_usec = t;
-                else if (streq(name, "LastActivity"))
-                        last_activity = t;
-                else if (streq(name, "IdleTimeoutUSec"))
-                        idle = t;
-                else if (streq(name, "MemoryMax"))
-                        s->memory_max = t;
-                else if (streq(name, "CPUQuota"))
-                        s->cpu_quota = t;
-                else if (streq(name, "TasksMax"))
-                        s->tasks_max = t;
-                else if (streq(name, "Commands"))
-                        s->commands = u;
-                else if (streq(name, "RunningCommands"))
-                        s->running = u;
-                else if (streq(name, "DiskBytes"))
-                        disk_bytes = t;
-                else if (streq(name, "CloseReason"))
-                        close_reason = str;
-                else if (streq(name, "Network"))
-                        network = str;
-                else if (streq(name, "DynamicUser"))
-                        dynamic_user = str;
-                if (r < 0)
-                        break;
-                r = sd_bus_message_exit_container(reply);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(reply);
-        }
-        if (r < 0) {
-                bus_error(c, r, NULL);
-                goto fail;
-        }
-        if (!s->id) {
+        r = s ? props_to_struct(session_props, ELEMENTSOF(v), v, s) : -ENOMEM;
+        if (r >= 0 && !s->id)
                 r = bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "", "the session object %s has no Id", path);
-                goto fail;
+        if (r >= 0) {
+                s->ttl_s = prop_value(session_props, ELEMENTSOF(v), v, "IdleTimeoutUSec")->t / USEC_PER_SEC;
+                r = props_to_json(session_props, ELEMENTSOF(v), v, false, &s->json);
         }
-        s->ttl_s = idle / 1000000;
-
-        o = json_object_new_object();
-        limits = json_object_new_object();
-        if (!o || !limits) {
-                r = -ENOMEM;
-                goto fail;
+        r = props_done(c, ELEMENTSOF(v), v, reply, r);
+        if (r < 0) {
+                sandboxd_session_free(s);
+                return r;
         }
-        json_object_object_add(o, "id", json_object_new_string(s->id));
-        json_object_object_add(o, "user", json_object_new_string(s->user ?: ""));
-        json_object_object_add(o, "workspace", json_object_new_string(s->workspace ?: ""));
-        json_object_object_add(o, "state", json_object_new_string(s->state ?: ""));
-        if (close_reason && *close_reason)
-                json_object_object_add(o, "close_reason", json_object_new_string(close_reason));
-        json_object_object_add(o, "unit", json_object_new_string(s->unit ?: ""));
-        json_object_object_add(o, "workspace_path", json_object_new_string(s->workspace_path ?: ""));
-        if (dynamic_user && *dynamic_user)
-                json_object_object_add(o, "dynamic_user", json_object_new_string(dynamic_user));
-        if (network && *network) {
-                /* as the HTTP API has it: {"mode", and in mode proxy "deny" and maybe "allow"} */
-                json_object *net = json_object_new_object();
-
-                if (!net) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                json_object_object_add(net, "mode", json_object_new_string(network));
-                if (streq(network, "proxy")) {
-                        json_object_object_add(net, "deny", deny ?: json_object_new_array());
-                        deny = NULL;
-                        if (allow)
-                                json_object_object_add(net, "allow", TAKE_PTR(allow));
-                }
-                json_object_object_add(o, "network", net);
-        }
-        json_object_object_add(limits, "memory_max", json_object_new_uint64(s->memory_max));
-        json_object_object_add(limits, "cpu_quota", json_object_new_uint64(s->cpu_quota));
-        json_object_object_add(limits, "tasks_max", json_object_new_uint64(s->tasks_max));
-        json_object_object_add(o, "limits", limits);
-        limits = NULL;
-        json_object_object_add(o, "frozen", json_object_new_boolean(s->frozen));
-        json_object_object_add(o, "ttl_s", json_object_new_uint64(s->ttl_s));
-        json_object_object_add(o, "created_at_usec", json_object_new_uint64(s->created_at_usec));
-        json_object_object_add(o, "last_activity_usec", json_object_new_uint64(last_activity));
-        json_object_object_add(o, "expires_at_usec", json_object_new_uint64(s->expires_at_usec));
-        json_object_object_add(o, "commands", json_object_new_uint64(s->commands));
-        json_object_object_add(o, "running", json_object_new_uint64(s->running));
-        json_object_object_add(o, "disk_bytes", json_object_new_uint64(disk_bytes));
-        s->json = json_text(o);
-        if (!s->json) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        json_object_put(o);
-        json_object_put(deny);
-        json_object_put(allow);
-        sd_bus_message_unref(reply);
         *ret = s;
         return 0;
-fail:
-        json_object_put(deny);
-        json_object_put(allow);
-        if (r == -ENOMEM)
-                bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
-        json_object_put(o);
-        json_object_put(limits);
-        sandboxd_session_free(s);
-        sd_bus_message_unref(reply);
-        return r;
 }
 
 static int signal_number(const char *name) {
@@ -394,144 +498,107 @@ static int signal_number(const char *name) {
         return name && *name ? SIGKILL : 0; /* a signal we do not name: at least not 0 */
 }
 
+static int status_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
+        const char *status = prop_value(table, n, values, "Status")->s;
+
+        *ret = json_object_new_string(status ?: "unknown");
+        return 1;
+}
+
+static bool status_terminal(const char *status) {
+        sandboxd_status st = sandboxd_status_from_string(status);
+
+        return st >= SANDBOXD_STATUS_SUCCEEDED && st < _SANDBOXD_STATUS_MAX;
+}
+
+static int terminal_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
+        *ret = json_object_new_boolean(status_terminal(prop_value(table, n, values, "Status")->s));
+        return 1;
+}
+
+static int exit_code_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
+        const PropValue *v = prop_value(table, n, values, "ExitCode");
+
+        *ret = v->set && v->i >= 0 && v->i <= 255 ? json_object_new_int(v->i) : NULL;
+        return 1;
+}
+
+static int signal_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
+        const char *name = prop_value(table, n, values, "Signal")->s;
+
+        *ret = name && *name ? json_object_new_string(name) : NULL;
+        return 1;
+}
+
+static int usage_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
+        const PropValue *v = prop_value(table, n, values, "Usage");
+        json_object *u = json_object_new_object();
+
+        if (!u)
+                return -ENOMEM;
+        json_object_object_add(u, "cpu_usec", json_object_new_uint64(v->ttt[0]));
+        json_object_object_add(u, "memory_bytes", json_object_new_uint64(v->ttt[1]));
+        json_object_object_add(u, "tasks", json_object_new_uint64(v->ttt[2]));
+        *ret = u;
+        return 1;
+}
+
+#define R(f) offsetof(sandboxd_result, f)
+static const Prop command_props[] = {
+        { "RequestId", "s", "request_id", R(request_id) },
+        { "SessionId", "s", "session", R(session) },
+        { "Unit", "s", "unit", R(unit) },
+        { "Status", "s", "status", NO_FIELD, 0, NULL, status_json },
+        { NULL, NULL, "terminal", NO_FIELD, 0, NULL, terminal_json },
+        { "ExitCode", "i", "exit_code", NO_FIELD, PROP_TERMINAL, NULL, exit_code_json },
+        { "Signal", "s", "signal", R(signal_name), PROP_TERMINAL, NULL, signal_json },
+        { "Reason", "s", "reason", R(reason), PROP_TERMINAL },
+        { "DurationMSec", "t", "duration_ms", R(duration_ms), PROP_TERMINAL },
+        { "Usage", "(ttt)", "usage", NO_FIELD, 0, NULL, usage_json },
+        { "Truncated", "b", "truncated", NO_FIELD },
+        { "StdoutBytes", "t", "stdout_bytes", R(stdout_bytes) },
+        { "StderrBytes", "t", "stderr_bytes", R(stderr_bytes) },
+};
+#undef R
+
 /* Reads the properties of a command object into a result (without output: D-Bus has none). */
 static int get_result_at(sandboxd_client *c, const char *path, sandboxd_result **ret) {
-        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        PropValue v[ELEMENTSOF(command_props)] = {};
+        const PropValue *exit_code, *usage;
+        const char *status;
         sd_bus_message *reply = NULL;
         sandboxd_result *res = NULL;
-        json_object *o = NULL, *usage = NULL;
-        const char *status = NULL;
-        bool truncated = false;
         int r;
 
-        r = call_method(c, path, "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s",
-                               COMMAND_IFACE);
+        r = read_props(c, path, COMMAND_IFACE, command_props, ELEMENTSOF(v), v, &reply);
         if (r < 0)
-                return bus_error(c, r, &e);
+                return r;
         res = calloc(1, sizeof(*res));
-        if (!res) {
-                r = -ENOMEM;
-                goto fail;
+        r = res ? props_to_struct(command_props, ELEMENTSOF(v), v, res) : -ENOMEM;
+        if (r >= 0) {
+                status = prop_value(command_props, ELEMENTSOF(v), v, "Status")->s;
+                exit_code = prop_value(command_props, ELEMENTSOF(v), v, "ExitCode");
+                usage = prop_value(command_props, ELEMENTSOF(v), v, "Usage");
+                res->status = sandboxd_status_from_string(status);
+                res->terminal = status_terminal(status);
+                res->exit_code = exit_code->set && exit_code->i >= 0 && exit_code->i <= 255 ? exit_code->i : -1;
+                res->signal = signal_number(res->signal_name);
+                res->cpu_usec = usage->ttt[0];
+                res->memory_bytes = usage->ttt[1];
+                res->tasks = usage->ttt[2];
+                if (!res->terminal) {
+                        free(res->reason);
+                        res->reason = NULL;
+                }
+                r = props_to_json(command_props, ELEMENTSOF(v), v, res->terminal, &res->json);
         }
-        res->exit_code = -1;
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                const char *name, *contents, *str = NULL;
-                uint64_t t = 0, u1 = 0, u2 = 0, u3 = 0;
-                int32_t i = -1;
-                int bl = 0;
-
-                r = sd_bus_message_read(reply, "s", &name);
-                if (r < 0)
-                        break;
-                r = sd_bus_message_peek_type(reply, NULL, &contents);
-                if (r < 0)
-                        break;
-                r = sd_bus_message_enter_container(reply, 'v', contents);
-                if (r < 0)
-                        break;
-                if (streq(contents, "s"))
-                        r = sd_bus_message_read_basic(reply, 's', &str);
-                else if (streq(contents, "t"))
-                        r = sd_bus_message_read_basic(reply, 't', &t);
-                else if (streq(contents, "i"))
-                        r = sd_bus_message_read_basic(reply, 'i', &i);
-                else if (streq(contents, "b"))
-                        r = sd_bus_message_read_basic(reply, 'b', &bl);
-                else if (streq(contents, "(ttt)"))
-                        r = sd_bus_message_read(reply, "(ttt)", &u1, &u2, &u3);
-                else
-                        r = sd_bus_message_skip(reply, contents);
-                if (r < 0)
-                        break;
-#define STR(field) (res->field = dup_or_null(str), !str || !*str || res->field ? 0 : -ENOMEM)
-                if (streq(name, "RequestId"))
-                        r = STR(request_id);
-                else if (streq(name, "SessionId"))
-                        r = STR(session);
-                else if (streq(name, "Unit"))
-                        r = STR(unit);
-                else if (streq(name, "Signal"))
-                        r = STR(signal_name);
-                else if (streq(name, "Reason"))
-                        r = STR(reason);
-#undef STR
-                else if (streq(name, "Status"))
-                        status = str;
-                else if (streq(name, "ExitCode"))
-                        res->exit_code = i >= 0 && i <= 255 ? i : -1;
-                else if (streq(name, "DurationMSec"))
-                        res->duration_ms = t;
-                else if (streq(name, "Usage")) {
-                        res->cpu_usec = u1;
-                        res->memory_bytes = u2;
-                        res->tasks = u3;
-                } else if (streq(name, "Truncated"))
-                        truncated = bl;
-                else if (streq(name, "StdoutBytes"))
-                        res->stdout_bytes = t;
-                else if (streq(name, "StderrBytes"))
-                        res->stderr_bytes = t;
-                if (r < 0)
-                        break;
-                r = sd_bus_message_exit_container(reply);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(reply);
-        }
+        r = props_done(c, ELEMENTSOF(v), v, reply, r);
         if (r < 0) {
-                bus_error(c, r, NULL);
-                goto fail;
+                sandboxd_result_free(res);
+                return r;
         }
-        res->status = sandboxd_status_from_string(status);
-        res->terminal = res->status >= SANDBOXD_STATUS_SUCCEEDED && res->status < _SANDBOXD_STATUS_MAX;
-        res->signal = signal_number(res->signal_name);
-        if (!res->terminal) {
-                free(res->reason);
-                res->reason = NULL;
-        }
-
-        o = json_object_new_object();
-        usage = json_object_new_object();
-        if (!o || !usage) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        json_object_object_add(o, "request_id", json_object_new_string(res->request_id ?: ""));
-        json_object_object_add(o, "session", json_object_new_string(res->session ?: ""));
-        json_object_object_add(o, "unit", json_object_new_string(res->unit ?: ""));
-        json_object_object_add(o, "status", json_object_new_string(status ?: "unknown"));
-        json_object_object_add(o, "terminal", json_object_new_boolean(res->terminal));
-        if (res->terminal) {
-                json_object_object_add(o, "exit_code", res->exit_code >= 0 ? json_object_new_int(res->exit_code) : NULL);
-                json_object_object_add(o, "signal", res->signal_name ? json_object_new_string(res->signal_name) : NULL);
-                json_object_object_add(o, "reason", json_object_new_string(res->reason ?: ""));
-                json_object_object_add(o, "duration_ms", json_object_new_uint64(res->duration_ms));
-        }
-        json_object_object_add(usage, "cpu_usec", json_object_new_uint64(res->cpu_usec));
-        json_object_object_add(usage, "memory_bytes", json_object_new_uint64(res->memory_bytes));
-        json_object_object_add(usage, "tasks", json_object_new_uint64(res->tasks));
-        json_object_object_add(o, "usage", usage);
-        usage = NULL;
-        json_object_object_add(o, "truncated", json_object_new_boolean(truncated));
-        json_object_object_add(o, "stdout_bytes", json_object_new_uint64(res->stdout_bytes));
-        json_object_object_add(o, "stderr_bytes", json_object_new_uint64(res->stderr_bytes));
-        res->json = json_text(o);
-        if (!res->json) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        json_object_put(o);
-        sd_bus_message_unref(reply);
         *ret = res;
         return 0;
-fail:
-        if (r == -ENOMEM)
-                bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
-        json_object_put(o);
-        json_object_put(usage);
-        sandboxd_result_free(res);
-        sd_bus_message_unref(reply);
-        return r;
 }
 
 static int session_path(sandboxd_client *c, const char *id, char **ret) {
@@ -1708,9 +1775,10 @@ static char *file_path(const char *path) {
         return p;
 }
 
-/* Calls a method of the session's Files interface with (path, ...): the reply in *ret. */
+/* Calls a method of the session's Files interface with (path, ...): the reply in *ret.
+ * Write(): fd, and expect, the bytes it gives (option "size"), or UINT64_MAX. */
 static int files_call(sandboxd_client *c, const char *session, const char *member, const char *path, const char *to,
-                      int flag, const void *data, size_t size, sd_bus_message **ret) {
+                      int flag, int fd, uint64_t expect, sd_bus_message **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *spath = NULL, *p = NULL, *t = NULL;
         sd_bus_message *m = NULL;
@@ -1728,8 +1796,10 @@ static int files_call(sandboxd_client *c, const char *session, const char *membe
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", p);
         if (r >= 0 && streq(member, "Write")) {
-                r = sd_bus_message_append_array(m, 'y', data ?: "", size);
-                if (r >= 0)
+                r = sd_bus_message_append(m, "h", fd);
+                if (r >= 0 && expect != UINT64_MAX)
+                        r = sd_bus_message_append(m, "a{sv}", 1, "size", "t", expect);
+                else if (r >= 0)
                         r = sd_bus_message_append(m, "a{sv}", 0);
         } else if (r >= 0 && streq(member, "Move"))
                 r = sd_bus_message_append(m, "sb", t, flag);
@@ -1739,7 +1809,9 @@ static int files_call(sandboxd_client *c, const char *session, const char *membe
                 sd_bus_message_unref(m);
                 return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
         }
-        r = call(c, m, CALL_TIMEOUT_USEC, &e, ret);
+        /* Write() is answered once its fd ended, which takes as long as the writer takes;
+         * sandboxd gives up on a writer that stalls (ConnectionTimeoutSec=) and answers. */
+        r = call(c, m, streq(member, "Write") ? UINT64_MAX : CALL_TIMEOUT_USEC, &e, ret);
         sd_bus_message_unref(m);
         return r < 0 ? bus_error(c, r, &e) : 0;
 }
@@ -1750,7 +1822,7 @@ int bus_file_json(sandboxd_client *c, const char *session, const char *path, boo
         const char *json;
         int r;
 
-        r = files_call(c, session, list ? "List" : "Stat", path, NULL, 0, NULL, 0, &reply);
+        r = files_call(c, session, list ? "List" : "Stat", path, NULL, 0, -EBADF, 0, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(reply, "s", &json);
@@ -1767,7 +1839,7 @@ int bus_file_open(sandboxd_client *c, const char *session, const char *path, int
         sd_bus_message *reply = NULL;
         int fd, r;
 
-        r = files_call(c, session, "Read", path, NULL, 0, NULL, 0, &reply);
+        r = files_call(c, session, "Read", path, NULL, 0, -EBADF, 0, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(reply, "ht", &fd, ret_size);
@@ -1777,20 +1849,46 @@ int bus_file_open(sandboxd_client *c, const char *session, const char *path, int
         return r < 0 ? bus_error(c, r, NULL) : 0;
 }
 
-int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size) {
+/* Write() reads fd (a pipe or a regular file) to its end; the written size in *ret_size. */
+int bus_file_write_fd(sandboxd_client *c, const char *session, const char *path, int fd, uint64_t expect,
+                      uint64_t *ret_size) {
         sd_bus_message *reply = NULL;
+        const char *entry;
+        json_object *j = NULL;
         int r;
 
-        r = files_call(c, session, "Write", path, NULL, 0, data, size, &reply);
+        r = files_call(c, session, "Write", path, NULL, 0, fd, expect, &reply);
+        if (r >= 0 && ret_size) {
+                *ret_size = 0;
+                if (sd_bus_message_read(reply, "s", &entry) >= 0 && json_parse_text(entry, strlen(entry), &j) >= 0)
+                        *ret_size = (uint64_t) json_object_get_int64(json_object_object_get(j, "size"));
+                json_object_put(j);
+        }
         sd_bus_message_unref(reply);
         return r;
+}
+
+/* The bytes go in a memfd, a regular file Write() reads on sandboxd's file threads. */
+int bus_file_write(sandboxd_client *c, const char *session, const char *path, const void *data, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        fd = memfd_create("sandboxd-write", MFD_CLOEXEC);
+        if (fd < 0)
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, -errno, "", "memfd_create: %m");
+        r = loop_write(fd, data ?: "", size);
+        if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0)
+                r = -errno;
+        if (r < 0)
+                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "Writing to a memfd: %s", strerror(-r));
+        return bus_file_write_fd(c, session, path, fd, size, NULL);
 }
 
 int bus_file_mkdir(sandboxd_client *c, const char *session, const char *path) {
         sd_bus_message *reply = NULL;
         int r;
 
-        r = files_call(c, session, "Mkdir", path, NULL, 0, NULL, 0, &reply);
+        r = files_call(c, session, "Mkdir", path, NULL, 0, -EBADF, 0, &reply);
         sd_bus_message_unref(reply);
         return r;
 }
@@ -1800,7 +1898,7 @@ int bus_file_move(sandboxd_client *c, const char *session, const char *path, con
         int r;
 
         /* as ?move_to= without ?overwrite */
-        r = files_call(c, session, "Move", path, to, false, NULL, 0, &reply);
+        r = files_call(c, session, "Move", path, to, false, -EBADF, 0, &reply);
         sd_bus_message_unref(reply);
         return r;
 }
@@ -1809,7 +1907,7 @@ int bus_file_remove(sandboxd_client *c, const char *session, const char *path, b
         sd_bus_message *reply = NULL;
         int r;
 
-        r = files_call(c, session, "Remove", path, NULL, recursive, NULL, 0, &reply);
+        r = files_call(c, session, "Remove", path, NULL, recursive, -EBADF, 0, &reply);
         sd_bus_message_unref(reply);
         return r;
 }

@@ -32,6 +32,11 @@ BusPending *bus_pending_free(BusPending *p) {
         op_free(p->op); /* its function is never called now */
         if (p->file_op)
                 file_op_detach(p->file_op);
+        files_upload_free(p->upload); /* uncommitted: nothing is left */
+        free(p->upload_path);
+        sd_event_source_disable_unref(p->upload_io);
+        sd_event_source_disable_unref(p->upload_timer);
+        sd_bus_track_unref(p->upload_track);
         LIST_REMOVE(pending, p->manager->bus_pending, p);
         sd_bus_message_unref(p->call);
         free(p);

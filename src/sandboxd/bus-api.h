@@ -37,7 +37,14 @@ struct BusPending {
         OutputReader reader; /* Run: tells when the command is over, or gone */
         FileOp *file_op;     /* a file method: its operation, while it is queued or runs */
         Op *op;              /* the core's operation it waits for (op.h), freed with it */
-        uint64_t bytes;      /* WriteStdin: the bytes given */
+        uint64_t bytes;      /* WriteStdin: the bytes given; Write() from a pipe: the bytes read */
+        /* Write() from a pipe, read on the loop (files-dbus.c) */
+        FileUpload *upload;           /* the new file until it is committed */
+        char *upload_path;
+        uint64_t upload_expect;       /* option "size", UINT64_MAX if not given */
+        sd_event_source *upload_io;   /* owns the pipe */
+        sd_event_source *upload_timer; /* no bytes for ConnectionTimeoutSec= */
+        sd_bus_track *upload_track;   /* the caller, while it is on the bus */
         LIST_FIELDS(BusPending, pending);
 };
 

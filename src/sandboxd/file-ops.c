@@ -30,6 +30,7 @@ static const char *const file_op_kind_table[_FILE_OP_KIND_MAX] = {
         [FILE_OP_REMOVE] = "remove",
         [FILE_OP_MOVE] = "move",
         [FILE_OP_DISK_USAGE] = "disk-usage",
+        [FILE_OP_WRITE] = "write",
 };
 
 const char *file_op_kind_to_string(FileOpKind k) {
@@ -50,7 +51,8 @@ int file_op_new(FileOpKind kind, const char *key, const char *dir, const char *p
         if (!op)
                 return -ENOMEM;
         op->kind = kind;
-        op->fd = -EBADF;
+        op->fd = op->src_fd = -EBADF;
+        op->expect_bytes = UINT64_MAX;
         strcpy(op->key, key);
         op->dir = strdup(dir);
         if (!op->dir)
@@ -65,6 +67,7 @@ FileOp *file_op_free(FileOp *op) {
         if (!op)
                 return NULL;
         safe_close(op->fd);
+        safe_close(op->src_fd);
         buf_done(&op->listing);
         free(op->dir);
         free(op->path);
@@ -98,6 +101,37 @@ static int file_op_read(FileOp *op, Workspace *ws) {
         return r;
 }
 
+/* Copies src_fd to its end into an upload (files.h: nothing is left behind unless it is
+ * committed), in chunks, stopping when the waiter went away. */
+static int file_op_write(FileOp *op, Workspace *ws) {
+        FileUpload *u = NULL;
+        char buf[65536];
+        int r;
+
+        r = files_upload_begin(ws, op->path, op->mode, op->max_bytes, &u);
+        while (r >= 0) {
+                ssize_t n = read(op->src_fd, buf, sizeof(buf));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? -errno : 0;
+                        break;
+                }
+                if (atomic_load(&op->cancel))
+                        r = -ECANCELED;
+                else
+                        r = files_upload_write(u, buf, (size_t) n);
+                op->bytes += (uint64_t) n;
+        }
+        if (r >= 0 && op->expect_bytes != UINT64_MAX && op->bytes != op->expect_bytes)
+                r = -EPIPE;
+        if (r >= 0)
+                r = files_upload_commit(u, &op->created, &op->st);
+        files_upload_free(u);
+        return r;
+}
+
 static int file_op_run(FileOp *op) {
         _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         int r;
@@ -123,6 +157,8 @@ static int file_op_run(FileOp *op) {
                 return files_remove(&ws, op->path, op->flag);
         case FILE_OP_MOVE:
                 return files_move(&ws, op->path, op->to, op->flag, &op->st);
+        case FILE_OP_WRITE:
+                return file_op_write(op, &ws);
         default:
                 return -EINVAL;
         }

@@ -34,6 +34,7 @@ typedef enum FileOpKind {
         FILE_OP_REMOVE,     /* flag: recursive */
         FILE_OP_MOVE,       /* path to `to`; flag: replace; st of the result */
         FILE_OP_DISK_USAGE, /* bytes below dir */
+        FILE_OP_WRITE,      /* path from src_fd (a regular file) to EOF, as an upload: st, created, bytes */
         _FILE_OP_KIND_MAX,
         _FILE_OP_KIND_INVALID = -EINVAL,
 } FileOpKind;
@@ -59,6 +60,10 @@ struct FileOp {
         char *to;              /* FILE_OP_MOVE */
         bool flag;
         size_t max_entries;    /* FILE_OP_READ of a directory */
+        int src_fd;            /* FILE_OP_WRITE: read from here (closed with the op) */
+        mode_t mode;           /* FILE_OP_WRITE: as files_upload_begin() */
+        uint64_t max_bytes;    /* FILE_OP_WRITE: the upload's limit */
+        uint64_t expect_bytes; /* FILE_OP_WRITE: exactly this many or -EPIPE; UINT64_MAX: any */
 
         /* what came of it, for the done function */
         bool workspace_failed; /* r is the error of opening the workspace itself */
@@ -66,7 +71,7 @@ struct FileOp {
         bool created;
         int fd;                /* FILE_OP_READ of a file: the done function may take it */
         Buf listing;           /* FILE_OP_READ of a directory: {"path":..,"entries":[..],"truncated":..} */
-        uint64_t bytes;
+        uint64_t bytes;        /* FILE_OP_DISK_USAGE; FILE_OP_WRITE: the bytes read */
 
         /* the queue's */
         FileOps *ops;

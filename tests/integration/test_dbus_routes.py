@@ -271,6 +271,17 @@ def files(sid, method, sig="", *args):
     return B.call("%s/session/%s" % (B.PATH, sid), FILES, method, sig, *args)
 
 
+def write(sid, path, data, options=None):
+    """Write() from a memfd holding data (a regular file)."""
+    fd = os.memfd_create("data")
+    try:
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return files(sid, "Write", "sha{sv}", path, dbus.types.UnixFd(fd), dbus.Dictionary(options or {}, signature="sv"))
+    finally:
+        os.close(fd)
+
+
 def furl(sid, path, query=""):
     return "/v1/sessions/%s/files/%s" % (sid, path) + ("?" + query if query else "")
 
@@ -283,7 +294,7 @@ def test_file_methods_answer_as_http(api, session):
     assert files(sid, "Mkdir", "s", "d")[1] is False
 
     data = bytes(range(256)) * 10
-    entry, created = files(sid, "Write", "saya{sv}", "d/f.bin", data, dbus.Dictionary({"mode": dbus.UInt32(0o640)}, signature="sv"))
+    entry, created = write(sid, "d/f.bin", data, {"mode": dbus.UInt32(0o640)})
     assert created is True
     e = json.loads(entry)
     assert e["path"] == "d/f.bin" and e["size"] == len(data) and e["mode"] == "0640", e
@@ -298,7 +309,7 @@ def test_file_methods_answer_as_http(api, session):
     moved = json.loads(files(sid, "Move", "ssb", "d/f.bin", "d/g.bin", False)[0])
     assert moved["path"] == "d/g.bin" and moved["size"] == len(data)
     assert api.get(furl(sid, "d/f.bin", "stat")).status == 404
-    files(sid, "Write", "saya{sv}", "d/h", b"h", dbus.Dictionary({}, signature="sv"))
+    write(sid, "d/h", b"h")
     assert B.error_of(files, sid, "Move", "ssb", "d/h", "d/g.bin", False) == B.ERROR + "Exists"
     assert api.request("PUT", furl(sid, "d/h", "move_to=d/g.bin")).json["error"]["code"] == "exists"
 
@@ -322,18 +333,16 @@ BAD = [
 def test_file_methods_bad_input(api, session):
     sid = session["id"]
     files(sid, "Mkdir", "s", "dir")
-    files(sid, "Write", "saya{sv}", "file", b"x", dbus.Dictionary({}, signature="sv"))
+    write(sid, "file", b"x")
     for (method, sig, arg), name, code, http_path in BAD:
         assert B.error_of(files, sid, method, sig, arg) == B.ERROR + name, (method, arg)
         if http_path:
             r = api.get(furl(sid, http_path, "stat"))
             assert r.json["error"]["code"] == code, (http_path, r)
-    assert B.error_of(files, sid, "Write", "saya{sv}", "dir", b"x", dbus.Dictionary({}, signature="sv")) in (
+    assert B.error_of(write, sid, "dir", b"x") in (
         B.ERROR + "IsADirectory", B.ERROR + "Exists")
-    assert B.error_of(files, sid, "Write", "saya{sv}", "f2", b"x",
-                      dbus.Dictionary({"mode": dbus.UInt32(0o1777)}, signature="sv")) == B.ERROR + "InvalidValue"
-    assert B.error_of(files, sid, "Write", "saya{sv}", "f2", b"x",
-                      dbus.Dictionary({"owner": "root"}, signature="sv")) == B.ERROR + "UnknownOption"
+    assert B.error_of(write, sid, "f2", b"x", {"mode": dbus.UInt32(0o1777)}) == B.ERROR + "InvalidValue"
+    assert B.error_of(write, sid, "f2", b"x", {"owner": "root"}) == B.ERROR + "UnknownOption"
     # nothing of it was written
     assert api.get(furl(sid, "f2", "stat")).status == 404
 
