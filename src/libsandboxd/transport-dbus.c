@@ -163,10 +163,6 @@ static char *dup_or_null(const char *s) {
         return s && *s ? strdup(s) : NULL;
 }
 
-static char *json_text(json_object *o) {
-        return strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-}
-
 /* --- objects' properties as the HTTP API's JSON --------------------------------------- */
 
 /* The value of one property of a GetAll() reply. */
@@ -191,11 +187,13 @@ struct Prop {
         size_t offset;     /* its field in the struct (types s t u b), or NO_FIELD */
         unsigned flags;
         int (*read)(sd_bus_message *m, PropValue *v);
-        /* The JSON value (NULL: null) from the values of the table: 1 add it, 0 leave the key out. */
+        /* The JSON value from the values of the table: 1 add it (NULL: out of memory),
+         * PROP_JSON_NULL a null, 0 leave the key out. */
         int (*to_json)(const Prop *table, size_t n, const PropValue *values, json_object **ret);
 };
 
 #define NO_FIELD SIZE_MAX
+#define PROP_JSON_NULL 2
 #define PROP_OMIT_EMPTY 1U /* a string "" leaves the key out */
 #define PROP_TERMINAL 2U   /* only in the JSON of a finished command */
 
@@ -310,15 +308,17 @@ static int props_to_struct(const Prop *table, size_t n, const PropValue *values,
 /* The JSON text of the table's fields, in its order. */
 static int props_to_json(const Prop *table, size_t n, const PropValue *values, bool terminal, char **ret) {
         json_object *o = json_object_new_object();
+        bool oom = false;
         int r = 0;
 
         if (!o)
                 return -ENOMEM;
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = 0; k < n && !oom; k++) {
                 const Prop *p = &table[k];
                 const PropValue *v = &values[k];
                 json_object *parent = o, *j = NULL;
                 const char *key = p->key, *slash;
+                bool null = false;
 
                 if (!key || (FLAGS_SET(p->flags, PROP_TERMINAL) && !terminal))
                         continue;
@@ -328,6 +328,7 @@ static int props_to_json(const Prop *table, size_t n, const PropValue *values, b
                                 break;
                         if (r == 0)
                                 continue;
+                        null = r == PROP_JSON_NULL;
                 } else if (p->type[0] == 's') {
                         if (FLAGS_SET(p->flags, PROP_OMIT_EMPTY) && (!v->s || !*v->s))
                                 continue;
@@ -349,13 +350,22 @@ static int props_to_json(const Prop *table, size_t n, const PropValue *values, b
                         }
                         if (!json_object_object_get_ex(o, name, &parent)) {
                                 parent = json_object_new_object();
-                                json_object_object_add(o, name, parent);
+                                json_put(o, name, parent, &oom);
+                                if (oom) {
+                                        json_object_put(j);
+                                        break;
+                                }
                         }
                         key = slash + 1;
                 }
-                json_object_object_add(parent, key, j);
+                if (null)
+                        json_put_null(parent, key, &oom);
+                else
+                        json_put(parent, key, j, &oom); /* a NULL j: out of memory */
         }
-        if (r >= 0 && !(*ret = json_text(o)))
+        if (r >= 0 && oom)
+                r = -ENOMEM;
+        if (r >= 0 && !(*ret = json_to_text(o)))
                 r = -ENOMEM;
         json_object_put(o);
         return r < 0 ? r : 0;
@@ -365,15 +375,18 @@ static int props_to_json(const Prop *table, size_t n, const PropValue *values, b
 static int read_domains(sd_bus_message *reply, PropValue *v) {
         json_object *a = json_object_new_array();
         const char *d;
+        bool oom = false;
         int r;
 
         if (!a)
                 return -ENOMEM;
         r = sd_bus_message_enter_container(reply, 'a', "s");
         while (r >= 0 && (r = sd_bus_message_read_basic(reply, 's', &d)) > 0)
-                json_object_array_add(a, json_object_new_string(d));
+                json_push(a, json_object_new_string(d), &oom);
         if (r >= 0)
                 r = sd_bus_message_exit_container(reply);
+        if (r >= 0 && oom)
+                r = -ENOMEM;
         if (r < 0) {
                 json_object_put(a);
                 return r;
@@ -407,17 +420,20 @@ static int network_json(const Prop *table, size_t n, const PropValue *values, js
         const PropValue *deny = prop_value(table, n, values, "NetworkDeny");
         const PropValue *allow = prop_value(table, n, values, "NetworkAllow");
         json_object *net;
+        bool oom = false;
 
         if (!mode || !*mode)
                 return 0;
         net = json_object_new_object();
-        if (!net)
-                return -ENOMEM;
-        json_object_object_add(net, "mode", json_object_new_string(mode));
+        json_put(net, "mode", json_object_new_string(mode), &oom);
         if (streq(mode, "proxy")) {
-                json_object_object_add(net, "deny", deny->j ? json_object_get(deny->j) : json_object_new_array());
+                json_put(net, "deny", deny->j ? json_object_get(deny->j) : json_object_new_array(), &oom);
                 if (allow->j)
-                        json_object_object_add(net, "allow", json_object_get(allow->j));
+                        json_put(net, "allow", json_object_get(allow->j), &oom);
+        }
+        if (oom) {
+                json_object_put(net);
+                return -ENOMEM;
         }
         *ret = net;
         return 1;
@@ -519,26 +535,33 @@ static int terminal_json(const Prop *table, size_t n, const PropValue *values, j
 static int exit_code_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
         const PropValue *v = prop_value(table, n, values, "ExitCode");
 
-        *ret = v->set && v->i >= 0 && v->i <= 255 ? json_object_new_int(v->i) : NULL;
+        if (!v->set || v->i < 0 || v->i > 255)
+                return PROP_JSON_NULL;
+        *ret = json_object_new_int(v->i);
         return 1;
 }
 
 static int signal_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
         const char *name = prop_value(table, n, values, "Signal")->s;
 
-        *ret = name && *name ? json_object_new_string(name) : NULL;
+        if (!name || !*name)
+                return PROP_JSON_NULL;
+        *ret = json_object_new_string(name);
         return 1;
 }
 
 static int usage_json(const Prop *table, size_t n, const PropValue *values, json_object **ret) {
         const PropValue *v = prop_value(table, n, values, "Usage");
         json_object *u = json_object_new_object();
+        bool oom = false;
 
-        if (!u)
+        json_put(u, "cpu_usec", json_object_new_uint64(v->ttt[0]), &oom);
+        json_put(u, "memory_bytes", json_object_new_uint64(v->ttt[1]), &oom);
+        json_put(u, "tasks", json_object_new_uint64(v->ttt[2]), &oom);
+        if (oom) {
+                json_object_put(u);
                 return -ENOMEM;
-        json_object_object_add(u, "cpu_usec", json_object_new_uint64(v->ttt[0]));
-        json_object_object_add(u, "memory_bytes", json_object_new_uint64(v->ttt[1]));
-        json_object_object_add(u, "tasks", json_object_new_uint64(v->ttt[2]));
+        }
         *ret = u;
         return 1;
 }
@@ -1140,17 +1163,23 @@ int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *s
         if (fn) {
                 _cleanup_free_ char *line = NULL;
                 json_object *o = json_object_new_object();
+                bool oom = false;
 
-                json_object_object_add(o, "type", json_object_new_string("accepted"));
-                json_object_object_add(o, "request_id", json_object_new_string(rid));
-                line = json_text(o);
+                json_put(o, "type", json_object_new_string("accepted"), &oom);
+                json_put(o, "request_id", json_object_new_string(rid), &oom);
+                line = oom ? NULL : json_to_text(o);
                 json_object_put(o);
+                if (!line) {
+                        r = -ENOMEM;
+                        bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
+                        goto finish;
+                }
                 sandboxd_event ev = {
                         .type = SANDBOXD_EVENT_ACCEPTED,
                         .type_name = "accepted",
                         .request_id = rid,
-                        .line = line ?: "",
-                        .line_size = line ? strlen(line) : 0,
+                        .line = line,
+                        .line_size = strlen(line),
                 };
                 r = fn(c, &ev, userdata);
                 if (r < 0) {
@@ -1455,14 +1484,19 @@ static int add_stream(json_object *o, const char *name, const void *data, size_t
         Buf b = {};
         int r;
 
-        if (utf8_valid_prefix(data, size, &valid) == size && valid)
-                return json_object_object_add(o, name, json_object_new_string_len(data, (int) size));
+        bool oom = false;
+
+        if (utf8_valid_prefix(data, size, &valid) == size && valid) {
+                json_put(o, name, json_object_new_string_len(data, (int) size), &oom);
+                return oom ? -ENOMEM : 0;
+        }
         snprintf(key, sizeof(key), "%s_b64", name);
         r = base64_encode(&b, data, size);
-        if (r >= 0)
-                r = json_object_object_add(o, name, NULL);
-        if (r >= 0)
-                r = json_object_object_add(o, key, json_object_new_string_len(b.data ?: "", (int) b.len));
+        if (r >= 0) {
+                json_put_null(o, name, &oom);
+                json_put(o, key, json_object_new_string_len(b.data ?: "", (int) b.len), &oom);
+                r = oom ? -ENOMEM : 0;
+        }
         buf_done(&b);
         return r;
 }
@@ -1730,7 +1764,7 @@ int bus_health(sandboxd_client *c, char **ret_json) {
         if (r >= 0)
                 r = json_object_object_add(o, "pool", TAKE_PTR(pool));
         if (r >= 0)
-                r = (*ret_json = json_text(o)) ? 0 : -ENOMEM;
+                r = (*ret_json = json_to_text(o)) ? 0 : -ENOMEM;
         json_object_put(o);
         json_object_put(pool);
         sd_bus_message_unref(reply);
