@@ -4,6 +4,7 @@
 
 #include "auth.h"
 #include "bus-api.h"
+#include "bus-util.h"
 #include "log.h"
 #include "output-pipe.h"
 #include "polkit.h"
@@ -21,6 +22,7 @@ int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **r
         if (s)
                 memcpy(p->session_id, s->id, sizeof(p->session_id));
         LIST_PREPEND(pending, m->bus_pending, p);
+        m->n_bus_waiting++;
         *ret = p;
         return 0;
 }
@@ -38,6 +40,7 @@ BusPending *bus_pending_free(BusPending *p) {
         sd_event_source_disable_unref(p->upload_timer);
         sd_bus_track_unref(p->upload_track);
         LIST_REMOVE(pending, p->manager->bus_pending, p);
+        p->manager->n_bus_waiting--;
         sd_bus_message_unref(p->call);
         free(p);
         return NULL;
@@ -53,6 +56,14 @@ void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error) {
         if (k < 0)
                 log_debug_errno(k, "Failed to answer a D-Bus call, ignoring: %m");
         bus_pending_free(p);
+}
+
+void manager_bus_stop(Manager *m) {
+        /* while the loop runs: sd-bus flushes and closes the bus when the loop exits */
+        while (m->bus_pending)
+                bus_pending_fail(m->bus_pending, 0,
+                                 &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+        polkit_free_all(m);
 }
 
 void manager_bus_free(Manager *m) {

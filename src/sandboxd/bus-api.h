@@ -52,9 +52,13 @@ int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **r
 BusPending *bus_pending_free(BusPending *p);
 /* Answers the call with *error (or errno r) and forgets it. */
 void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error);
-/* At exit: calls still waiting are dropped (their callers see the connection go; those
- * of the core's operations were answered at the stop, session_cancel_ops()), and calls
- * waiting for polkit are answered Stopping (polkit_free_all()). */
+/* sandboxd stops (daemon_stop(), while the loop still runs, so that sd-bus sends the
+ * answers before it closes the bus at the loop's exit): every call still waiting is
+ * answered Stopping once. Those waiting on the core's operations or the file threads were
+ * answered just before (session_cancel_ops(), file_ops_abandon()); these are the rest,
+ * such as a Write() still reading its pipe, and the calls waiting for polkit. */
+void manager_bus_stop(Manager *m);
+/* At exit: whatever is left is dropped. */
 void manager_bus_free(Manager *m);
 
 /* Who sent `call`: its uid, login name (NULL if it has none), and the caller authz_decide()

@@ -331,6 +331,7 @@ static void daemon_stop(Manager *m) {
         LIST_FOREACH(sessions, s, m->sessions)
                 session_cancel_ops(s, OP_STOPPING);
         file_ops_abandon(m->file_ops);
+        manager_bus_stop(m);
         r = sd_event_add_defer(m->event, &m->stop_defer, on_stop, m);
         if (r >= 0) {
                 (void) sd_event_source_set_description(m->stop_defer, "daemon-stop");

@@ -457,6 +457,12 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
                 return 0;
         if (interface && !streq(interface, ours))
                 return 0;
+        /* As HTTP's 503 stopping: nothing new starts while the answers to the waiting calls
+         * go out (manager_bus_stop()). */
+        if (m->stopping) {
+                polkit_forget(m, msg);
+                return sd_bus_reply_method_errorf(msg, BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back.");
+        }
 
         /* Our object paths under .../session/: the object must be there. (A call that polkit
          * was asked about comes back here too: its session may have gone meanwhile.) */

@@ -107,6 +107,8 @@ struct Manager {
 
         PolkitQuery *polkit_queries; /* questions to polkit, and their answers */
         BusPending *bus_pending;     /* D-Bus calls answered later */
+        unsigned n_bus_waiting;      /* how many (bus-api.c) */
+        unsigned n_polkit_waiting;   /* D-Bus calls whose question to polkit is not answered (polkit.c) */
         OutputPipe *output_pipes;    /* commands' events into pipes of D-Bus clients (Attach()) */
         unsigned n_output_pipes;
         bool bus_name_releasing;     /* exiting when idle: the name goes first */

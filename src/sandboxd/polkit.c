@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
+
 #include "bus-util.h"
 #include "list.h"
 #include "log.h"
@@ -35,6 +37,8 @@ struct PolkitQuery {
 static PolkitQuery *query_free(PolkitQuery *q) {
         if (!q)
                 return NULL;
+        if (q->answer == POLKIT_WAITING)
+                q->manager->n_polkit_waiting--;
         LIST_REMOVE(queries, q->manager->polkit_queries, q);
         sd_bus_slot_unref(q->slot);
         sd_bus_message_unref(q->call);
@@ -61,6 +65,8 @@ static int on_check_authorization(sd_bus_message *reply, void *userdata, sd_bus_
 
         q->slot = sd_bus_slot_unref(q->slot);
         q->answered_usec = now_usec(CLOCK_MONOTONIC);
+        assert(q->answer == POLKIT_WAITING && m->n_polkit_waiting > 0);
+        m->n_polkit_waiting--; /* whatever comes, it is no longer waiting */
 
         e = sd_bus_message_get_error(reply);
         if (e) {
@@ -150,6 +156,7 @@ static int polkit_ask(Manager *m, sd_bus_message *call, const char *action, cons
         q->manager = m;
         q->call = sd_bus_message_ref(call);
         q->answer = POLKIT_WAITING;
+        m->n_polkit_waiting++;
         LIST_PREPEND(queries, m->polkit_queries, q);
         q->action = strdup(action);
         if (!q->action) {
@@ -220,13 +227,7 @@ void polkit_forget(Manager *m, sd_bus_message *call) {
 }
 
 unsigned polkit_pending(Manager *m) {
-        unsigned n = 0;
-        PolkitQuery *q;
-
-        LIST_FOREACH(queries, q, m->polkit_queries)
-                if (q->answer == POLKIT_WAITING)
-                        n++;
-        return n;
+        return m->n_polkit_waiting;
 }
 
 void polkit_free_all(Manager *m) {

@@ -35,9 +35,11 @@ void polkit_forget(Manager *m, sd_bus_message *call);
 /* Questions still waiting for polkit. */
 unsigned polkit_pending(Manager *m);
 
-/* At exit (manager_bus_free(), before the bus is flushed and closed): every call still
- * waiting for polkit is answered now, once, with io.sandboxd.sandbox1.Error.Stopping (the
- * error table's "stopping"), since its handler never runs again; then all is forgotten.
+/* At the stop (manager_bus_stop(), while the loop runs, so that the answers go out before
+ * sd-bus closes the bus at its exit) and again at exit: every call still waiting for polkit
+ * is answered now, once, with io.sandboxd.sandbox1.Error.Stopping (the error table's
+ * "stopping"), since its handler never runs again; then all is forgotten. Calls that come
+ * in while stopping are answered Stopping at once, before any question to polkit.
  * The check itself is not an Op (op.h): the call, dispatched again, is its handle. */
 void polkit_free_all(Manager *m);
 

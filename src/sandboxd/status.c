@@ -65,6 +65,10 @@ int status_format_metrics(Manager *m, Buf *b) {
                                  "# HELP sandboxd_http_requests_waiting HTTP requests waiting for an answer (on systemd, a session, stdin).\n"
                                  "# TYPE sandboxd_http_requests_waiting gauge\n"
                                  "sandboxd_http_requests_waiting %u\n"
+                                 "# HELP sandboxd_dbus_calls_waiting D-Bus calls waiting for an answer: on polkit, or on anything else (systemd, a session, a file, a pipe).\n"
+                                 "# TYPE sandboxd_dbus_calls_waiting gauge\n"
+                                 "sandboxd_dbus_calls_waiting{on=\"polkit\"} %u\n"
+                                 "sandboxd_dbus_calls_waiting{on=\"other\"} %u\n"
                                  "# HELP sandboxd_draining 1 while sandboxd drains.\n"
                                  "# TYPE sandboxd_draining gauge\n"
                                  "sandboxd_draining %d\n"
@@ -76,7 +80,7 @@ int status_format_metrics(Manager *m, Buf *b) {
                                  "sandboxd_build_info{version=\"%s\"} 1\n",
                                  m->n_running, ps.ready, ps.starting, ps.in_use, m->n_connections,
                                  pid1_gate_in_flight(m->pid1), pid1_gate_waiting(m->pid1), pid1_gate_jobs(m->pid1),
-                                 m->n_http_waiting,
+                                 m->n_http_waiting, m->n_polkit_waiting, m->n_bus_waiting,
                                  m->draining,
                                  (double) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic_usec) / USEC_PER_SEC,
                                  PROJECT_VERSION);

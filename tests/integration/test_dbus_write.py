@@ -3,11 +3,14 @@
 file. Large files round-trip byte for byte, the limits of the HTTP upload hold, other
 kinds of fd are refused, and a failed or abandoned write leaves nothing behind."""
 
+import fcntl
 import os
 import select
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 
@@ -15,7 +18,7 @@ import dbus
 import pytest
 
 import sbxbus as B
-from conftest import wait_for
+from conftest import daemon_pid, restart_daemon, wait_for
 from test_files import host_dir, no_leftovers, small_file_cap, url  # noqa: F401 (a fixture)
 from test_sandboxctl_polkit import SANDBOXCTL, as_user, polkit_user  # noqa: F401 (a fixture)
 
@@ -182,6 +185,38 @@ def test_caller_gone_mid_way(api, session):
         os.close(w)
     time.sleep(0.2)
     assert no_leftovers(session, "left")
+
+
+@pytest.mark.restarts_daemon
+def test_stop_while_a_pipe_is_read(api, session):
+    """sandboxd stops while a Write() still reads its pipe: the caller is answered Stopping,
+    once, rather than NoReply when the connection goes; no file is left."""
+    sid = session["id"]
+    r, w = os.pipe()
+    answer = {}
+
+    def call():
+        try:
+            answer["error"] = B.error_of(write_fd, sid, "stopped.bin", r)
+        except AssertionError as e:
+            answer["error"] = str(e)
+
+    t = threading.Thread(target=call)
+    try:
+        os.write(w, b"x" * 1000)
+        t.start()
+        # sandboxd took the call once it read what the pipe holds
+        wait_for(lambda: struct.unpack("i", fcntl.ioctl(r, termios.FIONREAD, b"\0" * 4))[0] == 0, timeout=15,
+                 what="sandboxd to read the pipe")
+        restart_daemon()
+        t.join(timeout=30)
+        assert not t.is_alive()
+        assert answer["error"] == "io.sandboxd.sandbox1.Error.Stopping", answer
+    finally:
+        os.close(w)
+        t.join(timeout=30)
+        os.close(r)
+    assert no_leftovers(session, "stopped.bin")
 
 
 @pytest.mark.restarts_daemon

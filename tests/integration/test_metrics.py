@@ -126,6 +126,7 @@ def test_metrics_parse_and_have_every_family(api):
         "sandboxd_file_operations": "gauge",
         "sandboxd_file_operations_total": "counter",
         "sandboxd_http_requests_waiting": "gauge",
+        "sandboxd_dbus_calls_waiting": "gauge",
         "sandboxd_draining": "gauge",
         "sandboxd_uptime_seconds": "gauge",
         "sandboxd_build_info": "gauge",

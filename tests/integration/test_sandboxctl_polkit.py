@@ -6,12 +6,14 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
 import pytest
 
-from conftest import UNIX_SOCKET, memory_cgroup_v2, sh, wait_for
+from conftest import UNIX_SOCKET, gauge, memory_cgroup_v2, restart_daemon, sh, wait_for
 
 SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
 RULES_DIR = "/etc/polkit-1/rules.d"
@@ -180,3 +182,33 @@ def test_every_verb_over_dbus_without_the_socket(api, polkit_user):
         assert b"kept.txt" not in p.stdout, p
     finally:
         ctl("rm", sid, check=0)
+
+
+@pytest.mark.restarts_daemon
+def test_stop_while_polkit_is_asked(api, polkit_user):
+    """A D-Bus call whose question to polkit is still unanswered when sandboxd stops (polkitd
+    is paused) is answered Stopping at once, not left to the caller's timeout; the metrics
+    count it while it waits."""
+    user, home = polkit_user
+    wait_for(lambda: as_user(user, home, SANDBOXCTL, "create", user, "ws").returncode == 0, timeout=30,
+             what="polkit to load the rule")
+    polkitd = int(subprocess.run(["pidof", "-s", "polkitd"], capture_output=True, text=True, check=True).stdout)
+    os.kill(polkitd, signal.SIGSTOP)
+    try:
+        call = subprocess.Popen(["runuser", "-u", user, "--", "busctl", "call", "--timeout=60", "io.sandboxd.sandbox1",
+                                 "/io/sandboxd/sandbox1", "io.sandboxd.sandbox1.Manager", "CreateSession", "ssa{sv}",
+                                 user, "held", "0"], cwd=home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: gauge(api, 'sandboxd_dbus_calls_waiting{on="polkit"}') == 1, timeout=30,
+                     what="the call to wait for polkit")
+            t0 = time.monotonic()
+            restart_daemon()
+            out, err = call.communicate(timeout=30)
+            assert call.returncode != 0 and "sandboxd is stopping" in err, (out, err)
+            assert time.monotonic() - t0 < 25  # not the caller's timeout
+        finally:
+            call.kill()
+            call.wait()
+    finally:
+        os.kill(polkitd, signal.SIGCONT)
+    assert gauge(api, 'sandboxd_dbus_calls_waiting{on="polkit"}') == 0
