@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include "bus-request.h"
+#include "files.h"
 
 /* Enters the variant of option `key` of an a{sv} if it holds `type`; -EINVAL with *e
  * ("invalid_type") otherwise. */
@@ -326,5 +327,52 @@ int bus_request_read_command(sd_bus_message *m, CommandRequest *ret, RequestErro
 
         *ret = req;
         req = (CommandRequest) {};
+        return 0;
+}
+
+/* --- Files.Write ------------------------------------------------------------------------ */
+
+int bus_request_read_write_options(sd_bus_message *m, mode_t *ret_mode, uint64_t *ret_size, RequestError *e) {
+        mode_t mode = MODE_INVALID;
+        uint64_t size = UINT64_MAX;
+        const char *key;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        return r;
+                if (streq(key, "size")) {
+                        r = enter_option(m, key, "t", e);
+                        if (r >= 0)
+                                r = sd_bus_message_read(m, "t", &size);
+                } else if (streq(key, "mode")) {
+                        uint32_t u = 0;
+
+                        r = enter_option(m, key, "u", e);
+                        if (r >= 0)
+                                r = sd_bus_message_read(m, "u", &u);
+                        if (r >= 0 && u > 0777)
+                                return request_error(e, "invalid_value", "Option 'mode' must be permission bits, at most 0777.");
+                        mode = (mode_t) u;
+                } else
+                        return request_error(e, "unknown_field", "Unknown option '%.64s': Write() knows mode and size.", key);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m); /* the variant */
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m); /* the entry */
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret_mode = mode;
+        *ret_size = size;
         return 0;
 }

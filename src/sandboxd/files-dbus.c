@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 
 #include "bus-api.h"
+#include "bus-request.h"
 #include "bus-util.h"
 #include "files-dbus.h"
 #include "log.h"
@@ -235,41 +236,6 @@ static int method_move(sd_bus_message *call, void *userdata, sd_bus_error *error
 /* The options of Write(): "mode" (u, permission bits, at most 0777) and "size" (t, the
  * bytes the fd will give: fewer or more and nothing is written, so that a writer that dies
  * half-way, whose pipe ends as if it were done, leaves nothing behind). */
-static int read_write_options(sd_bus_message *call, mode_t *ret_mode, uint64_t *ret_size, sd_bus_error *error) {
-        const char *key;
-        int r;
-
-        r = sd_bus_message_enter_container(call, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(call, 'e', "sv")) > 0) {
-                uint32_t mode;
-
-                r = sd_bus_message_read(call, "s", &key);
-                if (r < 0)
-                        return r;
-                if (streq(key, "size")) {
-                        if (sd_bus_message_read(call, "v", "t", ret_size) < 0)
-                                return sd_bus_error_set(error, BUS_ERROR_INVALID_TYPE, "Option 'size' must be of type t.");
-                } else if (streq(key, "mode")) {
-                        if (sd_bus_message_read(call, "v", "u", &mode) < 0)
-                                return sd_bus_error_set(error, BUS_ERROR_INVALID_TYPE, "Option 'mode' must be of type u.");
-                        if (mode > 0777)
-                                return sd_bus_error_set(error, BUS_ERROR_INVALID_VALUE,
-                                                        "Option 'mode' must be permission bits, at most 0777.");
-                        *ret_mode = (mode_t) mode;
-                } else
-                        return sd_bus_error_setf(error, BUS_ERROR_UNKNOWN_OPTION,
-                                                 "Unknown option '%.64s': Write() knows mode and size.", key);
-                r = sd_bus_message_exit_container(call);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(call);
-}
-
 /* Write()'s fd must be a pipe or a regular file, open for reading: 1 a pipe, 0 a file. */
 static int check_source(int fd, sd_bus_error *error) {
         struct stat st;
@@ -431,11 +397,12 @@ static int method_write(sd_bus_message *call, void *userdata, sd_bus_error *erro
         _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         Session *s = userdata;
         Manager *m = s->manager;
-        mode_t mode = MODE_INVALID;
-        uint64_t size = UINT64_MAX;
+        mode_t mode;
+        uint64_t size;
         const char *path;
         BusPending *p;
         FileOp *op = NULL;
+        RequestError e = {};
         int fd, r, pipe;
 
         POLKIT_SCOPE(m, call);
@@ -443,9 +410,9 @@ static int method_write(sd_bus_message *call, void *userdata, sd_bus_error *erro
         r = sd_bus_message_read(call, "sh", &path, &fd);
         if (r < 0)
                 return r;
-        r = read_write_options(call, &mode, &size, error);
+        r = bus_request_read_write_options(call, &mode, &size, &e);
         if (r < 0)
-                return r;
+                return bus_error_set_request(error, r, &e);
         r = files_check(call, s, path, error);
         if (r <= 0)
                 return r < 0 ? r : 1;

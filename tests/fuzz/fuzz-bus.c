@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* Fuzzes the reading of D-Bus calls: CreateSession(s, s, a{sv}) and Exec/Run(as, a{sv}), as
- * bus_request_read_session() and bus_request_read_command() see them. The input is a little
+/* Fuzzes the reading of D-Bus calls: CreateSession(s, s, a{sv}), Exec/Run(as, a{sv}) and the
+ * options of Files.Write(s, h, a{sv}), as bus_request_read_session(), bus_request_read_command()
+ * and bus_request_read_write_options() see them. The input is a little
  * program that builds a real sd_bus_message: which call, its leading arguments, then the
  * entries of the options dictionary, each a key (one of the real option names, or any
  * string) and a variant of a type from a table (basic types, arrays, structs, dictionaries,
@@ -17,6 +18,7 @@
 
 #include "bus-request.h"
 #include "bus-util.h"
+#include "files.h"
 #include "net-policy.h"
 #include "validate.h"
 
@@ -34,6 +36,8 @@ static const char *const option_names[] = {
         "memory_max", "cpu_quota", "tasks_max", "ttl_s", "network", "network_deny", "network_allow",
         /* Exec, Run */
         "cwd", "env", "timeout_ms", "request_id", "stdin", "stdin_data", "stdout", "stderr",
+        /* Files.Write */
+        "mode", "size",
         /* near misses */
         "limits", "user", "argv", "", "stdin ",
 };
@@ -401,6 +405,24 @@ static void read_command(sd_bus_message *m) {
         command_request_done(&req);
 }
 
+/* Files.Write()'s options: where the dictionary comes first (the shapes without leading
+ * arguments), and anywhere else, where it must be refused. */
+static void read_write_options(sd_bus_message *m) {
+        mode_t mode = 01234;
+        uint64_t size = 42;
+        RequestError e = {};
+        int r;
+
+        assert(sd_bus_message_rewind(m, true) >= 0);
+        r = bus_request_read_write_options(m, &mode, &size, &e);
+        if (r < 0) {
+                check_error(r, &e);
+                assert(mode == 01234 && size == 42); /* written only on success */
+                return;
+        }
+        assert(mode == MODE_INVALID || mode <= 0777);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static sd_bus *bus = NULL;
         sd_bus_message *m = NULL;
@@ -423,6 +445,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                 read_session(m);
                 read_command(m);
+                read_write_options(m);
                 /* What the readers duplicated, the requests' destructors closed again. */
                 assert(!pr.fds || count_fds() == fds);
         }

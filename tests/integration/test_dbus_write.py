@@ -129,6 +129,7 @@ def test_bad_paths_change_nothing(api, session):
     assert B.error_of(write_pipe, sid, "dir", b"data") in (B.ERROR + "IsADirectory", B.ERROR + "Exists")
     assert B.error_of(write_pipe, sid, "kept", b"x", {"size": "3"}) == B.ERROR + "InvalidType"
     assert B.error_of(write_pipe, sid, "kept", b"x", {"offset": B.t(0)}) == B.ERROR + "UnknownOption"
+    assert B.error_of(write_pipe, sid, "kept", b"x", {"mode": dbus.UInt32(0o4755)}) == B.ERROR + "InvalidValue"
     assert sorted(os.listdir(host_dir(session))) == before
     assert content(api, sid, "kept") == b"old"
 
