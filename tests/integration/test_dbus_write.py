@@ -18,8 +18,8 @@ import dbus
 import pytest
 
 import sbxbus as B
-from conftest import daemon_pid, restart_daemon, wait_for
-from test_files import host_dir, no_leftovers, small_file_cap, url  # noqa: F401 (a fixture)
+from conftest import config_dropin, restart_daemon, wait_for
+from test_files import DROPIN, host_dir, no_leftovers, small_file_cap, url  # noqa: F401 (a fixture)
 from test_sandboxctl_polkit import SANDBOXCTL, as_user, polkit_user  # noqa: F401 (a fixture)
 
 FILES = "io.sandboxd.sandbox1.Files"
@@ -186,6 +186,26 @@ def test_caller_gone_mid_way(api, session):
         os.close(w)
     time.sleep(0.2)
     assert no_leftovers(session, "left")
+
+
+@pytest.mark.restarts_daemon
+def test_a_stalled_pipe_is_given_up(api, scope):
+    """A pipe that gives nothing for ConnectionTimeoutSec= ends the Write() with Timeout and
+    no file, while sandboxd answers others meanwhile."""
+    with config_dropin(DROPIN) as write:
+        write("[HTTP]\nConnectionTimeoutSec=2\n")
+        s = api.create_session(*scope)
+        sid = s["id"]
+        r, w = os.pipe()
+        try:
+            os.write(w, b"some")
+            t0 = time.monotonic()
+            assert B.error_of(write_fd, sid, "stalled.bin", r) == "org.freedesktop.DBus.Error.Timeout"
+            assert 1.5 < time.monotonic() - t0 < 30
+        finally:
+            os.close(r)
+            os.close(w)
+        assert no_leftovers(s, "stalled.bin")
 
 
 @pytest.mark.restarts_daemon
