@@ -39,3 +39,14 @@ static inline void bus_pair_new(sd_bus **ret_server, sd_bus **ret_client, sd_bus
         *ret_server = server;
         *ret_client = client;
 }
+
+/* Lets both ends process until neither has anything left to do. */
+static inline void bus_pair_process(sd_bus *a, sd_bus *b) {
+        for (int rounds = 0; rounds < 1000; rounds++) {
+                int x = sd_bus_process(a, NULL), y = sd_bus_process(b, NULL);
+
+                ASSERT(x >= 0 && y >= 0);
+                if (x <= 0 && y <= 0)
+                        return;
+        }
+}
