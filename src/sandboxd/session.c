@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <dirent.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <sys/random.h>
@@ -563,15 +564,20 @@ Session *session_find(Manager *m, const char *id) {
         return s;
 }
 
+/* Where a scope's workspace is on the host: also the key of the table by scope, since
+ * tenant, user and workspace are names without a slash. */
+#define WORKSPACE_HOST_DIR SCOPE_PRIVATE_ROOT "/ws/%s/%s/%s"
+
 Session *session_find_by_scope(Manager *m, const char *tenant, const char *user, const char *workspace) {
-        _cleanup_free_ char *key = NULL;
+        char key[PATH_MAX];
         Session *s;
+        int n;
 
         assert(m && tenant && user && workspace);
-        /* the scope's directory names it: tenant, user and workspace are names without a slash */
-        if (asprintf(&key, SCOPE_PRIVATE_ROOT "/ws/%s/%s/%s", tenant, user, workspace) < 0)
-                return NULL;
-        HASH_FIND(hh_scope, m->sessions_by_scope, key, strlen(key), s);
+        n = snprintf(key, sizeof(key), WORKSPACE_HOST_DIR, tenant, user, workspace);
+        if (n < 0 || (size_t) n >= sizeof(key))
+                return NULL; /* no session has such a directory */
+        HASH_FIND(hh_scope, m->sessions_by_scope, key, (size_t) n, s);
         return s;
 }
 
@@ -611,7 +617,7 @@ static int session_set_scope(Session *s, const char *user, const char *workspace
         s->workspace = strdup(workspace);
         if (!s->user || !s->workspace || asprintf(&s->slice, "sandboxd-%s.slice", s->id) < 0 ||
             asprintf(&s->workspace_dir, SCOPE_PUBLIC_ROOT "/ws/%s/%s/%s", t, user, workspace) < 0 ||
-            asprintf(&s->workspace_host_dir, SCOPE_PRIVATE_ROOT "/ws/%s/%s/%s", t, user, workspace) < 0 ||
+            asprintf(&s->workspace_host_dir, WORKSPACE_HOST_DIR, t, user, workspace) < 0 ||
             asprintf(&s->home_dir, SCOPE_PUBLIC_ROOT "/home/%s/%s/%s", t, user, workspace) < 0 ||
             asprintf(&s->tmp_dir, SCOPE_PUBLIC_ROOT "/tmp/%s/%s/%s", t, user, workspace) < 0 ||
             asprintf(&s->userdb_dir, "%s/userdb/%s", s->manager->runtime_dir, s->id) < 0)
