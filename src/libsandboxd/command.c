@@ -170,7 +170,6 @@ static int stream_events(sandboxd_client *c, const char *method, const char *url
                            .output_fds = output_fd && output_fd[0] >= 0,
                            .output_fd = { output_fd ? output_fd[0] : -EBADF, output_fd ? output_fd[1] : -EBADF } };
         HttpCall call = HTTP_CALL_INIT;
-        sandboxd_result *res;
         int r;
 
         call.method = method;
@@ -199,22 +198,10 @@ static int stream_events(sandboxd_client *c, const char *method, const char *url
                 event_reader_done(&er);
                 return r;
         }
-        res = TAKE_PTR(er.result);
-        if (!res->request_id && er.request_id)
-                res->request_id = TAKE_PTR(er.request_id);
-        if (!res->session && session && !(res->session = strdup(session)))
-                r = -ENOMEM;
+        r = event_reader_take_result(&er, session, ret);
         http_call_done(&call);
         event_reader_done(&er);
-        if (r < 0) {
-                sandboxd_result_free(res);
-                return client_fail(c, r);
-        }
-        if (ret)
-                *ret = res;
-        else
-                sandboxd_result_free(res);
-        return 0;
+        return r < 0 ? client_fail(c, r) : 0;
 }
 
 _public_ int sandboxd_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *e, sandboxd_event_fn fn,

@@ -105,6 +105,9 @@ typedef struct EventReader {
 int event_decode(const char *line, size_t size, sandboxd_event *ev, json_object **ret_json, Buf *bytes,
                  sandboxd_result **ret_result);
 int event_reader_feed(EventReader *r, const char *p, size_t n);
+/* After the exit event: its result, with the request id of the accepted event and session
+ * when it lacks them, into *ret (or freed if ret is NULL). -ENOMEM, nothing kept, otherwise. */
+int event_reader_take_result(EventReader *r, const char *session, sandboxd_result **ret);
 void event_reader_done(EventReader *r);
 
 /* --- parse.c: JSON to the public structs ------------------------------------------------ */

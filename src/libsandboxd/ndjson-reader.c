@@ -171,6 +171,22 @@ int event_reader_feed(EventReader *r, const char *p, size_t n) {
         return line_splitter_feed(&r->lines, p, n, event_reader_line, r);
 }
 
+int event_reader_take_result(EventReader *r, const char *session, sandboxd_result **ret) {
+        sandboxd_result *res = TAKE_PTR(r->result);
+
+        if (!res->request_id && r->request_id)
+                res->request_id = TAKE_PTR(r->request_id);
+        if (!res->session && session && !(res->session = strdup(session))) {
+                sandboxd_result_free(res);
+                return -ENOMEM;
+        }
+        if (ret)
+                *ret = res;
+        else
+                sandboxd_result_free(res);
+        return 0;
+}
+
 void event_reader_done(EventReader *r) {
         line_splitter_done(&r->lines);
         sandboxd_result_free(r->result);

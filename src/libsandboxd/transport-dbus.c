@@ -1353,7 +1353,6 @@ static int read_events(sandboxd_client *c, int fd, const char *session, uint64_t
         EventReader er = { .offset = offset, .client = c, .fn = fn, .userdata = userdata,
                            .output_fd = { -EBADF, -EBADF } };
         uint64_t deadline = timeout_usec > 0 ? now_usec(CLOCK_MONOTONIC) + timeout_usec : 0;
-        sandboxd_result *res;
         char buf[65536];
         int r = 0;
 
@@ -1425,21 +1424,9 @@ static int read_events(sandboxd_client *c, int fd, const char *session, uint64_t
                 event_reader_done(&er);
                 return r;
         }
-        res = TAKE_PTR(er.result);
-        if (!res->request_id && er.request_id)
-                res->request_id = TAKE_PTR(er.request_id);
-        if (!res->session && session && !(res->session = strdup(session)))
-                r = -ENOMEM;
+        r = event_reader_take_result(&er, session, ret);
         event_reader_done(&er);
-        if (r < 0) {
-                sandboxd_result_free(res);
-                return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory");
-        }
-        if (ret)
-                *ret = res;
-        else
-                sandboxd_result_free(res);
-        return 0;
+        return r < 0 ? bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "out of memory") : 0;
 }
 
 /* sandboxd_exec_run() without output fds: Exec(), then its events from the start (the first
