@@ -58,11 +58,14 @@ void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error) {
         bus_pending_free(p);
 }
 
+void bus_pending_fail_stopping(BusPending *p) {
+        bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, STOPPING_MESSAGE));
+}
+
 void manager_bus_stop(Manager *m) {
         /* while the loop runs: sd-bus flushes and closes the bus when the loop exits */
         while (m->bus_pending)
-                bus_pending_fail(m->bus_pending, 0,
-                                 &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                bus_pending_fail_stopping(m->bus_pending);
         polkit_free_all(m);
 }
 

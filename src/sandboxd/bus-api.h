@@ -52,6 +52,8 @@ int bus_pending_new(Manager *m, sd_bus_message *call, Session *s, BusPending **r
 BusPending *bus_pending_free(BusPending *p);
 /* Answers the call with *error (or errno r) and forgets it. */
 void bus_pending_fail(BusPending *p, int r, const sd_bus_error *error);
+/* ... with Stopping: sandboxd stops before it could answer. */
+void bus_pending_fail_stopping(BusPending *p);
 /* sandboxd stops (daemon_stop(), while the loop still runs, so that sd-bus sends the
  * answers before it closes the bus at the loop's exit): every call still waiting is
  * answered Stopping once. Those waiting on the core's operations or the file threads were

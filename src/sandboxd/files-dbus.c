@@ -51,7 +51,7 @@ static void on_file_op_done(FileOp *op, int r, void *userdata) {
 
         p->file_op = NULL;
         if (r == -ECANCELED) {
-                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                bus_pending_fail_stopping(p);
                 return;
         }
         if (op->workspace_failed) {

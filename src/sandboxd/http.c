@@ -474,7 +474,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 return http_queue(r, status, resp);
 
         if (r->server->manager->stopping) {
-                resp = http_error_response("stopping", "sandboxd is stopping; ask again once it is back.");
+                resp = http_error_response("stopping", STOPPING_MESSAGE);
                 if (resp)
                         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
                 return http_queue(r, http_error_status("stopping"), resp);

@@ -54,7 +54,7 @@ static void on_session_ready(Op *op, int r, const char *message, void *userdata)
 
         p->op = op_free(op);
         if (r == -ECANCELED) {
-                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                bus_pending_fail_stopping(p);
                 return;
         }
         if (r < 0) {
@@ -461,7 +461,7 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
          * go out (manager_bus_stop()). */
         if (m->stopping) {
                 polkit_forget(m, msg);
-                return sd_bus_reply_method_errorf(msg, BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back.");
+                return sd_bus_reply_method_errorf(msg, BUS_ERROR_STOPPING, STOPPING_MESSAGE);
         }
 
         /* Our object paths under .../session/: the object must be there. (A call that polkit

@@ -245,7 +245,7 @@ void polkit_free_all(Manager *m) {
                  * answered by its handler (or by sd-bus), or is dropped with the bus. */
                 if (waiting) {
                         int r = sd_bus_reply_method_errorf(call, BUS_ERROR_STOPPING,
-                                                           "sandboxd is stopping; ask again once it is back.");
+                                                           STOPPING_MESSAGE);
                         if (r < 0)
                                 log_debug_errno(r, "Failed to answer a call waiting for polkit, ignoring: %m");
                 }

@@ -344,7 +344,7 @@ static void reply_closed(BusPending *p, Session *s, int r) {
                 return;
         }
         if (r == -ECANCELED) {
-                bus_pending_fail(p, 0, &SD_BUS_ERROR_MAKE_CONST(BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back."));
+                bus_pending_fail_stopping(p);
                 return;
         }
         if (r == -ESTALE) {
@@ -416,7 +416,7 @@ static void on_frozen(Op *op, int r, const char *message, void *userdata) {
                 if (r == -ESTALE)
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SESSION_NOT_ACTIVE, "Session %s is closing.", s->id);
                 else if (r == -ECANCELED)
-                        (void) sd_bus_error_set(&e, BUS_ERROR_STOPPING, "sandboxd is stopping; ask again once it is back.");
+                        (void) sd_bus_error_set(&e, BUS_ERROR_STOPPING, STOPPING_MESSAGE);
                 else
                         (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s", message);
                 bus_pending_fail(p, 0, &e);

@@ -12,6 +12,8 @@
  * through it. sandboxd-api(7) and sandboxd-dbus(5) list the same rows. */
 
 #define BUS_ERROR_PREFIX "io.sandboxd.sandbox1.Error."
+/* The message of "stopping" that both APIs send for a request sandboxd could not answer. */
+#define STOPPING_MESSAGE "sandboxd is stopping; ask again once it is back."
 
 typedef struct ApiError {
         const char *code;
