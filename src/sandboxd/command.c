@@ -17,6 +17,7 @@
 #include "cgroup.h"
 #include "encoding.h"
 #include "command.h"
+#include "executor.h"
 #include "exec-env.h"
 #include "proxy.h"
 #include "io-util.h"
@@ -197,6 +198,11 @@ int command_save(Command *c) {
         json_put(o, "argv", json_object_get(argv), &oom);
         json_put(o, "created_usec", json_object_new_uint64(c->created_realtime_usec), &oom);
         json_put(o, "stdin", json_object_new_string(stdin_mode_to_string(c->stdin_mode)), &oom);
+        if (c->in_executor) {
+                json_put(o, "executor", json_object_new_boolean(true), &oom);
+                if (c->exec && c->exec->deadline_usec != USEC_INFINITY)
+                        json_put(o, "deadline_usec", json_object_new_uint64(c->exec->deadline_usec), &oom);
+        }
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++)
                 if (c->caller_fd[st]) {
                         char key[32];
@@ -613,10 +619,7 @@ static void command_set_result(Command *c, const CommandResult *res) {
         session_command_finished(c->session, c);
 }
 
-static void command_finish(Command *c) {
-        CommandResult res;
-        bool oom;
-
+void command_end(Command *c, CommandResult *res) {
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
                 /* The command is over: read everything, pause or not. */
                 while (c->fd[st] >= 0) {
@@ -629,11 +632,17 @@ static void command_finish(Command *c) {
                 }
                 output_add(c, st, "", 0, true); /* flush a held-back partial character */
         }
+        if (res->status == COMMAND_SIGNALED && c->session->closing && !streq(res->reason, "oom-kill"))
+                snprintf(res->reason, sizeof(res->reason), "stopped");
+        command_set_result(c, res);
+}
+
+static void command_finish(Command *c) {
+        CommandResult res;
+        bool oom;
 
         oom = session_saw_oom(c->session, c->cgroup);
         (void) command_result_from_unit(c->state.result, c->state.exec_main_code, c->state.exec_main_status, oom, &res);
-        if (res.status == COMMAND_SIGNALED && c->session->closing && !oom)
-                snprintf(res.reason, sizeof(res.reason), "stopped");
         if (c->state.exec_main_start_usec > 0 && c->state.exec_main_exit_usec >= c->state.exec_main_start_usec)
                 res.duration_ms = (c->state.exec_main_exit_usec - c->state.exec_main_start_usec) / USEC_PER_MSEC;
         else if (c->accepted_monotonic_usec > 0)
@@ -644,10 +653,10 @@ static void command_finish(Command *c) {
         res.usage.tasks = c->tasks_peak;
 
         release_unit(c);
-        command_set_result(c, &res);
+        command_end(c, &res);
 }
 
-static void command_lose(Command *c, const char *reason) {
+void command_lose(Command *c, const char *reason) {
         CommandResult res = { .status = COMMAND_LOST, .exit_code = -1 };
 
         snprintf(res.reason, sizeof(res.reason), "%s", reason);
@@ -655,6 +664,14 @@ static void command_lose(Command *c, const char *reason) {
         res.usage.tasks = c->tasks_peak;
         res.usage.cpu_usec = c->cpu_sampled_usec;
         log_warning("Command %s (%s) is lost: %s.", c->request_id, c->unit, reason);
+        command_set_result(c, &res);
+}
+
+void command_never_started(Command *c) {
+        CommandResult res = { .status = COMMAND_FAILED, .exit_code = -1 };
+
+        snprintf(res.reason, sizeof(res.reason), "not-started");
+        log_info("Command %s (%s) never started.", c->request_id, c->unit);
         command_set_result(c, &res);
 }
 
@@ -670,13 +687,17 @@ static void note_user(Command *c) {
         c->user_recorded = session_userdb_update(c->session) >= 0;
 }
 
+void command_process_started(Command *c) {
+        c->unit_running = true;
+        if (c->pending_signal > 0)
+                (void) command_signal(c, TAKE_SIGNAL(c->pending_signal));
+}
+
 static void note_running(Command *c) {
         if (c->unit_running || !(streq(c->state.active_state, "activating") || streq(c->state.active_state, "active") ||
                                  streq(c->state.active_state, "deactivating")))
                 return;
-        c->unit_running = true;
-        if (c->pending_signal > 0)
-                (void) command_signal(c, TAKE_SIGNAL(c->pending_signal));
+        command_process_started(c);
 }
 
 static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -725,11 +746,7 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 if (c->start_unconfirmed) {
                         /* PID 1 never answered the start (sandboxd stopped before): with
                          * AddRef= the unit would still be there had it been made */
-                        CommandResult res = { .status = COMMAND_FAILED, .exit_code = -1 };
-
-                        snprintf(res.reason, sizeof(res.reason), "not-started");
-                        log_info("Command %s (%s) never started.", c->request_id, c->unit);
-                        command_set_result(c, &res);
+                        command_never_started(c);
                         return 0;
                 }
                 if (c->session->closing) {
@@ -817,6 +834,21 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
+/* Running: sample its cgroup. */
+int command_sample(Command *c) {
+        int r;
+
+        if (c->sample_timer)
+                return 0;
+        r = sd_event_add_time_relative(c->session->manager->event, &c->sample_timer, CLOCK_MONOTONIC,
+                                       SAMPLE_INTERVAL_USEC, 10 * USEC_PER_MSEC, on_sample, c);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(c->sample_timer, "command-sample");
+        (void) sd_event_source_set_enabled(c->sample_timer, SD_EVENT_ON);
+        return 0;
+}
+
 /* Running: watch the unit, sample its cgroup. */
 static int command_watch(Command *c) {
         Manager *m = c->session->manager;
@@ -827,46 +859,34 @@ static int command_watch(Command *c) {
                 if (r < 0)
                         return r;
         }
-        r = sd_event_add_time_relative(m->event, &c->sample_timer, CLOCK_MONOTONIC, SAMPLE_INTERVAL_USEC,
-                                       10 * USEC_PER_MSEC, on_sample, c);
+        r = command_sample(c);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(c->sample_timer, "command-sample");
-        (void) sd_event_source_set_enabled(c->sample_timer, SD_EVENT_ON);
 
         /* Read the state once now: the unit may have changed before our match was in place. */
         refresh_state(c);
         return 0;
 }
 
-static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        Command *c = userdata;
-        Manager *m = c->session->manager;
+void command_start_failed(Command *c, const char *msg) {
+        Session *s = c->session;
         Op *op = c->start_ops;
+
+        /* its caller is told once the command is forgotten, which would cancel it */
+        op_unqueue(op);
+        if (op)
+                op->command = NULL;
+        /* Never started: nothing to keep. A close waiting for it goes on. */
+        command_remove(c);
+        if (s->state == SESSION_CLOSING)
+                session_command_finished(s, NULL);
+        op_complete(op, -EIO, msg);
+}
+
+void command_accepted(Command *c) {
+        Manager *m = c->session->manager;
         Buf line = {};
         int r;
-
-        if (m->n_starting > 0)
-                m->n_starting--;
-
-        c->start_call = pid1_call_cancel(c->start_call);
-
-        if (sd_bus_message_is_method_error(reply, NULL)) {
-                const char *msg = systemd_error_message(reply);
-                Session *s = c->session;
-
-                log_error("Failed to start %s: %s", c->unit, msg);
-                /* its caller is told once the command is forgotten, which would cancel it */
-                op_unqueue(op);
-                if (op)
-                        op->command = NULL;
-                /* Never started: nothing to keep. A close waiting for it goes on. */
-                command_remove(c);
-                if (s->state == SESSION_CLOSING)
-                        session_command_finished(s, NULL);
-                op_complete(op, -EIO, msg);
-                return 0;
-        }
 
         c->result.status = COMMAND_RUNNING;
         m->n_running++;
@@ -876,12 +896,30 @@ static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
         buf_done(&line);
         (void) command_save(c);
         manager_notify_command_changed(c->session->manager, c);
-
-        r = command_watch(c);
+        r = c->exec ? command_sample(c) : command_watch(c);
         if (r < 0)
                 log_error_errno(r, "Failed to watch %s, ignoring: %m", c->unit);
-
         op_complete_all(&c->start_ops, 0, NULL);
+}
+
+static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Command *c = userdata;
+        Manager *m = c->session->manager;
+
+        if (m->n_starting > 0)
+                m->n_starting--;
+
+        c->start_call = pid1_call_cancel(c->start_call);
+
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                const char *msg = systemd_error_message(reply);
+
+                log_error("Failed to start %s: %s", c->unit, msg);
+                command_start_failed(c, msg);
+                return 0;
+        }
+
+        command_accepted(c);
         return 0;
 }
 
@@ -978,7 +1016,9 @@ static int command_set_names(Command *c, const char *request_id) {
         if (!c->request_id)
                 return -ENOMEM;
         command_hash(c);
-        if (asprintf(&c->unit, "sandboxd-%s-%u.service", c->session->id, c->n) < 0)
+        /* run by the session's executor: that unit is where it runs */
+        if ((c->in_executor ? asprintf(&c->unit, "sandboxd-%s-exec.service", c->session->id)
+                            : asprintf(&c->unit, "sandboxd-%s-%u.service", c->session->id, c->n)) < 0)
                 return -ENOMEM;
         return systemd_unit_path(c->unit, &c->unit_path);
 }
@@ -1024,6 +1064,9 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
                          m->config.max_timeout_usec / USEC_PER_MSEC);
                 return -EINVAL;
         }
+
+        if (s->exec_mode == EXEC_MODE_SESSION && !s->executor && !streq_ptr(req->request_id, PURGE_REQUEST_ID))
+                return log_error_errno(-EHOSTDOWN, "Session %s has no executor to run a command.", s->id);
 
         r = command_resolve_cwd(s, req->cwd, &cwd, e);
         if (r < 0)
@@ -1084,13 +1127,16 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
                         goto fail;
                 }
 
+        /* The session's executor runs it, unless it is the purge: that runs while the
+         * session closes, whatever became of the executor. */
+        c->in_executor = s->executor && !streq_ptr(req->request_id, PURGE_REQUEST_ID);
         r = command_set_names(c, req->request_id);
         if (r < 0)
                 goto fail;
         r = command_open_output(c, true);
         if (r < 0)
                 goto fail;
-        r = exec_env_write(c, exe, req->argv, env, env_file, sizeof(env_file));
+        r = c->in_executor ? 0 : exec_env_write(c, exe, req->argv, env, env_file, sizeof(env_file));
         if (r < 0) {
                 log_error_errno(r, "Failed to write the environment file of %s: %m", c->unit);
                 goto fail;
@@ -1137,6 +1183,19 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
         }
         if (c->stdin_fd >= 0)
                 fdstore_put(c, 2, c->stdin_fd);
+
+        if (c->in_executor) {
+                r = executor_exec(s->executor, c, exe, cwd, req->argv, env, c->stdin_mode == STDIN_FD ? req->stdin_fd : in_fd,
+                                  req->has_stdout_fd ? req->stdout_fd : out_w, req->has_stderr_fd ? req->stderr_fd : err_w,
+                                  req->has_timeout ? req->timeout_ms * USEC_PER_MSEC : m->config.default_timeout_usec);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to hand %s to the executor of session %s: %m", c->request_id, s->id);
+                        goto fail;
+                }
+                (void) command_save(c);
+                *ret = op;
+                return 1;
+        }
 
         /* StateDirectory= takes paths below /var/lib: the scope's, as scope.h lays them out */
         snprintf(statedir_ws, sizeof(statedir_ws), "sandboxd/ws/%s/%s/%s", scope_tenant(s->tenant), s->user, s->workspace);
@@ -1245,6 +1304,8 @@ int command_record_decode(Session *s, json_object *o, Command **ret) {
         if (!c)
                 return -ENOMEM;
         c->created_realtime_usec = store_get_u64(o, "created_usec", 0);
+        c->in_executor = store_get_bool(o, "executor", false);
+        c->exec_deadline_usec = store_get_u64(o, "deadline_usec", USEC_INFINITY);
         c->stdin_mode = stdin_mode_from_string(store_get_string(o, "stdin"));
         if (c->stdin_mode < 0)
                 c->stdin_mode = STDIN_NULL;
@@ -1347,6 +1408,19 @@ int command_recover(Session *s, json_object *o, Command **ret) {
                 (void) fcntl(c->stdin_fd, F_SETFL, O_NONBLOCK);
         }
 
+        if (c->in_executor) {
+                /* what became of it, the executor tells when it dials again */
+                r = s->executor ? executor_recover_command(s->executor, c, c->exec_deadline_usec) : -ENXIO;
+                if (r == -ENXIO) {
+                        command_lose(c, EXECUTOR_LOST_DIED);
+                        goto done;
+                }
+                if (r < 0)
+                        goto fail;
+                log_info("Waiting for the executor to tell of %s (%s).", c->request_id, c->unit);
+                goto done;
+        }
+
         /* The reference AddRef= gave belonged to the sandboxd that started the unit (a
          * reference of its bus connection): take one of ours, or a unit that ends while
          * nobody holds it (stopped by a close) is collected before we read its end. */
@@ -1390,6 +1464,8 @@ int command_signal(Command *c, int sig) {
                 c->pending_signal = sig;
                 return 0;
         }
+        if (c->in_executor)
+                return executor_signal(c, sig);
         return systemd_kill_unit_async(c->session->manager->pid1, c->unit, "all", sig, NULL, NULL);
 }
 
@@ -1398,6 +1474,8 @@ int command_stop(Command *c) {
          * order), and replaces the start job if its process has not started yet */
         if (command_status_is_terminal(c->result.status))
                 return 0;
+        if (c->in_executor)
+                return executor_stop(c);
         return systemd_stop_unit_async(c->session->manager->pid1, c->unit, NULL, NULL);
 }
 
@@ -1452,6 +1530,7 @@ Command *command_free(Command *c) {
         sd_bus_slot_unref(c->match_slot);
         pid1_call_cancel(c->state_call);
         sd_event_source_disable_unref(c->sample_timer);
+        command_exec_free(c);
         if (c->session->manager)
                 store_writer_release(c->session->manager->writer, &c->save_job);
         strv_free(c->argv);

@@ -20,6 +20,12 @@
  * a connection; past this, new commands get 503 overloaded. */
 #define COMMANDS_RUNNING_MAX 256
 
+/* The request id of the command that empties a closing session's workspace: sandboxd's
+ * alone ("sandboxd." ids are refused to clients). */
+#define PURGE_REQUEST_ID "sandboxd.purge"
+
+typedef struct CommandExec CommandExec;
+
 struct Command {
         Session *session;
         unsigned n;
@@ -59,6 +65,10 @@ struct Command {
         int pending_signal;   /* asked for before that; sent once it is so */
 
         Op *start_ops;        /* command_start(): at most one, until PID 1 answers */
+
+        bool in_executor;     /* run by the session's executor (exec mode "session"), not a unit of its own */
+        uint64_t exec_deadline_usec; /* from its record: when it times out (CLOCK_REALTIME) */
+        CommandExec *exec;    /* executor.h: what that needs, while it is the executor's */
 
         LIST_FIELDS(Command, commands);
         UT_hash_handle hh;   /* in the session's commands_by_id (while it is the newest of its id) */
@@ -106,6 +116,22 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, OpFn fn, 
 int command_stop(Command *c);
 
 int command_save(Command *c);
+
+/* For the ways a command runs (its unit; executor.c): the steps of its life. */
+/* The start was taken (PID 1's job, EXEC sent): running, "accepted", the start completes. */
+void command_accepted(Command *c);
+/* Its process exists: signals reach it (the one asked for before is sent now). */
+void command_process_started(Command *c);
+/* Samples its cgroup while it runs (c->cgroup). */
+int command_sample(Command *c);
+/* It ended so: the rest of its output is read, then the result recorded. */
+void command_end(Command *c, CommandResult *res);
+/* Its end cannot be known: "lost" for reason. */
+void command_lose(Command *c, const char *reason);
+/* Recovered, it turns out it never ran: failed, "not-started". */
+void command_never_started(Command *c);
+/* Its start failed before it was taken: it is forgotten, the start completes with -EIO and msg. */
+void command_start_failed(Command *c, const char *msg);
 
 bool command_status_is_running(const Command *c);
 

@@ -18,6 +18,7 @@
 typedef struct Manager Manager;
 typedef struct Session Session;
 typedef struct Command Command;
+typedef struct Executor Executor;
 typedef struct UnitRelease UnitRelease;
 typedef struct HttpServer HttpServer;
 typedef struct ApiKey ApiKey;

@@ -22,13 +22,13 @@
 #include "pool.h"
 #include "proxy.h"
 #include "scope.h"
+#include "executor.h"
 #include "session.h"
 #include "store.h"
 #include "systemd.h"
 #include "time-util.h"
 #include "validate.h"
 
-#define PURGE_REQUEST_ID "sandboxd.purge"
 /* How long a count of the workspace's disk usage is shown before it is counted again. */
 #define DISK_USAGE_MAX_AGE_USEC (5 * USEC_PER_SEC)
 
@@ -625,6 +625,18 @@ static int session_set_scope(Session *s, const char *user, const char *workspace
         return scope_dynamic_user(t, user, workspace, &s->dynamic_user);
 }
 
+/* Exec mode "session": its executor starts with it. Without one (it could not even be
+ * asked for), the session's commands fail to start. */
+static void session_start_executor(Session *s) {
+        int r;
+
+        if (s->exec_mode != EXEC_MODE_SESSION)
+                return;
+        r = executor_new(s, false, &s->executor);
+        if (r < 0)
+                log_error_errno(r, "Failed to start the executor of session %s, its commands will fail: %m", s->id);
+}
+
 int session_create(Manager *m, const SessionRequest *req, const char *tenant, Session **ret, RequestError *error) {
         const Config *c = &m->config;
         Session *s;
@@ -725,6 +737,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 session_add(m, s);
                 manager_notify_session_added(m, s);
                 session_set_active(s);
+                session_start_executor(s);
         } else {
                 r = systemd_start_slice_async(m->pid1, &s->start_call, s->slice, "sandboxd session", &s->limits,
                                               on_slice_started, s);
@@ -738,6 +751,8 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         goto fail;
                 session_add(m, s);
                 manager_notify_session_added(m, s);
+                /* queued after the slice and the proxy: PID 1 makes them in this order */
+                session_start_executor(s);
         }
 
         if (pooled)
@@ -786,6 +801,7 @@ Session *session_free(Session *s) {
                 proxy_listener_free(s->proxy);
         else
                 proxy_listener_close(s->proxy);
+        executor_free(s->executor);
         pid1_call_cancel(s->start_call);
         pid1_call_cancel(s->freeze_call);
         op_free(s->purge_op);
@@ -922,6 +938,9 @@ static void session_closing_step(Session *s) {
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
         s->proxy = proxy_listener_close(s->proxy);
+        /* the slice's stop ends the executor with everything else in it */
+        executor_remove(s->executor);
+        s->executor = executor_free(s->executor);
         (void) store_rm_rf(s->userdb_dir);
 
         session_set_state(s, SESSION_CLOSED);
@@ -1394,6 +1413,13 @@ int session_recover(Manager *m, const char *dir, Session **ret) {
         if (r < 0)
                 goto fail;
         session_add(m, s);
+        if (s->exec_mode == EXEC_MODE_SESSION && (s->state == SESSION_ACTIVE || s->state == SESSION_CLOSING)) {
+                /* before its commands: they wait for what it tells of them */
+                r = executor_new(s, true, &s->executor);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to listen for the executor of session %s, its running commands are lost: %m",
+                                          s->id);
+        }
 
         n = scandir(dir, &list, command_record_filter, alphasort);
         for (int i = 0; i < n; i++) {

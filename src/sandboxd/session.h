@@ -75,6 +75,8 @@ struct Session {
         Op *ready_ops;               /* session_wait_ready(): for the slice */
         Op *close_ops;               /* session_close(): for the end of closing */
         Op *purge_op;                /* the start of the purge command, while closing */
+        ExecMode exec_mode;  /* "session": its commands are children of its executor */
+        Executor *executor;  /* exec mode "session", while active or closing */
         Command *commands;   /* newest first */
         Command *commands_by_id; /* request id -> the newest command of that id (hh of Command) */
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
@@ -98,6 +100,11 @@ Session *session_free(Session *s);
 
 /* Mode proxy: starts sandboxd-<sid>-proxy.socket and its service (an existing one is fine). */
 int session_start_proxy_units(Session *s);
+
+/* Starts sandboxd-<sid>-exec.service, the executor of the session (executor.h), in the
+ * session's sandbox; listen_dir: where sandboxd listens for it. */
+int session_start_executor_unit(Session *s, const char *unit, const char *listen_dir, Pid1Call **ret_call,
+                                sd_bus_message_handler_t cb, void *userdata);
 
 /* Rebuilds a session and its commands from the records, after a restart. */
 int session_recover(Manager *m, const char *dir, Session **ret);

@@ -580,6 +580,7 @@ int systemd_read_unit_state(sd_bus_message *reply, UnitState *st) {
                 READ_SCALAR("CPUUsageNSec", "t", cpu_usage_nsec)
                 READ_SCALAR("MemoryCurrent", "t", memory_current)
                 READ_SCALAR("TasksCurrent", "t", tasks_current)
+                READ_SCALAR("MainPID", "u", main_pid)
                 if (streq(name, "Job") && streq(contents, "(uo)")) {
                         const char *path;
                         r = sd_bus_message_read(reply, "v", "(uo)", &st->job_id, &path);

@@ -27,6 +27,7 @@ typedef struct UnitState {
         uint64_t memory_current;
         uint64_t tasks_current;
         char control_group[512];
+        uint32_t main_pid;
 } UnitState;
 
 /* Commands run with RemainAfterExit=yes, so that PID 1 keeps their result until sandboxd

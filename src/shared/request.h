@@ -19,6 +19,13 @@ typedef enum NetworkMode {
         _NETWORK_MODE_INVALID = -EINVAL,
 } NetworkMode;
 
+typedef enum ExecMode {
+        EXEC_MODE_UNIT,    /* every command a transient unit of its own */
+        EXEC_MODE_SESSION, /* commands are children of the session's executor */
+        _EXEC_MODE_MAX,
+        _EXEC_MODE_INVALID = -EINVAL,
+} ExecMode;
+
 typedef struct SessionRequest {
         char *user;
         char *workspace;
