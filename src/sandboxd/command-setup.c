@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* What a command request needs checked against its session before a unit is built:
- * the executable, the working directory, the environment. */
+ * the executable, the working directory, the environment; and the session's sandbox,
+ * which its command units and its executor unit share. */
 
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
+#include "cgroup.h"
 #include "command.h"
 #include "files.h"
+#include "host-addresses.h"
+#include "log.h"
+#include "proxy.h"
+#include "scope.h"
 #include "session.h"
 #include "validate.h"
 
@@ -173,4 +181,130 @@ int command_build_paths(const Config *c, char ***ret_inaccessible, char ***ret_r
         *ret_read_only = TAKE_PTR(ro);
         *ret_read_write = TAKE_PTR(rw);
         return 0;
+}
+
+/* Mode host: IPAddressDeny= of the config and every address of this host, so that its
+ * services on any of them are no nearer than on loopback (which the config denies). From
+ * the kernel's local routing table (host-addresses.c); in the moment before its first read
+ * after a start, from the interfaces. */
+static int host_mode_deny(Manager *m, AddressRange **ret, size_t *ret_n) {
+        _cleanup_free_ AddressRange *l = NULL;
+        const AddressRange *host;
+        size_t n = m->config.n_ip_deny, n_host;
+        struct ifaddrs *ifa = NULL;
+
+        if (host_addresses_get(proxy_host_addresses(m->proxy), &host, &n_host) < 0) {
+                host = NULL;
+                n_host = 0;
+                if (getifaddrs(&ifa) < 0)
+                        return -errno;
+                for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+                        n_host++;
+        }
+        l = calloc(n + n_host + 1, sizeof(AddressRange));
+        if (!l) {
+                freeifaddrs(ifa);
+                return -ENOMEM;
+        }
+        if (n > 0)
+                memcpy(l, m->config.ip_deny, n * sizeof(AddressRange));
+        if (host) {
+                memcpy(l + n, host, n_host * sizeof(AddressRange));
+                n += n_host;
+        }
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                l[n] = (AddressRange) { .family = i->ifa_addr->sa_family,
+                                        .prefixlen = i->ifa_addr->sa_family == AF_INET ? 32 : 128 };
+                if (i->ifa_addr->sa_family == AF_INET)
+                        memcpy(l[n].addr, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, 4);
+                else
+                        memcpy(l[n].addr, &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, 16);
+                n++;
+        }
+        freeifaddrs(ifa);
+        *ret = TAKE_PTR(l);
+        *ret_n = n;
+        return 0;
+}
+
+int session_sandbox_spec(Session *s, SessionSandbox *b) {
+        Manager *m = s->manager;
+        int r;
+
+        *b = (SessionSandbox) {};
+
+        r = command_build_paths(&m->config, &b->inaccessible, &b->read_only, &b->read_write);
+        if (r < 0)
+                goto fail;
+        if (asprintf(&b->cgroup_parent, "%s/" SANDBOXD_SLICE, m->cgroup_root ?: "") < 0) {
+                b->cgroup_parent = NULL;
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = cgroup_session_view(b->cgroup_parent, s->slice, &b->cgroup_tmpfs, &b->cgroup_binds);
+        if (r < 0) {
+                log_error_errno(r, "Failed to look at the cgroup file systems: %m");
+                goto fail;
+        }
+        if (s->network == NETWORK_HOST) {
+                r = host_mode_deny(m, &b->ip_deny, &b->n_ip_deny);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to list this host's addresses: %m");
+                        goto fail;
+                }
+        }
+        if (s->network == NETWORK_PROXY) {
+                r = systemd_proxy_unit_names(s->id, &b->proxy_socket, NULL);
+                if (r < 0)
+                        goto fail;
+        }
+
+        /* StateDirectory= takes paths below /var/lib: the scope's, as scope.h lays them out */
+        snprintf(b->state_dirs[0], sizeof(b->state_dirs[0]), "sandboxd/ws/%s/%s/%s", scope_tenant(s->tenant), s->user,
+                 s->workspace);
+        snprintf(b->state_dirs[1], sizeof(b->state_dirs[1]), "sandboxd/home/%s/%s/%s", scope_tenant(s->tenant),
+                 s->user, s->workspace);
+        snprintf(b->state_dirs[2], sizeof(b->state_dirs[2]), "sandboxd/tmp/%s/%s/%s", scope_tenant(s->tenant), s->user,
+                 s->workspace);
+
+        b->spec = (SandboxSpec) {
+                .slice = s->slice,
+                .user = s->dynamic_user,
+                .state_directories = { b->state_dirs[0], b->state_dirs[1], b->state_dirs[2] },
+                .network = s->network,
+                .proxy_socket_unit = b->proxy_socket,
+                .ip_allow = m->config.ip_allow,
+                .n_ip_allow = m->config.n_ip_allow,
+                .ip_deny = b->ip_deny,
+                .n_ip_deny = b->n_ip_deny,
+                .inaccessible_paths = b->inaccessible,
+                .cgroup_tmpfs = b->cgroup_tmpfs,
+                .cgroup_binds = b->cgroup_binds,
+                .userdb_dir = s->userdb_dir,
+                .read_only_paths = b->read_only,
+                .read_write_paths = b->read_write,
+                .tools_directory = m->config.tools_directory,
+                .limit_fsize = m->config.limit_fsize,
+        };
+        return 0;
+
+fail:
+        session_sandbox_done(b);
+        return r;
+}
+
+void session_sandbox_done(SessionSandbox *b) {
+        if (!b)
+                return;
+        strv_free(b->inaccessible);
+        strv_free(b->read_only);
+        strv_free(b->read_write);
+        strv_free(b->cgroup_tmpfs);
+        strv_free(b->cgroup_binds);
+        free(b->cgroup_parent);
+        free(b->ip_deny);
+        free(b->proxy_socket);
+        *b = (SessionSandbox) {};
 }

@@ -77,52 +77,6 @@ static void fdstore_remove(Command *c, unsigned which) {
 
 /* --- records ----------------------------------------------------------------- */
 
-/* Mode host: IPAddressDeny= of the config and every address of this host, so that its
- * services on any of them are no nearer than on loopback (which the config denies). From
- * the kernel's local routing table (host-addresses.c); in the moment before its first read
- * after a start, from the interfaces. */
-static int host_mode_deny(Manager *m, AddressRange **ret, size_t *ret_n) {
-        _cleanup_free_ AddressRange *l = NULL;
-        const AddressRange *host;
-        size_t n = m->config.n_ip_deny, n_host;
-        struct ifaddrs *ifa = NULL;
-
-        if (host_addresses_get(proxy_host_addresses(m->proxy), &host, &n_host) < 0) {
-                host = NULL;
-                n_host = 0;
-                if (getifaddrs(&ifa) < 0)
-                        return -errno;
-                for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
-                        n_host++;
-        }
-        l = calloc(n + n_host + 1, sizeof(AddressRange));
-        if (!l) {
-                freeifaddrs(ifa);
-                return -ENOMEM;
-        }
-        if (n > 0)
-                memcpy(l, m->config.ip_deny, n * sizeof(AddressRange));
-        if (host) {
-                memcpy(l + n, host, n_host * sizeof(AddressRange));
-                n += n_host;
-        }
-        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-                        continue;
-                l[n] = (AddressRange) { .family = i->ifa_addr->sa_family,
-                                        .prefixlen = i->ifa_addr->sa_family == AF_INET ? 32 : 128 };
-                if (i->ifa_addr->sa_family == AF_INET)
-                        memcpy(l[n].addr, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, 4);
-                else
-                        memcpy(l[n].addr, &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, 16);
-                n++;
-        }
-        freeifaddrs(ifa);
-        *ret = TAKE_PTR(l);
-        *ret_n = n;
-        return 0;
-}
-
 /* <runtime>/exec/<sid>-<n>.env: the command line and environment PID 1 hands sandboxd-exec.
  * Root's alone, and commands cannot see <runtime> at all; it goes with the command's end. */
 static int exec_env_path(Command *c, char *buf, size_t n) {
@@ -1046,14 +1000,11 @@ static int command_open_output(Command *c, bool create) {
 int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata, Op **ret, RequestError *e) {
         Manager *m = s->manager;
         _cleanup_free_ char *cwd = NULL, *exe = NULL, *description = NULL;
-        _cleanup_strv_free_ char **env = NULL, **inaccessible = NULL, **read_only = NULL, **read_write = NULL,
-                                 **cg_tmpfs = NULL, **cg_binds = NULL;
-        _cleanup_free_ char *cg_parent = NULL;
-        _cleanup_free_ AddressRange *ip_deny = NULL;
-        size_t n_ip_deny = 0;
-        _cleanup_free_ char *proxy_socket = NULL;
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_(session_sandbox_done) SessionSandbox sandbox = {};
+        bool in_executor;
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, in_fd = -EBADF;
-        char statedir_ws[256], statedir_home[256], statedir_tmp[256], env_file[PATH_MAX];
+        char env_file[PATH_MAX];
         Op *op = NULL;
         Command *c;
         int r;
@@ -1085,21 +1036,11 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
         r = command_build_env(s, s->n_commands + 1, req->env, &env);
         if (r < 0)
                 return r;
-        r = command_build_paths(&m->config, &inaccessible, &read_only, &read_write);
-        if (r < 0)
-                return r;
-        if (asprintf(&cg_parent, "%s/" SANDBOXD_SLICE, m->cgroup_root ?: "") < 0)
-                return -ENOMEM;
-        r = cgroup_session_view(cg_parent, s->slice, &cg_tmpfs, &cg_binds);
-        if (r < 0)
-                return log_error_errno(r, "Failed to look at the cgroup file systems: %m");
-        if (s->network == NETWORK_HOST) {
-                r = host_mode_deny(m, &ip_deny, &n_ip_deny);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to list this host's addresses: %m");
-        }
-        if (s->network == NETWORK_PROXY) {
-                r = systemd_proxy_unit_names(s->id, &proxy_socket, NULL);
+        /* The session's executor runs it, unless it is the purge: that runs while the
+         * session closes, whatever became of the executor. */
+        in_executor = s->executor && !streq_ptr(req->request_id, PURGE_REQUEST_ID);
+        if (!in_executor) {
+                r = session_sandbox_spec(s, &sandbox);
                 if (r < 0)
                         return r;
         }
@@ -1127,9 +1068,7 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
                         goto fail;
                 }
 
-        /* The session's executor runs it, unless it is the purge: that runs while the
-         * session closes, whatever became of the executor. */
-        c->in_executor = s->executor && !streq_ptr(req->request_id, PURGE_REQUEST_ID);
+        c->in_executor = in_executor;
         r = command_set_names(c, req->request_id);
         if (r < 0)
                 goto fail;
@@ -1197,44 +1136,22 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
                 return 1;
         }
 
-        /* StateDirectory= takes paths below /var/lib: the scope's, as scope.h lays them out */
-        snprintf(statedir_ws, sizeof(statedir_ws), "sandboxd/ws/%s/%s/%s", scope_tenant(s->tenant), s->user, s->workspace);
-        snprintf(statedir_home, sizeof(statedir_home), "sandboxd/home/%s/%s/%s", scope_tenant(s->tenant), s->user,
-                 s->workspace);
-        snprintf(statedir_tmp, sizeof(statedir_tmp), "sandboxd/tmp/%s/%s/%s", scope_tenant(s->tenant), s->user,
-                 s->workspace);
         if (asprintf(&description, "sandboxd command %s of session %s", c->request_id, s->id) < 0) {
                 r = -ENOMEM;
                 goto fail;
         }
 
         CommandUnitSpec spec = {
+                .sandbox = sandbox.spec,
                 .unit = c->unit,
-                .slice = s->slice,
                 .description = description,
-                .user = s->dynamic_user,
                 .environment_file = env_file,
                 .working_directory = cwd,
-                .state_directories = { statedir_ws, statedir_home, statedir_tmp },
                 .runtime_max_usec = req->has_timeout ? req->timeout_ms * USEC_PER_MSEC : m->config.default_timeout_usec,
                 .timeout_stop_usec = m->config.kill_grace_usec,
                 .stdin_fd = c->stdin_mode == STDIN_FD ? req->stdin_fd : in_fd,
                 .stdout_fd = req->has_stdout_fd ? req->stdout_fd : out_w,
                 .stderr_fd = req->has_stderr_fd ? req->stderr_fd : err_w,
-                .network = s->network,
-                .proxy_socket_unit = proxy_socket,
-                .ip_allow = m->config.ip_allow,
-                .n_ip_allow = m->config.n_ip_allow,
-                .ip_deny = ip_deny,
-                .n_ip_deny = n_ip_deny,
-                .inaccessible_paths = inaccessible,
-                .cgroup_tmpfs = cg_tmpfs,
-                .userdb_dir = s->userdb_dir,
-                .cgroup_binds = cg_binds,
-                .read_only_paths = read_only,
-                .read_write_paths = read_write,
-                .tools_directory = m->config.tools_directory,
-                .limit_fsize = m->config.limit_fsize,
         };
 
         /* Watch before starting, so no change can slip between the two. */

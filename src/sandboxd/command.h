@@ -141,3 +141,16 @@ int command_resolve_cwd(Session *s, const char *cwd, char **ret, RequestError *e
 int command_build_env(Session *s, unsigned command_n, char * const *user_env, char ***ret);
 /* The file system policy of the config as InaccessiblePaths=, ReadOnlyPaths=, ReadWritePaths=. */
 int command_build_paths(const Config *c, char ***ret_inaccessible, char ***ret_read_only, char ***ret_read_write);
+/* A session's sandbox (systemd.h), the same for its command units and its executor, with the
+ * strings it points to. Filled in place (the spec points into it): do not copy it. */
+typedef struct SessionSandbox {
+        SandboxSpec spec;
+        char state_dirs[3][256];
+        char *cgroup_parent;  /* <PID 1's cgroup>/sandboxd.slice */
+        char **inaccessible, **read_only, **read_write, **cgroup_tmpfs, **cgroup_binds;
+        AddressRange *ip_deny;
+        size_t n_ip_deny;
+        char *proxy_socket;
+} SessionSandbox;
+int session_sandbox_spec(Session *s, SessionSandbox *ret);
+void session_sandbox_done(SessionSandbox *b);

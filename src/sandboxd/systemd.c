@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "exec-env.h"
+#include "executor-proto.h"
 #include "log.h"
 #include "systemd.h"
 
@@ -260,7 +261,7 @@ static int append_ip_keyword(sd_bus_message *m, const char *name, const char *ke
         return append_ip_ranges(m, name, l, n);
 }
 
-static int append_network(sd_bus_message *m, const CommandUnitSpec *s) {
+static int append_network(sd_bus_message *m, const SandboxSpec *s) {
         int r;
 
         switch (s->network) {
@@ -299,7 +300,7 @@ static int append_bind(sd_bus_message *m, const char *name, const char *source, 
         return sd_bus_message_append(m, "(sv)", name, "a(ssbt)", 1, source, dest, ignore_missing, (uint64_t) MS_REC);
 }
 
-static int append_filesystem(sd_bus_message *m, const CommandUnitSpec *s) {
+static int append_filesystem(sd_bus_message *m, const SandboxSpec *s) {
         int r;
 
         if ((r = append_strv(m, "InaccessiblePaths", (const char * const *) s->inaccessible_paths, SIZE_MAX)) < 0 ||
@@ -359,48 +360,25 @@ static int append_hardening(sd_bus_message *m) {
         return append_string(m, "DevicePolicy", "closed");
 }
 
-int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandUnitSpec *s,
-                                sd_bus_message_handler_t cb, void *userdata) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+/* Everything that defines a session's sandbox, for its command units and its executor
+ * alike: whatever is added here reaches both. */
+static int append_sandbox(sd_bus_message *m, const SandboxSpec *s) {
         size_t n_state = 0;
         int r;
 
         while (n_state < ELEMENTSOF(s->state_directories) && s->state_directories[n_state])
                 n_state++;
 
-        r = new_start_transient(pid1_gate_bus(g), s->unit, &m);
-        if (r < 0)
-                return r;
-
-        if ((r = append_string(m, "Description", s->description)) < 0 ||
-            (r = append_string(m, "Slice", s->slice)) < 0 ||
-            (r = append_string(m, "Type", "exec")) < 0 ||
-            (r = append_bool(m, "AddRef", true)) < 0 ||
-            (r = append_bool(m, "RemainAfterExit", true)) < 0 ||
-            (r = append_exec_start(m)) < 0 ||
-            (r = sd_bus_message_append(m, "(sv)", "EnvironmentFiles", "a(sb)", 1, s->environment_file, false)) < 0 ||
-            (r = append_string(m, "WorkingDirectory", s->working_directory)) < 0 ||
+        if ((r = append_string(m, "Slice", s->slice)) < 0 ||
             (r = append_bool(m, "DynamicUser", true)) < 0 ||
             (r = append_string(m, "User", s->user)) < 0 ||
             (r = append_strv(m, "StateDirectory", s->state_directories, n_state)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "StateDirectoryMode", "u", (uint32_t) 0700)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0 ||
-            (r = append_u64(m, "RuntimeMaxUSec", s->runtime_max_usec)) < 0 ||
-            /* setting up the sandbox counts against the command's time, not the host's
-             * DefaultTimeoutStartSec= (on a loaded host it can take longer) */
-            (r = append_u64(m, "TimeoutStartUSec", s->runtime_max_usec)) < 0 ||
-            (r = append_u64(m, "TimeoutStopUSec", s->timeout_stop_usec)) < 0 ||
-            (r = append_string(m, "KillMode", "control-group")) < 0 ||
             (r = append_bool(m, "CPUAccounting", true)) < 0 ||
             (r = append_bool(m, "MemoryAccounting", true)) < 0 ||
             (r = append_bool(m, "TasksAccounting", true)) < 0 ||
             (r = append_bool(m, "IOAccounting", true)) < 0)
-                return r;
-
-        /* stdio: the other ends stay with sandboxd */
-        if ((r = sd_bus_message_append(m, "(sv)", "StandardInputFileDescriptor", "h", s->stdin_fd)) < 0 ||
-            (r = sd_bus_message_append(m, "(sv)", "StandardOutputFileDescriptor", "h", s->stdout_fd)) < 0 ||
-            (r = sd_bus_message_append(m, "(sv)", "StandardErrorFileDescriptor", "h", s->stderr_fd)) < 0)
                 return r;
 
         /* The default hardening of the architecture brief. */
@@ -411,6 +389,97 @@ int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandU
             (r = append_address_families(m)) < 0 ||
             (r = append_network(m, s)) < 0 ||
             (r = append_filesystem(m, s)) < 0)
+                return r;
+        return 0;
+}
+
+int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandUnitSpec *s,
+                                sd_bus_message_handler_t cb, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = new_start_transient(pid1_gate_bus(g), s->unit, &m);
+        if (r < 0)
+                return r;
+
+        if ((r = append_string(m, "Description", s->description)) < 0 ||
+            (r = append_string(m, "Type", "exec")) < 0 ||
+            (r = append_bool(m, "AddRef", true)) < 0 ||
+            (r = append_bool(m, "RemainAfterExit", true)) < 0 ||
+            (r = append_exec_start(m)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "EnvironmentFiles", "a(sb)", 1, s->environment_file, false)) < 0 ||
+            (r = append_string(m, "WorkingDirectory", s->working_directory)) < 0 ||
+            (r = append_u64(m, "RuntimeMaxUSec", s->runtime_max_usec)) < 0 ||
+            /* setting up the sandbox counts against the command's time, not the host's
+             * DefaultTimeoutStartSec= (on a loaded host it can take longer) */
+            (r = append_u64(m, "TimeoutStartUSec", s->runtime_max_usec)) < 0 ||
+            (r = append_u64(m, "TimeoutStopUSec", s->timeout_stop_usec)) < 0 ||
+            (r = append_string(m, "KillMode", "control-group")) < 0)
+                return r;
+
+        /* stdio: the other ends stay with sandboxd */
+        if ((r = sd_bus_message_append(m, "(sv)", "StandardInputFileDescriptor", "h", s->stdin_fd)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "StandardOutputFileDescriptor", "h", s->stdout_fd)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "StandardErrorFileDescriptor", "h", s->stderr_fd)) < 0)
+                return r;
+
+        r = append_sandbox(m, &s->sandbox);
+        if (r < 0)
+                return r;
+
+        return finish_start_transient(g, m, ret_call, cb, userdata);
+}
+
+int systemd_executor_unit_name(const char *session_id, char **ret) {
+        if (!session_id || !ret)
+                return -EINVAL;
+        return asprintf(ret, "sandboxd-%s-exec.service", session_id) < 0 ? -ENOMEM : 0;
+}
+
+int systemd_start_executor_async(Pid1Gate *g, Pid1Call **ret_call, const ExecutorUnitSpec *s,
+                                 sd_bus_message_handler_t cb, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        if (!s->unit || !s->working_directory || !s->listener_dir || !s->cgroup_bind)
+                return -EINVAL;
+
+        r = new_start_transient(pid1_gate_bus(g), s->unit, &m);
+        if (r < 0)
+                return r;
+
+        /* No RuntimeMaxSec=: it lives as long as its session. Commands get their own stdio
+         * from sandboxd with each request; the executor's stdout has nothing to say, and its
+         * stderr goes to the journal so that its errors can be seen. */
+        if ((r = append_string(m, "Description", s->description)) < 0 ||
+            (r = append_string(m, "Type", "exec")) < 0 ||
+            (r = append_bool(m, "AddRef", true)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, SANDBOXD_EXECUTOR_PATH, 1,
+                                       "sandboxd-executor", false)) < 0 ||
+            (r = append_string(m, "WorkingDirectory", s->working_directory)) < 0 ||
+            (r = append_u64(m, "TimeoutStopUSec", s->timeout_stop_usec)) < 0 ||
+            (r = append_string(m, "KillMode", "control-group")) < 0 ||
+            /* It makes a cgroup per command below its own; it is the dynamic user's to write. */
+            (r = append_bool(m, "Delegate", true)) < 0 ||
+            /* An OOM kill of one command must not stop the unit, and with it the session
+             * (cgroup v2 counts OOM kills of the whole subtree). */
+            (r = append_string(m, "OOMPolicy", "continue")) < 0 ||
+            /* The kernel's OOM killer takes a command before the executor; commands start at 0
+             * again and cannot go below -500 without CAP_SYS_RESOURCE. */
+            (r = sd_bus_message_append(m, "(sv)", "OOMScoreAdjust", "i", (int32_t) -500)) < 0 ||
+            (r = append_string(m, "StandardInput", "null")) < 0 ||
+            (r = append_string(m, "StandardOutput", "null")) < 0 ||
+            (r = append_string(m, "StandardError", "journal")) < 0)
+                return r;
+
+        r = append_sandbox(m, &s->sandbox);
+        if (r < 0)
+                return r;
+
+        /* After append_sandbox(): the writable bind of its own cgroup lies below the read-only
+         * view of the session's cgroups, and a missing one must fail the start. */
+        if ((r = append_bind(m, "BindReadOnlyPaths", s->listener_dir, EXECUTOR_SOCKET_DIR, false)) < 0 ||
+            (r = append_bind(m, "BindPaths", s->cgroup_bind, s->cgroup_bind, false)) < 0)
                 return r;
 
         return finish_start_transient(g, m, ret_call, cb, userdata);

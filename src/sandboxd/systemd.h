@@ -39,18 +39,12 @@ static inline bool unit_state_is_done(const UnitState *s) {
                (streq(s->active_state, "active") && streq(s->sub_state, "exited"));
 }
 
-typedef struct CommandUnitSpec {
-        const char *unit;
+/* What defines a session's sandbox: the same for its command units and its executor unit
+ * (append_sandbox() in systemd.c), so that the two cannot drift apart. */
+typedef struct SandboxSpec {
         const char *slice;
-        const char *description;
         const char *user;           /* DynamicUser= name */
-        const char *environment_file; /* root-only: the environment and the command line
-                                       * for sandboxd-exec (exec-env.h) */
-        const char *working_directory;
         const char *state_directories[3];
-        uint64_t runtime_max_usec;  /* USEC_INFINITY: none */
-        uint64_t timeout_stop_usec;
-        int stdin_fd, stdout_fd, stderr_fd;
 
         NetworkMode network;
         const char *proxy_socket_unit;   /* mode proxy: the unit whose network namespace commands join */
@@ -65,7 +59,32 @@ typedef struct CommandUnitSpec {
         char * const *read_write_paths;
         const char *tools_directory;      /* bound read-only at /.tools */
         uint64_t limit_fsize;             /* UINT64_MAX: none */
+} SandboxSpec;
+
+typedef struct CommandUnitSpec {
+        SandboxSpec sandbox;
+        const char *unit;
+        const char *description;
+        const char *environment_file; /* root-only: the environment and the command line
+                                       * for sandboxd-exec (exec-env.h) */
+        const char *working_directory;
+        uint64_t runtime_max_usec;  /* USEC_INFINITY: none */
+        uint64_t timeout_stop_usec;
+        int stdin_fd, stdout_fd, stderr_fd;
 } CommandUnitSpec;
+
+/* A session's executor (exec mode "session"): the session's sandbox around
+ * sandboxd-executor, which forks the commands into cgroups of its own below its
+ * delegated one. */
+typedef struct ExecutorUnitSpec {
+        SandboxSpec sandbox;
+        const char *unit;              /* systemd_executor_unit_name() */
+        const char *description;
+        const char *working_directory; /* the workspace, commands' default cwd */
+        uint64_t timeout_stop_usec;    /* the kill grace */
+        const char *listener_dir;      /* sandboxd's listener, bound read-only at EXECUTOR_SOCKET_DIR */
+        const char *cgroup_bind;       /* its own cgroup, bound writable (cgroup_executor_bind()) */
+} ExecutorUnitSpec;
 
 /* The port the proxy listens on inside a session's network namespace. */
 /* The parent of every session slice (units/sandboxd.slice), and home of the proxy sockets. */
@@ -91,6 +110,10 @@ int systemd_start_slice_async(Pid1Gate *g, Pid1Call **ret_call, const char *slic
                               const Limits *limits, sd_bus_message_handler_t cb, void *userdata);
 int systemd_start_command_async(Pid1Gate *g, Pid1Call **ret_call, const CommandUnitSpec *spec,
                                 sd_bus_message_handler_t cb, void *userdata);
+int systemd_start_executor_async(Pid1Gate *g, Pid1Call **ret_call, const ExecutorUnitSpec *spec,
+                                 sd_bus_message_handler_t cb, void *userdata);
+/* "sandboxd-<sid>-exec.service", in the session's slice */
+int systemd_executor_unit_name(const char *session_id, char **ret);
 
 int systemd_unit_path(const char *unit, char **ret);
 int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path,
