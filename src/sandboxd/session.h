@@ -39,6 +39,7 @@ struct Session {
         uid_t userdb_uid;     /* the uid they were written for */
         Limits limits;
         NetworkMode network;
+        ExecMode exec_mode;   /* unit: each command a transient unit; session: the executor's children */
         char **net_deny;      /* the session's own denied domains (the baseline applies too) */
         char **net_allow;     /* non-NULL: allow-list mode */
         ProxyListener *proxy; /* mode proxy: where its commands' connections come in */
