@@ -89,6 +89,17 @@ static int session_option(sd_bus_message *m, const char *key, void *userdata, Re
                 if (r >= 0)
                         r = request_parse_network_mode(mode, &req->network, e);
                 req->has_network_mode = r >= 0;
+        } else if (streq(key, "exec_mode")) {
+                const char *mode;
+
+                r = enter_option(m, key, "s", e);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "s", &mode);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r >= 0)
+                        r = request_parse_exec_mode(mode, &req->exec_mode, e);
+                req->has_exec_mode = r >= 0;
         } else if (streq(key, "network_deny") || streq(key, "network_allow")) {
                 const char *field = streq(key, "network_deny") ? "network.deny" : "network.allow";
                 char ***list = streq(key, "network_deny") ? &req->network_deny : &req->network_allow;

@@ -46,6 +46,7 @@ void config_init(Config *c) {
                 .spool_max_per_session = 32 * 1024 * 1024,
                 .spool_max = 256 * 1024 * 1024,
                 .max_file_bytes = 1024ULL * 1024 * 1024,
+                .default_exec_mode = EXEC_MODE_UNIT,
                 .default_network_mode = NETWORK_PROXY,
                 .proxy_max_connections = 1024,
                 .proxy_max_connections_per_session = 64,
@@ -381,6 +382,14 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 c->max_lifetime_usec = v;
                         else
                                 c->retain_closed_usec = v;
+                        return 1;
+                }
+                if (streq(key, "ExecMode")) {
+                        ExecMode mode = exec_mode_from_string(value);
+
+                        if (mode < 0)
+                                return set_error(st, section, key, value, "expected 'unit' or 'session'");
+                        c->default_exec_mode = mode;
                         return 1;
                 }
                 if (streq(key, "MaxSessionsPerTenant") || streq(key, "MaxSessionsPerUser")) {

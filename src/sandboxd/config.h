@@ -46,6 +46,7 @@ typedef struct Config {
         uint64_t retain_closed_usec;    /* how long results of a closed session stay */
         unsigned max_sessions_per_tenant; /* not closed, of one API tenant */
         unsigned max_sessions_per_user;   /* not closed, created by one local uid other than root */
+        ExecMode default_exec_mode;       /* ExecMode=: of sessions that do not ask */
 
         /* [Pool] */
         PoolProfile pool_profile;

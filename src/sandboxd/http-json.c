@@ -43,6 +43,8 @@ int session_append_json(Session *s, Buf *b) {
         }
         if (r >= 0)
                 r = buf_puts(b, "}");
+        if (r >= 0)
+                r = buf_printf(b, ",\"exec_mode\":\"%s\"", exec_mode_to_string(s->exec_mode));
         if (r >= 0 && s->close_reason)
                 r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
         if (r >= 0)

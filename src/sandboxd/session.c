@@ -173,6 +173,7 @@ int session_save(Session *s) {
                 json_put(o, "purged", json_object_new_boolean(true), &oom);
         json_put(o, "from_pool", json_object_new_boolean(s->from_pool), &oom);
         json_put(o, "network", network_to_json(s), &oom);
+        json_put(o, "exec_mode", json_object_new_string(exec_mode_to_string(s->exec_mode)), &oom);
 
         if (oom)
                 return log_warning_errno(-ENOMEM, "Failed to save the record of session %s, ignoring: %m", s->id);
@@ -694,6 +695,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 return -ENOMEM;
         s->limits = l;
         s->network = mode;
+        s->exec_mode = req->has_exec_mode ? req->exec_mode : c->default_exec_mode;
         if ((req->network_deny && !(s->net_deny = strv_copy(req->network_deny))) ||
             (req->network_allow && !(s->net_allow = strv_copy(req->network_allow)))) {
                 r = -ENOMEM;
@@ -1356,6 +1358,20 @@ int session_record_decode(Session *s, json_object *o, const Config *c) {
                                 return r;
                         if (json_object_object_get_ex(net, "allow", &v) && (r = strv_from_json(v, &s->net_allow)) < 0)
                                 return r;
+                }
+        }
+        {
+                json_object *v;
+
+                /* Records from before exec modes: every command was a unit. A mode that
+                 * cannot be read is no guess: how its commands run depends on it. */
+                s->exec_mode = EXEC_MODE_UNIT;
+                if (json_object_object_get_ex(o, "exec_mode", &v)) {
+                        if (!json_object_is_type(v, json_type_string))
+                                return -EBADMSG;
+                        s->exec_mode = exec_mode_from_string(json_object_get_string(v));
+                        if (s->exec_mode < 0)
+                                return -EBADMSG;
                 }
         }
         return 0;

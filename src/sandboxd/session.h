@@ -39,6 +39,8 @@ struct Session {
         uid_t userdb_uid;     /* the uid they were written for */
         Limits limits;
         NetworkMode network;
+        ExecMode exec_mode;   /* unit: each command a transient unit; session: the executor's children */
+        Executor *executor;   /* exec mode "session", while active or closing */
         char **net_deny;      /* the session's own denied domains (the baseline applies too) */
         char **net_allow;     /* non-NULL: allow-list mode */
         ProxyListener *proxy; /* mode proxy: where its commands' connections come in */
@@ -75,8 +77,6 @@ struct Session {
         Op *ready_ops;               /* session_wait_ready(): for the slice */
         Op *close_ops;               /* session_close(): for the end of closing */
         Op *purge_op;                /* the start of the purge command, while closing */
-        ExecMode exec_mode;  /* "session": its commands are children of its executor */
-        Executor *executor;  /* exec mode "session", while active or closing */
         Command *commands;   /* newest first */
         Command *commands_by_id; /* request id -> the newest command of that id (hh of Command) */
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */

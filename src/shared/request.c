@@ -69,6 +69,33 @@ int request_parse_network_mode(const char *mode, NetworkMode *ret, RequestError 
         return 0;
 }
 
+static const char *const exec_mode_table[_EXEC_MODE_MAX] = {
+        [EXEC_MODE_UNIT] = "unit",
+        [EXEC_MODE_SESSION] = "session",
+};
+
+const char *exec_mode_to_string(ExecMode m) {
+        if (m < 0 || m >= _EXEC_MODE_MAX)
+                return NULL;
+        return exec_mode_table[m];
+}
+
+ExecMode exec_mode_from_string(const char *s) {
+        for (int i = 0; s && i < _EXEC_MODE_MAX; i++)
+                if (streq(s, exec_mode_table[i]))
+                        return (ExecMode) i;
+        return _EXEC_MODE_INVALID;
+}
+
+int request_parse_exec_mode(const char *mode, ExecMode *ret, RequestError *e) {
+        ExecMode m = exec_mode_from_string(mode);
+
+        if (m < 0)
+                return request_error(e, "invalid_value", "Field 'exec_mode' must be one of: unit, session.");
+        *ret = m;
+        return 0;
+}
+
 int request_add_domain_pattern(const char *field, const char *pattern, char ***list, RequestError *e) {
         char buf[HOST_NAME_MAX_LEN + 3], **l;
         size_t n = strv_length(*list);
@@ -333,8 +360,15 @@ int session_request_parse(const char *body, size_t n, SessionRequest *ret, Reque
                 else if (streq(key, "ttl_s")) {
                         r = get_uint(v, "ttl_s", 1, REQUEST_TTL_S_MAX, &s.ttl_s, e);
                         s.has_ttl = r >= 0;
-                }
-                else
+                } else if (streq(key, "exec_mode")) {
+                        if (!json_object_is_type(v, json_type_string))
+                                r = request_error(e, "invalid_type", "Field 'exec_mode' must be a string.");
+                        else if (memchr(json_object_get_string(v), 0, (size_t) json_object_get_string_len(v)))
+                                r = request_parse_exec_mode(NULL, &s.exec_mode, e); /* "unit\u0000..." is no mode */
+                        else
+                                r = request_parse_exec_mode(json_object_get_string(v), &s.exec_mode, e);
+                        s.has_exec_mode = r >= 0;
+                } else
                         r = request_error(e, "unknown_field", "Unknown field '%s'.", key);
                 if (r < 0)
                         goto fail;

@@ -19,9 +19,11 @@ typedef enum NetworkMode {
         _NETWORK_MODE_INVALID = -EINVAL,
 } NetworkMode;
 
+/* How a session's commands are run: each a transient unit of PID 1 (unit), or a child of
+ * the session's executor service (session). */
 typedef enum ExecMode {
-        EXEC_MODE_UNIT,    /* every command a transient unit of its own */
-        EXEC_MODE_SESSION, /* commands are children of the session's executor */
+        EXEC_MODE_UNIT,
+        EXEC_MODE_SESSION,
         _EXEC_MODE_MAX,
         _EXEC_MODE_INVALID = -EINVAL,
 } ExecMode;
@@ -39,6 +41,8 @@ typedef struct SessionRequest {
         char **network_allow;       /* non-NULL: allow-list mode for the session */
         bool has_ttl;
         uint64_t ttl_s;             /* idle time-to-live */
+        bool has_exec_mode;
+        ExecMode exec_mode;         /* when !has_exec_mode: the configured default */
 } SessionRequest;
 
 typedef enum StdinMode {
@@ -86,6 +90,9 @@ int request_parse_memory_max(const char *s, uint64_t *ret, RequestError *e); /* 
 const char *network_mode_to_string(NetworkMode m);
 NetworkMode network_mode_from_string(const char *s);
 int request_parse_network_mode(const char *mode, NetworkMode *ret, RequestError *e);
+const char *exec_mode_to_string(ExecMode m);
+ExecMode exec_mode_from_string(const char *s);
+int request_parse_exec_mode(const char *mode, ExecMode *ret, RequestError *e);
 /* A domain pattern of network.deny or network.allow ("example.com", "*.example.com"),
  * normalized (lower case) into a new string appended to *list. */
 int request_add_domain_pattern(const char *field, const char *pattern, char ***list, RequestError *e);

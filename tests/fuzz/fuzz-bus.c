@@ -34,6 +34,7 @@ typedef struct Program {
 static const char *const option_names[] = {
         /* CreateSession */
         "memory_max", "cpu_quota", "tasks_max", "ttl_s", "network", "network_deny", "network_allow",
+        "exec_mode",
         /* Exec, Run */
         "cwd", "env", "timeout_ms", "request_id", "stdin", "stdin_data", "stdout", "stderr",
         /* Files.Write */
@@ -44,7 +45,7 @@ static const char *const option_names[] = {
 
 static const char *const strings[] = {
         "", "512M", "1G", "64K", "0", "18446744073709551615", "9223372036854775807K", "1.5G", "none", "proxy",
-        "host", "example.com", "*.example.com", "*.", "EXAMPLE.COM.", "a..b", "-a.b", "xn--d1acufc.xn--p1ai",
+        "host", "unit", "session", "example.com", "*.example.com", "*.", "EXAMPLE.COM.", "a..b", "-a.b", "xn--d1acufc.xn--p1ai",
         "A=1", "HOME=/root", "PATH=/x", "NO_VALUE", "=x", "1A=b", "XDG_RUNTIME_DIR=/x", "job-1", "..", ".",
         "sub/dir", "/abs", "alice", "demo", "root", "_a-b", "Alice", "a b", "0123456789abcdef",
 };
@@ -364,6 +365,7 @@ static void read_session(sd_bus_message *m) {
         assert(!req.has_tasks_max || (req.tasks_max >= 1 && req.tasks_max <= REQUEST_TASKS_MAX_MAX));
         assert(!req.has_ttl || (req.ttl_s >= 1 && req.ttl_s <= REQUEST_TTL_S_MAX));
         assert(network_mode_to_string(req.network));
+        assert(exec_mode_to_string(req.exec_mode));
         assert(strv_length(req.network_deny) <= REQUEST_DOMAINS_MAX);
         assert(strv_length(req.network_allow) <= REQUEST_DOMAINS_MAX);
         for (char **d = req.network_deny; d && *d; d++)

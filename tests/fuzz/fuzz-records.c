@@ -39,6 +39,7 @@ static void check_session(const Session *s) {
         assert(s->closing == (s->state == SESSION_CLOSING));
         assert(s->limits.memory_max > 0 && s->limits.cpu_quota_percent > 0 && s->limits.tasks_max > 0);
         assert(network_mode_to_string(s->network));
+        assert(exec_mode_to_string(s->exec_mode));
         assert(!s->tenant || is_utf8(s->tenant));
         /* written into JSON as it is */
         assert(!s->close_reason || strspn(s->close_reason, "abcdefghijklmnopqrstuvwxyz-") == strlen(s->close_reason));

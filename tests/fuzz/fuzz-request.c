@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (session_request_parse((const char *) data, size, &s, &e) >= 0) {
                 assert(is_utf8(s.user) && is_utf8(s.workspace));
                 assert(strv_is_utf8(s.network_deny) && strv_is_utf8(s.network_allow));
+                assert(exec_mode_to_string(s.exec_mode));
                 session_request_done(&s);
         }
         if (command_request_parse((const char *) data, size, &c, &e) >= 0) {

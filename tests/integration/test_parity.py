@@ -55,6 +55,7 @@ SESSION_MAP = {
     "network.mode": ("Network", same),
     "network.deny": ("NetworkDeny", nullable([])),
     "network.allow": ("NetworkAllow", lambda j, p: p == ((False, []) if j is ABSENT else (True, j))),
+    "exec_mode": ("ExecMode", same),
     "close_reason": ("CloseReason", nullable("")),
 }
 

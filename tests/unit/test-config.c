@@ -42,6 +42,39 @@ static void test_defaults_when_missing(void) {
         ASSERT(c.idle_exit_usec == 60 * USEC_PER_SEC);
         ASSERT(c.output_max_bytes == 1024 * 1024);
         ASSERT(c.max_file_bytes == 1024ULL * 1024 * 1024);
+        ASSERT(c.default_exec_mode == EXEC_MODE_UNIT);
+        config_done(&c);
+}
+
+static void test_exec_mode(void) {
+        Config c;
+        char *error = NULL;
+
+        write_file("sandboxd.conf", "[Session]\nExecMode=session\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.default_exec_mode == EXEC_MODE_SESSION);
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Session]\nExecMode=session\nExecMode=unit\n");
+        ASSERT(load(&c, &error) == 0);
+        ASSERT(c.default_exec_mode == EXEC_MODE_UNIT); /* the last one wins */
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Session]\nExecMode=thread\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "ExecMode=thread") && strstr(error, "'unit' or 'session'"));
+        free(error), error = NULL;
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Session]\nExecMode=\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "ExecMode="));
+        free(error), error = NULL;
+        config_done(&c);
+
+        write_file("sandboxd.conf", "[Session]\nExecMode=Session\n");
+        ASSERT(load(&c, &error) == -EINVAL);
+        free(error), error = NULL;
         config_done(&c);
 }
 
@@ -406,6 +439,7 @@ int main(void) {
         test_max_file_size();
         test_text();
         test_network();
+        test_exec_mode();
         test_sandbox();
         test_parsers();
         test_admin_group();

@@ -54,7 +54,21 @@ static void test_session(void) {
 
         ASSERT(parse_session("{\"user\":\"a\",\"workspace\":\"w\"}", &s, &e) == 0);
         ASSERT(!s.has_network_mode && !s.network_deny && !s.network_allow); /* the config decides */
+        ASSERT(!s.has_exec_mode);                                            /* this too */
         session_request_done(&s);
+
+        ASSERT(parse_session("{\"user\":\"a\",\"workspace\":\"w\",\"exec_mode\":\"session\"}", &s, &e) == 0);
+        ASSERT(s.has_exec_mode && s.exec_mode == EXEC_MODE_SESSION);
+        session_request_done(&s);
+        ASSERT(parse_session("{\"user\":\"a\",\"workspace\":\"w\",\"exec_mode\":\"unit\"}", &s, &e) == 0);
+        ASSERT(s.has_exec_mode && s.exec_mode == EXEC_MODE_UNIT);
+        session_request_done(&s);
+        ASSERT_STREQ(exec_mode_to_string(EXEC_MODE_UNIT), "unit");
+        ASSERT_STREQ(exec_mode_to_string(EXEC_MODE_SESSION), "session");
+        ASSERT(!exec_mode_to_string(_EXEC_MODE_MAX));
+        ASSERT(exec_mode_from_string("session") == EXEC_MODE_SESSION);
+        ASSERT(exec_mode_from_string("Session") == _EXEC_MODE_INVALID);
+        ASSERT(exec_mode_from_string(NULL) == _EXEC_MODE_INVALID);
 
         ASSERT(parse_session("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"mode\":\"host\"}}", &s, &e) == 0);
         ASSERT(s.network == NETWORK_HOST); /* whether the tenant may: session_create() decides */
@@ -94,6 +108,11 @@ static void test_session(void) {
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"allow\":[\"*.*.test\"]}}", "invalid_value");
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"dns\":[]}}", "unknown_field");
         expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"network\":{\"mode\":\"wifi\"}}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"exec_mode\":\"thread\"}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"exec_mode\":\"\"}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"exec_mode\":\"unit\\u0000\"}", "invalid_value");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"exec_mode\":1}", "invalid_type");
+        expect_session_error("{\"user\":\"a\",\"workspace\":\"w\",\"exec_mode\":null}", "invalid_type");
 }
 
 static void test_command(void) {

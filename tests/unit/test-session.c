@@ -29,6 +29,7 @@
 #include "manager.h"
 #include "pool.h"
 #include "session.h"
+#include "store.h"
 #include "bus-pair.h"
 #include "tests.h"
 
@@ -340,6 +341,66 @@ static void test_session_becomes_active(void) {
 out:
         teardown_manager();
         ASSERT(ready.n == 1 && again.n == 0); /* not told again at the teardown */
+}
+
+/* The exec mode: the request's, else the configured default; asking again for a scope
+ * answers its session as it is, whatever mode the second request names. */
+static void test_exec_mode(void) {
+        RequestError e = {};
+        Session *s = NULL, *t = NULL, *u = NULL;
+        SessionRequest req = { .user = (char *) "alice", .workspace = (char *) "em1",
+                               .has_network_mode = true, .network = NETWORK_NONE };
+
+        setup_manager();
+        ASSERT(m->config.default_exec_mode == EXEC_MODE_UNIT);
+        m->config.default_exec_mode = EXEC_MODE_SESSION;
+        ASSERT(session_create(m, &req, NULL, &s, &e) == 1 && s->exec_mode == EXEC_MODE_SESSION);
+
+        req.has_exec_mode = true;
+        req.exec_mode = EXEC_MODE_UNIT;
+        ASSERT(session_create(m, &req, NULL, &t, &e) == 0 && t == s && s->exec_mode == EXEC_MODE_SESSION);
+
+        req.workspace = (char *) "em2";
+        ASSERT(session_create(m, &req, NULL, &u, &e) == 1 && u != s && u->exec_mode == EXEC_MODE_UNIT);
+        teardown_manager();
+}
+
+/* A record keeps the mode; one from before modes is a unit session; a mode that cannot be
+ * read makes the record unreadable rather than a guess. */
+static void test_exec_mode_record(void) {
+        static const struct {
+                const char *extra;
+                int r;
+                ExecMode mode;
+        } cases[] = {
+                { "", 0, EXEC_MODE_UNIT },
+                { ",\"exec_mode\":\"unit\"", 0, EXEC_MODE_UNIT },
+                { ",\"exec_mode\":\"session\"", 0, EXEC_MODE_SESSION },
+                { ",\"exec_mode\":\"thread\"", -EBADMSG, 0 },
+                { ",\"exec_mode\":1", -EBADMSG, 0 },
+                { ",\"exec_mode\":null", -EBADMSG, 0 },
+        };
+
+        setup_manager();
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_object_putp) json_object *o = NULL;
+                char text[256];
+                Session *s = calloc(1, sizeof(Session));
+
+                ASSERT(s);
+                if (!s)
+                        break;
+                s->manager = m;
+                snprintf(text, sizeof(text),
+                         "{\"id\":\"0123456789abcdef\",\"user\":\"alice\",\"workspace\":\"rec\","
+                         "\"state\":\"closed\"%s}", cases[i].extra);
+                ASSERT(store_parse(text, strlen(text), &o) >= 0);
+                ASSERT(session_record_decode(s, o, &m->config) == cases[i].r);
+                if (cases[i].r >= 0)
+                        ASSERT(s->exec_mode == cases[i].mode);
+                session_free(s);
+        }
+        teardown_manager();
 }
 
 static void test_session_start_fails(void) {
@@ -807,6 +868,8 @@ int main(void) {
         test_op();
         test_session_becomes_active();
         test_session_start_fails();
+        test_exec_mode();
+        test_exec_mode_record();
         test_teardown_while_starting();
         test_session_freed_while_starting();
         test_command_start_answers();
