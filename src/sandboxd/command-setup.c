@@ -308,3 +308,30 @@ void session_sandbox_done(SessionSandbox *b) {
         free(b->proxy_socket);
         *b = (SessionSandbox) {};
 }
+
+int session_start_executor_unit(Session *s, const char *unit, const char *listen_dir, Pid1Call **ret_call,
+                                sd_bus_message_handler_t cb, void *userdata) {
+        _cleanup_(session_sandbox_done) SessionSandbox sandbox = {};
+        _cleanup_free_ char *description = NULL, *cgroup_bind = NULL;
+        int r;
+
+        r = session_sandbox_spec(s, &sandbox);
+        if (r < 0)
+                return r;
+        r = cgroup_executor_bind(sandbox.cgroup_parent, s->slice, unit, &cgroup_bind);
+        if (r < 0)
+                return log_error_errno(r, "Failed to find where the executor's cgroup of session %s will be: %m", s->id);
+        if (asprintf(&description, "sandboxd executor of session %s", s->id) < 0)
+                return -ENOMEM;
+
+        ExecutorUnitSpec spec = {
+                .sandbox = sandbox.spec,
+                .unit = unit,
+                .description = description,
+                .working_directory = s->workspace_dir,
+                .timeout_stop_usec = s->manager->config.kill_grace_usec,
+                .listener_dir = listen_dir,
+                .cgroup_bind = cgroup_bind,
+        };
+        return systemd_start_executor_async(s->manager->pid1, ret_call, &spec, cb, userdata);
+}
