@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "command.h"
 #include "executor.h"
+#include "io-util.h"
 #include "log.h"
 #include "scope.h"
 #include "session.h"
@@ -35,7 +36,6 @@
 
 typedef enum ConnState {
         CONN_NONE,   /* nobody connected */
-        CONN_AUTH,   /* a peer is being checked against the unit's MainPID */
         CONN_HELLO,  /* checked; its HELLO is due */
         CONN_RESYNC, /* it tells what it knows, until READY */
         CONN_READY,
@@ -47,10 +47,10 @@ struct Executor {
         char *dir, *socket_path;   /* <runtime>/executor/<sid>, bound at EXECUTOR_SOCKET_DIR in the unit */
         int listen_fd;
         sd_event_source *listen_io;
-        int fd;                    /* the executor's connection (or the one being checked) */
+        int fd;                    /* the executor's connection */
         sd_event_source *io;
         ConnState conn;
-        pid_t peer_pid;
+        int auth_fd;               /* a new connection, being checked */
         uint32_t flags;            /* of its HELLO */
         uid_t uid;
         char *cgroup_dir;          /* the unit's cgroup in the unified (v2) hierarchy */
@@ -98,23 +98,37 @@ static bool exec_is_live(const Command *c) {
         return c->exec && command_status_is_running(c) && (c->exec->state == EXEC_SENT || c->exec->state == EXEC_STARTED);
 }
 
-/* Signals every process of the command (its cgroup, or its process when the executor has
- * no cgroups), with the session's uid: the power a command has over itself, no more. */
+/* Signals one process, through its pidfd, as uid (see cgroup_kill_as()). */
+static int pidfd_kill_as(uid_t uid, int pidfd, int sig) {
+        int r = 0;
+
+        if (syscall(SYS_setresuid, -1, uid, -1) < 0)
+                return -errno;
+        if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
+                r = -errno;
+        if (syscall(SYS_setresuid, -1, 0, -1) < 0)
+                abort(); /* never go on as another user */
+        return r;
+}
+
+/* Signals every process of the command's cgroup, and its main process wherever it went (a
+ * command can move itself within the delegated subtree), with the session's uid: the power
+ * a command has over itself, no more. */
 static int exec_kill(Command *c, int sig) {
         Executor *e = c->session->executor;
         CommandExec *x = c->exec;
-        int r;
+        int r = -ESRCH, k;
 
         if (!x || x->state != EXEC_STARTED)
                 return -ESRCH;
-        if (x->cgroup_dir) {
+        if (x->cgroup_dir)
                 r = cgroup_kill_as(e->uid, x->cgroup_dir, sig, NULL);
-                if (r != -ENOENT)
-                        return r;
+        if (x->pidfd >= 0 && !x->gone) {
+                k = pidfd_kill_as(e->uid, x->pidfd, sig);
+                if (r < 0)
+                        r = k;
         }
-        if (x->pidfd < 0)
-                return -ESRCH;
-        return pidfd_kill_as(e->uid, x->pidfd, sig);
+        return r < 0 && r != -ESRCH && r != -ENOENT ? r : 0;
 }
 
 /* --- the connection ----------------------------------------------------------------- */
@@ -156,8 +170,6 @@ static void conn_close(Executor *e) {
         e->io = sd_event_source_disable_unref(e->io);
         e->fd = safe_close(e->fd);
         e->conn = CONN_NONE;
-        if (e->listen_io)
-                (void) sd_event_source_set_enabled(e->listen_io, SD_EVENT_ON);
 }
 
 static int on_hello_timer(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -345,25 +357,33 @@ static int on_conn(sd_event_source *es, int fd, uint32_t revents, void *userdata
 
 /* Only the unit's main process may speak for it: the kernel's word on the peer's pid and
  * uid against PID 1's on the unit. Commands can dial the socket too (it is in their
- * namespace): they are hung up on. */
+ * namespace): they are hung up on, and the executor's own connection stays as it is. */
 static void auth_decide(Executor *e) {
         struct ucred cred;
         socklen_t l = sizeof(cred);
         uid_t uid;
 
-        if (e->conn != CONN_AUTH)
+        if (e->auth_fd < 0)
                 return;
-        if (getsockopt(e->fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 || scope_dynamic_uid(e->session->dynamic_user, &uid) < 0 ||
-            cred.uid != uid || e->main_pid == 0 || (uint32_t) cred.pid != e->main_pid || !e->cgroup_dir) {
+        (void) sd_event_source_set_enabled(e->listen_io, SD_EVENT_ON);
+        if (getsockopt(e->auth_fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 ||
+            scope_dynamic_uid(e->session->dynamic_user, &uid) < 0 || cred.uid != uid || e->main_pid == 0 ||
+            (uint32_t) cred.pid != e->main_pid || !e->cgroup_dir) {
                 log_debug("Hung up on a peer of the executor socket of session %s (pid %d, uid %u).", e->session->id,
                           (int) cred.pid, (unsigned) cred.uid);
+                e->auth_fd = safe_close(e->auth_fd);
+                return;
+        }
+        /* the executor dials again: its old connection is over */
+        conn_close(e);
+        e->fd = TAKE_FD(e->auth_fd);
+        if (sd_event_add_io(e->session->manager->event, &e->io, e->fd, EPOLLIN, on_conn, e) < 0) {
                 conn_close(e);
                 return;
         }
         e->uid = uid;
         (void) session_userdb_update(e->session);
         e->conn = CONN_HELLO;
-        (void) sd_event_source_set_enabled(e->io, SD_EVENT_ON);
 }
 
 static void executor_refresh(Executor *e);
@@ -371,7 +391,7 @@ static void executor_refresh(Executor *e);
 static int on_listen(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
         Executor *e = userdata;
 
-        for (unsigned i = 0; i < ACCEPT_BURST; i++) {
+        for (unsigned i = 0; i < ACCEPT_BURST && e->auth_fd < 0; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 struct ucred cred;
                 socklen_t l = sizeof(cred);
@@ -383,21 +403,14 @@ static int on_listen(sd_event_source *es, int fd, uint32_t revents, void *userda
                         safe_close(cfd); /* not the unit's main process as far as we know */
                         continue;
                 }
-                /* the executor dials again: the old connection is over */
-                conn_close(e);
-                e->fd = cfd;
-                if (sd_event_add_io(e->session->manager->event, &e->io, cfd, EPOLLIN, on_conn, e) < 0) {
-                        conn_close(e);
-                        return 0;
-                }
-                (void) sd_event_source_set_enabled(e->io, SD_EVENT_OFF);
-                e->conn = CONN_AUTH;
-                (void) sd_event_source_set_enabled(e->listen_io, SD_EVENT_OFF);
+                e->auth_fd = cfd;
                 if (e->main_pid != 0 && e->cgroup_dir)
                         auth_decide(e);
-                else
+                else {
+                        /* one check at a time: PID 1 tells who the main process is */
+                        (void) sd_event_source_set_enabled(e->listen_io, SD_EVENT_OFF);
                         executor_refresh(e); /* ends in auth_decide() */
-                return 0;
+                }
         }
         return 0;
 }
@@ -517,7 +530,7 @@ static int on_exec_timer(sd_event_source *es, uint64_t usec, void *userdata) {
 
 static void exec_timer_set(Command *c, uint64_t usec) {
         CommandExec *x = c->exec;
-        sd_event_handler_t fn = x->gone ? on_exited_deadline : on_exec_timer;
+        sd_event_time_handler_t fn = x->gone ? on_exited_deadline : on_exec_timer;
 
         x->timer = sd_event_source_disable_unref(x->timer);
         if (usec == USEC_INFINITY)
@@ -548,7 +561,6 @@ static int exec_send(Executor *e, Command *c) {
         for (unsigned k = 0; k < EXECUTOR_EXEC_FDS; k++)
                 x->fds[k] = safe_close(x->fds[k]);
         x->state = EXEC_SENT;
-        x->told = true; /* on this connection: what it says next is about this EXEC */
         x->start_usec = now_usec(CLOCK_MONOTONIC);
         exec_arm_timeout(c);
         command_accepted(c);
@@ -741,15 +753,13 @@ static void note_state(Executor *e) {
 
 static int on_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Executor *e = userdata;
-        bool auth = e->conn == CONN_AUTH;
 
         e->state_call = pid1_call_cancel(e->state_call);
         if (sd_bus_message_is_method_error(reply, NULL))
                 log_warning("Failed to read the state of %s, ignoring: %s", e->unit, systemd_error_message(reply));
         else if (systemd_read_unit_state(reply, &e->state) >= 0)
                 note_state(e);
-        if (auth)
-                auth_decide(e);
+        auth_decide(e);
         return 0;
 }
 
@@ -758,18 +768,16 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
 
         e->state_call = pid1_call_cancel(e->state_call);
         if (sd_bus_message_is_method_error(reply, NULL) || systemd_read_unit_state(reply, &e->state) < 0) {
-                if (e->conn == CONN_AUTH)
-                        auth_decide(e);
+                auth_decide(e);
                 return 0;
         }
         if (streq(e->state.load_state, "not-found")) {
                 note_state(e);
-                if (e->conn == CONN_AUTH)
-                        auth_decide(e);
+                auth_decide(e);
                 return 0;
         }
         if (systemd_get_unit_state_async(e->session->manager->pid1, &e->state_call, e->unit_path,
-                                         "org.freedesktop.systemd1.Service", on_state, e) < 0 && e->conn == CONN_AUTH)
+                                         "org.freedesktop.systemd1.Service", on_state, e) < 0)
                 auth_decide(e);
         return 0;
 }
@@ -779,7 +787,7 @@ static void executor_refresh(Executor *e) {
                 return; /* its answer ends in auth_decide() too */
         e->state.main_pid = 0;
         if (systemd_get_unit_state_async(e->session->manager->pid1, &e->state_call, e->unit_path,
-                                         "org.freedesktop.systemd1.Unit", on_unit_state, e) < 0 && e->conn == CONN_AUTH)
+                                         "org.freedesktop.systemd1.Unit", on_unit_state, e) < 0)
                 auth_decide(e);
 }
 
@@ -891,7 +899,7 @@ int executor_new(Session *s, bool recovering, Executor **ret) {
         if (!e)
                 return -ENOMEM;
         e->session = s;
-        e->listen_fd = e->fd = -EBADF;
+        e->listen_fd = e->fd = e->auth_fd = -EBADF;
         if (asprintf(&e->unit, "sandboxd-%s-exec.service", s->id) < 0 ||
             asprintf(&e->dir, "%s/executor/%s", m->runtime_dir, s->id) < 0 ||
             asprintf(&e->socket_path, "%s/sock", e->dir) < 0) {
@@ -936,6 +944,7 @@ Executor *executor_free(Executor *e) {
         if (!e)
                 return NULL;
         conn_close(e);
+        safe_close(e->auth_fd);
         sd_event_source_disable_unref(e->listen_io);
         safe_close(e->listen_fd);
         sd_event_source_disable_unref(e->hello_timer);

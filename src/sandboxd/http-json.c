@@ -96,6 +96,11 @@ int command_append_json(Command *c, Buf *b, bool with_output) {
         }
         if (r >= 0)
                 r = buf_puts(b, "],");
+        /* run by the session's executor: its own cgroup below the exec unit's, once it runs */
+        if (r >= 0 && c->in_executor && c->cgroup && strrchr(c->cgroup, '/'))
+                r = buf_printf(b, "\"cgroup\":\"%s\",", strrchr(c->cgroup, '/') + 1);
+        else if (r >= 0)
+                r = buf_puts(b, "\"cgroup\":null,");
         if (r < 0)
                 return r;
 
