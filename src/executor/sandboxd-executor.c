@@ -687,7 +687,7 @@ int main(int argc, char *argv[]) {
                 setup_cgroups();
 
         for (;;) {
-                struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = conn, .events = POLLIN } };
+                struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .events = POLLIN } };
                 int64_t timeout = -1;
                 struct signalfd_siginfo si;
 
@@ -699,6 +699,7 @@ int main(int argc, char *argv[]) {
                         timeout = dial_at_msec - now_msec() > 0 ? dial_at_msec - now_msec() : 0;
                 if (collect_pending() && (timeout < 0 || timeout > 100))
                         timeout = 100;
+                p[1].fd = conn;
                 if (want_out)
                         p[1].events |= POLLOUT;
                 if (poll(p, conn >= 0 ? 2 : 1, (int) timeout) < 0 && errno != EINTR) {
