@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "cgroup.h"
+#include "log.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
@@ -57,6 +61,23 @@ static int read_keyed_file(const char *dir, const char *cgroup, const char *file
         return -ENODATA;
 }
 
+int cgroup_read_usage_dir(const char *dir, CgroupUsage *ret) {
+        CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        uint64_t v;
+        int r = -ENOENT;
+
+        if (!dir || dir[0] != '/')
+                return -EINVAL;
+        if (read_keyed_file(dir, "", "cpu.stat", "usage_usec", &v) >= 0)
+                u.cpu_usec = v, r = 0;
+        if (read_u64_file(dir, "", "memory.peak", &v) >= 0 || read_u64_file(dir, "", "memory.current", &v) >= 0)
+                u.memory_peak = v, r = 0;
+        if (read_u64_file(dir, "", "pids.current", &v) >= 0)
+                u.tasks = v, r = 0;
+        *ret = u;
+        return r;
+}
+
 int cgroup_read_usage(const char *cgroup, CgroupUsage *ret) {
         CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
         uint64_t v;
@@ -66,15 +87,12 @@ int cgroup_read_usage(const char *cgroup, CgroupUsage *ret) {
                 return -EINVAL;
 
         switch (cgroup_layout()) {
-        case CGROUP_UNIFIED:
-                if (read_keyed_file(CGROUP_ROOT, cgroup, "cpu.stat", "usage_usec", &v) >= 0)
-                        u.cpu_usec = v, r = 0;
-                if (read_u64_file(CGROUP_ROOT, cgroup, "memory.peak", &v) >= 0 ||
-                    read_u64_file(CGROUP_ROOT, cgroup, "memory.current", &v) >= 0)
-                        u.memory_peak = v, r = 0;
-                if (read_u64_file(CGROUP_ROOT, cgroup, "pids.current", &v) >= 0)
-                        u.tasks = v, r = 0;
-                break;
+        case CGROUP_UNIFIED: {
+                char dir[1024];
+
+                snprintf(dir, sizeof(dir), CGROUP_ROOT "%s", cgroup);
+                return cgroup_read_usage_dir(dir, ret);
+        }
         case CGROUP_HYBRID:
         case CGROUP_LEGACY:
                 /* cgroup v2 keeps core CPU stats in every cgroup, controllers or not */
@@ -176,4 +194,233 @@ int cgroup_session_view(const char *parent, const char *child, char ***ret_tmpfs
         *ret_tmpfs = TAKE_PTR(tmpfs);
         *ret_binds = TAKE_PTR(binds);
         return 0;
+}
+
+static bool cgroup_name_valid(const char *name) {
+        return name && name[0] && !strchr(name, '/') && !streq(name, ".") && !streq(name, "..");
+}
+
+int cgroup_unified_dir(const char *cgroup, const char *child, char **ret) {
+        const char *root;
+
+        if (!cgroup || cgroup[0] != '/' || strstr(cgroup, "/..") || (child && !cgroup_name_valid(child)) || !ret)
+                return -EINVAL;
+        switch (cgroup_layout()) {
+        case CGROUP_UNIFIED:
+                root = CGROUP_ROOT;
+                break;
+        case CGROUP_HYBRID:
+                root = CGROUP_ROOT "/unified";
+                break;
+        default:
+                return -EOPNOTSUPP;
+        }
+        /* "/" is the root cgroup: no double slash */
+        if (asprintf(ret, "%s%s%s%s", root, streq(cgroup, "/") ? "" : cgroup, child ? "/" : "", child ?: "") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int cgroup_executor_bind(const char *cgroup_parent, const char *slice, const char *unit, char **ret) {
+        _cleanup_free_ char *cg = NULL;
+
+        if (!cgroup_parent || cgroup_parent[0] != '/' || !cgroup_name_valid(slice) || !cgroup_name_valid(unit))
+                return -EINVAL;
+        if (asprintf(&cg, "%s/%s", cgroup_parent, slice) < 0)
+                return -ENOMEM;
+        return cgroup_unified_dir(cg, unit, ret);
+}
+
+int cgroup_is_populated(const char *dir) {
+        uint64_t v;
+        int r;
+
+        if (!dir || dir[0] != '/')
+                return -EINVAL;
+        r = read_keyed_file(dir, "", "cgroup.events", "populated", &v);
+        if (r < 0)
+                return r;
+        return v != 0;
+}
+
+/* The raw system call changes the calling thread's credentials alone; glibc's setresuid()
+ * would change every thread's (the store writer's too). Only the effective uid moves: the
+ * real and saved ones stay 0, which is what allows the way back, and the effective
+ * capabilities, cleared on the way out, return on the way back. */
+static int thread_set_euid(uid_t uid) {
+#ifdef SYS_setresuid32
+        long r = syscall(SYS_setresuid32, (uid_t) -1, uid, (uid_t) -1);
+#else
+        long r = syscall(SYS_setresuid, (uid_t) -1, uid, (uid_t) -1);
+#endif
+        return r < 0 ? -errno : 0;
+}
+
+/* At most `max` pids of the cgroup.procs file in `dfd`; -E2BIG when there are more. */
+static int read_procs(int dfd, pid_t *pids, size_t max, size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[32];
+        size_t n = 0;
+        int fd;
+
+        fd = openat(dfd, "cgroup.procs", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "re");
+        if (!f) {
+                safe_close(fd);
+                return -errno;
+        }
+        while (fgets(line, sizeof(line), f)) {
+                char *end;
+                unsigned long v;
+
+                errno = 0;
+                v = strtoul(line, &end, 10);
+                if (errno != 0 || end == line || (*end != '\n' && *end != 0) || line[0] < '1' || line[0] > '9' ||
+                    v > INT32_MAX)
+                        return -EBADMSG;
+                if (n >= max) {
+                        *ret_n = n;
+                        return -E2BIG;
+                }
+                pids[n++] = (pid_t) v;
+        }
+        if (ferror(f))
+                return -EIO;
+        *ret_n = n;
+        return 0;
+}
+
+static bool pid_listed(const pid_t *pids, size_t n, pid_t pid) {
+        for (size_t i = 0; i < n; i++)
+                if (pids[i] == pid)
+                        return true;
+        return false;
+}
+
+typedef struct KillState {
+        uid_t uid;
+        int sig;
+        size_t budget;   /* pids left to look at */
+        unsigned n_signalled;
+        int error;       /* the first */
+        pid_t pids[CGROUP_KILL_PIDS_MAX];
+        int pidfds[CGROUP_KILL_PIDS_MAX];
+        pid_t again[CGROUP_KILL_PIDS_MAX];
+} KillState;
+
+static void kill_error(KillState *k, int r) {
+        if (k->error == 0)
+                k->error = r;
+}
+
+static void kill_one_dir(KillState *k, int dfd) {
+        size_t n = 0, n_again = 0;
+        uid_t saved;
+        int r;
+
+        r = read_procs(dfd, k->pids, k->budget, &n);
+        if (r == -ENOENT)
+                return; /* removed meanwhile */
+        if (r < 0) {
+                kill_error(k, r);
+                if (r != -E2BIG)
+                        return;
+        }
+        k->budget -= n;
+
+        for (size_t i = 0; i < n; i++) {
+                k->pidfds[i] = (int) syscall(SYS_pidfd_open, k->pids[i], 0);
+                if (k->pidfds[i] < 0 && errno != ESRCH)
+                        kill_error(k, -errno);
+        }
+        /* Listed still, now that the pidfd pins it: the same process, not a reused pid. */
+        r = read_procs(dfd, k->again, ELEMENTSOF(k->again), &n_again);
+        if (r < 0 && r != -E2BIG) {
+                n_again = 0;
+                if (r != -ENOENT)
+                        kill_error(k, r);
+        }
+
+        saved = geteuid();
+        r = saved == k->uid ? 0 : thread_set_euid(k->uid);
+        if (r < 0)
+                kill_error(k, r);
+        else {
+                for (size_t i = 0; i < n; i++) {
+                        if (k->pidfds[i] < 0 || !pid_listed(k->again, n_again, k->pids[i]))
+                                continue;
+                        if (syscall(SYS_pidfd_send_signal, k->pidfds[i], k->sig, NULL, 0) >= 0)
+                                k->n_signalled++;
+                        else if (errno != ESRCH)
+                                kill_error(k, -errno);
+                }
+                if (saved != k->uid && thread_set_euid(saved) < 0) {
+                        /* never go on with another uid than ours */
+                        log_error_errno(errno, "Failed to switch back to uid %u: %m", (unsigned) saved);
+                        abort();
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                safe_close(k->pidfds[i]);
+}
+
+static void kill_tree(KillState *k, int dfd, unsigned depth) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int fd;
+
+        kill_one_dir(k, dfd);
+
+        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                kill_error(k, -errno);
+                return;
+        }
+        d = fdopendir(fd);
+        if (!d) {
+                kill_error(k, -errno);
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                int sub;
+
+                if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (depth >= CGROUP_KILL_DEPTH_MAX) {
+                        kill_error(k, -ELOOP);
+                        return;
+                }
+                sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0) {
+                        if (errno != ENOENT)
+                                kill_error(k, -errno);
+                        continue;
+                }
+                kill_tree(k, sub, depth + 1);
+                safe_close(sub);
+        }
+}
+
+int cgroup_kill_as(uid_t uid, const char *dir, int sig, unsigned *ret_n_signalled) {
+        _cleanup_free_ KillState *k = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+
+        if (!dir || dir[0] != '/' || sig <= 0 || sig >= _NSIG || uid == (uid_t) -1)
+                return -EINVAL;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        k = calloc(1, sizeof(KillState));
+        if (!k)
+                return -ENOMEM;
+        k->uid = uid;
+        k->sig = sig;
+        k->budget = CGROUP_KILL_PIDS_MAX;
+        kill_tree(k, dfd, 0);
+        if (ret_n_signalled)
+                *ret_n_signalled = k->n_signalled;
+        return k->error;
 }

@@ -128,3 +128,41 @@ int command_result_from_unit(const char *unit_result, int exec_code, int exec_st
         *ret = r;
         return 0;
 }
+
+int command_result_from_exit(bool timed_out, int code, int status, bool oom_killed, CommandResult *ret) {
+        const char *unit_result;
+
+        if (!ret)
+                return -EINVAL;
+        switch (code) {
+        case 0:
+                break;
+        case CLD_EXITED:
+                if (status < 0 || status > 255)
+                        return -EINVAL;
+                break;
+        case CLD_KILLED:
+        case CLD_DUMPED:
+                if (status <= 0 || status >= _NSIG)
+                        return -EINVAL;
+                break;
+        default:
+                return -EINVAL;
+        }
+
+        /* in the order PID 1 decides a service's Result */
+        if (timed_out)
+                unit_result = "timeout";
+        else if (code == 0)
+                unit_result = "success"; /* never ran: "not-started" */
+        else if (oom_killed)
+                unit_result = "oom-kill";
+        else if (code == CLD_EXITED)
+                unit_result = status == 0 ? "success" : "exit-code";
+        else if (code == CLD_KILLED)
+                unit_result = "signal";
+        else
+                unit_result = "core-dump";
+
+        return command_result_from_unit(unit_result, code, code == 0 ? 0 : status, oom_killed, ret);
+}

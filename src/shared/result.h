@@ -45,6 +45,13 @@ typedef struct CommandResult {
 int command_result_from_unit(const char *unit_result, int exec_code, int exec_status, bool oom_killed,
                              CommandResult *ret);
 
+/* The same for a command whose end sandboxd learnt from its session's executor: `code` as
+ * ExecMainCode (0: it never ran), `status` its exit status or signal. Maps that end to the
+ * Result PID 1 would give a unit for it and goes through command_result_from_unit(), so
+ * both exec modes give one status and reason for one end. -EINVAL for a code or status no
+ * process can end with (the executor is not trusted). */
+int command_result_from_exit(bool timed_out, int code, int status, bool oom_killed, CommandResult *ret);
+
 /* Name of one of systemd's own exit statuses 200..243 in lower case ("exec", "chdir", ...),
  * NULL for anything else. */
 const char *systemd_exit_status_to_string(int status);
