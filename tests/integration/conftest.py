@@ -491,14 +491,21 @@ def command_unit(cmd):
 
 
 def cgroup_root():
-    """Where the unified hierarchy is mounted: /sys/fs/cgroup on cgroup v2,
-    /sys/fs/cgroup/unified on a hybrid host (the only hierarchy with per-command cgroups
-    there), else systemd's own."""
+    """The directory of PID 1's root cgroup, below which the paths that systemd and
+    /proc/PID/cgroup give are: in the unified hierarchy, mounted on /sys/fs/cgroup (cgroup
+    v2) or /sys/fs/cgroup/unified (a hybrid host, the only hierarchy with per-command
+    cgroups there), else in systemd's own. In the testbed, which has no cgroup namespace,
+    that root is the testbed's cgroup, not the mount's."""
     if sh("stat", "-fc", "%T", "/sys/fs/cgroup", check=False).stdout.strip() == "cgroup2fs":
-        return "/sys/fs/cgroup"
-    if os.path.exists("/sys/fs/cgroup/unified/cgroup.procs"):
-        return "/sys/fs/cgroup/unified"
-    return "/sys/fs/cgroup/systemd"
+        mount, hierarchy = "/sys/fs/cgroup", ""
+    elif os.path.exists("/sys/fs/cgroup/unified/cgroup.procs"):
+        mount, hierarchy = "/sys/fs/cgroup/unified", ""
+    else:
+        mount, hierarchy = "/sys/fs/cgroup/systemd", "name=systemd"
+    with open("/proc/1/cgroup") as f:
+        lines = [l.rstrip("\n").split(":", 2) for l in f]
+    path = next(p for _, h, p in lines if h == hierarchy)
+    return mount + re.sub(r"/init\.scope$", "", path).rstrip("/")
 
 
 def command_cgroup(cmd):

@@ -265,4 +265,5 @@ def test_command_runs_in_the_session_slice(api, session):
     res = run(api, session["id"], {"argv": ["cat", "/proc/self/cgroup"], "request_id": "where"})
     path = command_cgroup(snapshot(api, session["id"], "where"))
     assert path.startswith("/sandboxd.slice/sandboxd-%s.slice/" % session["id"]), path
-    assert ":" + path + "\n" in res["stdout"], res["stdout"]
+    # (a suffix: in the testbed, the paths start with its own cgroup)
+    assert path + "\n" in res["stdout"], res["stdout"]
