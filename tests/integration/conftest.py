@@ -933,6 +933,7 @@ def api_keys():
     os.chmod(API_KEYS_FILE, 0o600)
 
     write_exec_mode_dropin()
+    _daemon_starts["cursor"] = journal_cursor()  # whatever starts it next reads the drop-in
 
     if is_active("sandboxd.service") in ("active", "activating", "reloading"):
         sh("systemctl", "stop", "sandboxd.service")
@@ -946,6 +947,9 @@ def api_keys():
             f.write(old)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(EXEC_MODE_DROPIN)
+
+
+_daemon_starts = {}  # "cursor": the journal from before the run's first start of sandboxd
 
 
 def write_exec_mode_dropin():
@@ -1018,7 +1022,7 @@ def settle_pool(api, timeout=60.0):
 def check_exec_mode_known(cursor):
     """In the session lane, the daemon must know ExecMode=: if it ignored the setting (an
     older sandboxd), every test would run in unit mode and the lane would prove nothing. Ends
-    the run with the reason."""
+    the run with the reason. CURSOR: the journal from before sandboxd read the drop-in."""
     if EXEC_MODE == "unit":
         return
     time.sleep(0.2)  # its start's lines to reach the journal
@@ -1031,10 +1035,9 @@ def check_exec_mode_known(cursor):
 @pytest.fixture(scope="session")
 def api(api_key):
     """The API over the unix socket (as root), with sandboxd started and its pool filled."""
-    cursor = journal_cursor()
     a = Api("unix")
     settle_pool(a)
-    check_exec_mode_known(cursor)
+    check_exec_mode_known(_daemon_starts.get("cursor"))
     return a
 
 
