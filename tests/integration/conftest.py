@@ -32,6 +32,16 @@ API_KEYS_FILE = "/etc/sandboxd/api-keys"
 TENANT = "tenant1"
 TENANT2 = "tenant2"  # another tenant: sees none of tenant1's sessions
 
+# The exec mode of this run's lane (tools/dev runs the suite once per mode): "unit", every
+# command a transient unit of its own (sandboxd's default), or "session", every command a
+# child of its session's executor unit, in a cgroup of its own below that unit's. In
+# session mode the api_keys fixture writes EXEC_MODE_DROPIN, so every test runs in that
+# mode unedited; tests that are about per-command units only are marked unit_mode_only.
+EXEC_MODES = ("unit", "session")
+EXEC_MODE = os.environ.get("SANDBOXD_TEST_EXEC_MODE", "") or "unit"
+# early, so that the drop-ins of the tests themselves (50-*, 90-*) come later and win
+EXEC_MODE_DROPIN = "/etc/sandboxd/sandboxd.conf.d/05-test-exec-mode.conf"
+
 # Every socket operation gives up after this long: a stream that stalls fails
 # the test instead of hanging the run.
 SOCKET_TIMEOUT = 60.0
@@ -73,6 +83,22 @@ def pytest_configure(config):
                             "(sandboxd must still exit cleanly each time)")
     config.addinivalue_line("markers", "kills_daemon(n=1): the test kills sandboxd with SIGKILL n times on purpose; "
                             "the crash check tolerates what systemd logs for exactly those kills")
+    config.addinivalue_line("markers", "unit_mode_only: about per-command units (their properties, "
+                            "collection, exposure); skipped in the session lane")
+    config.addinivalue_line("markers", "session_mode_only: about the session executor; skipped in the unit lane")
+    if EXEC_MODE not in EXEC_MODES:
+        raise pytest.UsageError("SANDBOXD_TEST_EXEC_MODE=%s: expected one of %s" % (EXEC_MODE, ", ".join(EXEC_MODES)))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skips, with the reason, the tests that are for the other exec mode. (The escape suite
+    and the cgroup-v2 lane load this module again: each item is marked once.)"""
+    other = "session_mode_only" if EXEC_MODE == "unit" else "unit_mode_only"
+    why = pytest.mark.skip(reason="%s: this lane runs exec mode %s (SANDBOXD_TEST_EXEC_MODE)" % (other, EXEC_MODE))
+    for item in items:
+        if item.get_closest_marker(other) and not getattr(item, "_sandboxd_exec_mode_skip", False):
+            item._sandboxd_exec_mode_skip = True
+            item.add_marker(why)
 
 
 class TimeLimitExceeded(Exception):
@@ -434,6 +460,154 @@ def wait_terminal(api, sid, rid, timeout=30.0):
     return last["s"]
 
 
+# --------------------------------------------------------------------------
+# what systemd and the kernel show of a command, in either exec mode. CMD is a command's
+# JSON as the API gives it (an accepted event, a 202 answer, a snapshot, an item of the
+# list): it names its "session" and its "unit", which in session mode is the session's
+# exec unit; there its "cgroup" (set once the command runs) names its own cgroup below
+# that unit's.
+
+_COMMAND_CGROUP_RE = re.compile(r"c(\d+)-[0-9a-f]{16}")
+
+
+def exec_unit(sid):
+    """The unit that runs every command of session SID in session mode."""
+    return "sandboxd-%s-exec.service" % sid
+
+
+def command_unit_name(sid, n):
+    """The unit command N of session SID runs in: its own, or the session's exec unit."""
+    return exec_unit(sid) if EXEC_MODE == "session" else "sandboxd-%s-%d.service" % (sid, n)
+
+
+def command_unit(cmd):
+    """CMD's "unit", checked to be what this lane's mode makes."""
+    sid, unit = cmd["session"], cmd["unit"]
+    if EXEC_MODE == "session":
+        assert unit == exec_unit(sid), "not the exec unit of %s: %r" % (sid, cmd)
+    else:
+        assert re.fullmatch(r"sandboxd-%s-\d+\.service" % re.escape(sid), unit), "no command unit: %r" % cmd
+    return unit
+
+
+def cgroup_root():
+    """The directory of PID 1's root cgroup, below which the paths that systemd and
+    /proc/PID/cgroup give are: in the unified hierarchy, mounted on /sys/fs/cgroup (cgroup
+    v2) or /sys/fs/cgroup/unified (a hybrid host, the only hierarchy with per-command
+    cgroups there), else in systemd's own. In the testbed, which has no cgroup namespace,
+    that root is the testbed's cgroup, not the mount's."""
+    if sh("stat", "-fc", "%T", "/sys/fs/cgroup", check=False).stdout.strip() == "cgroup2fs":
+        mount, hierarchy = "/sys/fs/cgroup", ""
+    elif os.path.exists("/sys/fs/cgroup/unified/cgroup.procs"):
+        mount, hierarchy = "/sys/fs/cgroup/unified", ""
+    else:
+        mount, hierarchy = "/sys/fs/cgroup/systemd", "name=systemd"
+    with open("/proc/1/cgroup") as f:
+        lines = [l.rstrip("\n").split(":", 2) for l in f]
+    path = next(p for _, h, p in lines if h == hierarchy)
+    return mount + re.sub(r"/init\.scope$", "", path).rstrip("/")
+
+
+def command_cgroup(cmd):
+    """The cgroup of CMD's processes, as /proc/PID/cgroup names it: its unit's in unit mode,
+    in session mode its own below the exec unit's (the command must have started)."""
+    unit = command_unit(cmd)
+    base = "/sandboxd.slice/sandboxd-%s.slice/%s" % (cmd["session"], unit)
+    if EXEC_MODE == "unit":
+        return base
+    cg = cmd.get("cgroup")
+    assert cg, "no cgroup in %r: the command has not started (yet)" % cmd
+    if cg.startswith("/"):
+        assert cg.startswith(base + "/"), "a cgroup outside %s: %r" % (base, cmd)
+        return cg
+    assert _COMMAND_CGROUP_RE.fullmatch(cg), "not a command's cgroup: %r" % cmd
+    return base + "/" + cg
+
+
+def cgroup_pids(path):
+    """The processes in cgroup PATH (below cgroup_root()), none if it does not exist."""
+    try:
+        with open(cgroup_root() + path + "/cgroup.procs") as f:
+            return [int(l) for l in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def command_running(cmd):
+    """A process of CMD runs: its unit is active (unit mode), its cgroup holds a process."""
+    if EXEC_MODE == "unit":
+        return is_active(command_unit(cmd)) == "active"
+    return bool(cgroup_pids(command_cgroup(cmd)))
+
+
+def command_main_pid(cmd):
+    """The pid of CMD's main process (0 if there is none): its unit's MainPID, or in session
+    mode the process of its cgroup whose parent (the executor) is not in it."""
+    if EXEC_MODE == "unit":
+        return int(systemctl_show(command_unit(cmd), "MainPID")["MainPID"] or 0)
+    pids = cgroup_pids(command_cgroup(cmd))
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if ppid not in pids:
+            return pid
+    return 0
+
+
+def wait_command_running(api, sid, rid, timeout=20.0):
+    """Waits until command RID of SID runs (its process exists, not merely accepted);
+    returns its snapshot."""
+    last = {}
+
+    def running():
+        last["s"] = snapshot(api, sid, rid)
+        return last["s"]["status"] == "running" and command_running(last["s"]) and command_main_pid(last["s"])
+
+    wait_for(running, timeout=timeout, what="command %s of %s to run" % (rid, sid))
+    return last["s"]
+
+
+def wait_command_ended(cmd, timeout=10.0, collected=False):
+    """Nothing of CMD runs any more: in unit mode its unit is no longer active and has no main
+    process (with COLLECTED: PID 1 has forgotten it); its cgroup holds no process."""
+    if EXEC_MODE == "unit":
+        unit = command_unit(cmd)
+        if collected:
+            wait_for(lambda: unit not in units(), timeout=timeout, what="%s to be gone from systemd" % unit)
+        else:
+            wait_for(lambda: is_active(unit) not in ("active", "activating", "deactivating"), timeout=timeout,
+                     what="%s to stop" % unit)
+            assert systemctl_show(unit, "MainPID")["MainPID"] in ("0", "")
+    path = command_cgroup(cmd)
+    wait_for(lambda: not cgroup_pids(path), timeout=timeout, what="no process left in %s" % path)
+
+
+def session_commands_seen(sid):
+    """{n: name} of session SID's commands as the system shows them: the command units PID 1
+    knows (any state; unit mode), or the cgroups below its exec unit (session mode)."""
+    if EXEC_MODE == "unit":
+        found = (re.fullmatch(r"sandboxd-%s-(\d+)\.service" % re.escape(sid), u) for u in units())
+        return {int(m.group(1)): m.group(0) for m in found if m}
+    try:
+        names = os.listdir(cgroup_root() + "/sandboxd.slice/sandboxd-%s.slice/%s" % (sid, exec_unit(sid)))
+    except FileNotFoundError:
+        return {}
+    found = (_COMMAND_CGROUP_RE.fullmatch(n) for n in names)
+    return {int(m.group(1)): m.group(0) for m in found if m}
+
+
+def executor_tasks(sid):
+    """The processes a session's slice holds when no command runs: none in unit mode; in
+    session mode its executor's (those of the exec unit's cgroup outside the commands')."""
+    if EXEC_MODE == "unit":
+        return 0
+    base = "/sandboxd.slice/sandboxd-%s.slice/%s" % (sid, exec_unit(sid))
+    return len(cgroup_pids(base)) + len(cgroup_pids(base + "/supervisor"))
+
+
 def snapshot_bytes(snap, stream):
     """A stream's kept bytes from a snapshot (text or *_b64)."""
     if snap.get(stream) is not None:
@@ -758,6 +932,9 @@ def api_keys():
         f.write("".join(l + "\n" for l in kept + lines))
     os.chmod(API_KEYS_FILE, 0o600)
 
+    write_exec_mode_dropin()
+    _daemon_starts["cursor"] = journal_cursor()  # whatever starts it next reads the drop-in
+
     if is_active("sandboxd.service") in ("active", "activating", "reloading"):
         sh("systemctl", "stop", "sandboxd.service")
     sh("systemctl", "reset-failed", "sandboxd.service", check=False)
@@ -768,6 +945,31 @@ def api_keys():
     else:
         with open(API_KEYS_FILE, "w") as f:
             f.write(old)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(EXEC_MODE_DROPIN)
+
+
+_daemon_starts = {}  # "cursor": the journal from before the run's first start of sandboxd
+
+
+def write_exec_mode_dropin():
+    """The lane's exec mode for the daemon under test, read when it starts next: in session
+    mode EXEC_MODE_DROPIN says [Session] ExecMode=session; in unit mode there is none (one
+    left behind by an interrupted session run would turn this lane into that one)."""
+    if EXEC_MODE == "unit":
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(EXEC_MODE_DROPIN)
+        return
+    os.makedirs(os.path.dirname(EXEC_MODE_DROPIN), exist_ok=True)
+    with open(EXEC_MODE_DROPIN, "w") as f:
+        f.write("# written by the integration tests (SANDBOXD_TEST_EXEC_MODE=%s)\n"
+                "[Session]\nExecMode=%s\n" % (EXEC_MODE, EXEC_MODE))
+
+
+@pytest.fixture(scope="session")
+def exec_mode():
+    """The exec mode this lane runs every session in: "unit" or "session"."""
+    return EXEC_MODE
 
 
 @pytest.fixture(scope="session")
@@ -817,11 +1019,25 @@ def settle_pool(api, timeout=60.0):
     wait_for(settled, timeout=timeout, interval=0.1, what="the warm pool to be filled")
 
 
+def check_exec_mode_known(cursor):
+    """In the session lane, the daemon must know ExecMode=: if it ignored the setting (an
+    older sandboxd), every test would run in unit mode and the lane would prove nothing. Ends
+    the run with the reason. CURSOR: the journal from before sandboxd read the drop-in."""
+    if EXEC_MODE == "unit":
+        return
+    time.sleep(0.2)  # its start's lines to reach the journal
+    log = journal_since(cursor, "sandboxd.service", lines=100000)
+    if re.search(r"unknown setting \[Session\] ExecMode=", log):
+        pytest.exit("exec mode %s: sandboxd ignores [Session] ExecMode= of %s (\"unknown setting\"), so this "
+                    "lane would run in unit mode" % (EXEC_MODE, EXEC_MODE_DROPIN), returncode=3)
+
+
 @pytest.fixture(scope="session")
 def api(api_key):
     """The API over the unix socket (as root), with sandboxd started and its pool filled."""
     a = Api("unix")
     settle_pool(a)
+    check_exec_mode_known(_daemon_starts.get("cursor"))
     return a
 
 
@@ -861,4 +1077,5 @@ def session(api, scope):
     user, ws = scope
     s = api.create_session(user, ws)
     assert s["state"] == "active", s
+    assert s.get("exec_mode", EXEC_MODE) == EXEC_MODE, s
     return s

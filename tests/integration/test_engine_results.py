@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from conftest import (EventStream, assert_error, assert_well_formed, commands_path, open_events, replay, run,
-                      sh, snapshot, snapshot_bytes, start_command, stream_output, units, wait_for,
-                      wait_terminal)
+from conftest import (EventStream, assert_error, assert_well_formed, command_unit_name, commands_path, open_events,
+                      replay, run, session_commands_seen, sh, snapshot, snapshot_bytes, start_command, stream_output,
+                      units, wait_command_ended, wait_for, wait_terminal)
 
 MIB = 1 << 20
 OUTPUT_MAX = 1 * MIB  # OutputMax=1M, the default
@@ -98,7 +98,7 @@ def test_wait_false_answers_at_once(api, session):
     elapsed = time.monotonic() - t0
     assert elapsed < 1.5, "202 took %.2f s: it waited for the command" % elapsed
     assert acc["request_id"] == "bg" and acc["session"] == sid, acc
-    assert acc["unit"] == "sandboxd-%s-1.service" % sid, acc
+    assert acc["unit"] == command_unit_name(sid, 1), acc
     assert acc["status"] == "running", acc
 
     snap = snapshot(api, sid, "bg")
@@ -141,17 +141,16 @@ def test_same_request_id_twice_is_one_command(api, session):
     threads = [threading.Thread(target=client, args=(i,)) for i in range(2)]
     for t in threads:
         t.start()
-    # while they run: one unit of this session in systemd
+    # while they run: one command of this session in systemd (a unit, or a cgroup)
     time.sleep(0.7)
-    # (the session's egress proxy units, sandboxd-<sid>-proxy.*, are no commands)
-    running = sorted(u for u in units() if u.startswith("sandboxd-%s-" % sid) and "-proxy." not in u)
+    running = session_commands_seen(sid)
     for t in threads:
         t.join(30)
     assert not errors, errors
-    assert running == ["sandboxd-%s-1.service" % sid], running
+    assert list(running) == [1], running
 
     a, b = results
-    assert a["accepted"]["unit"] == b["accepted"]["unit"] == "sandboxd-%s-1.service" % sid
+    assert a["accepted"]["unit"] == b["accepted"]["unit"] == command_unit_name(sid, 1)
     assert a["accepted"]["request_id"] == b["accepted"]["request_id"] == body["request_id"]
     for res in results:
         assert res["stdout"] == "start\nend\n", res["stdout"]
@@ -285,7 +284,6 @@ def test_timeout_kills_every_process(api, session):
     # reported as over: nothing of it runs any more
     left = sh("pgrep", "-af", marker, check=False).stdout
     assert not left.strip(), "processes of the timed-out command are left:\n" + left
-    unit = res["accepted"]["unit"]
-    wait_for(lambda: unit not in units(), timeout=10, what="%s to be gone from systemd" % unit)
     snap = snapshot(api, sid, res["accepted"]["request_id"])
+    wait_command_ended(snap, collected=True)
     assert snap["status"] == "timed_out" and snap["terminal"] is True, snap

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import (assert_error, commands_path, is_active, replay, run, sh, snapshot, start_command,
-                      units, wait_for)
+                      units, wait_command_ended, wait_for)
 
 
 def slice_of(sid):
@@ -97,7 +97,6 @@ def test_delete_stops_running_commands_and_the_slice(api, session):
     sid = session["id"]
     start_command(api, sid, {"argv": ["sh", "-c", "echo up; exec sleep 300"], "request_id": "long"})
     wait_for(lambda: snapshot(api, sid, "long")["stdout"] == "up\n", timeout=10, what="the command to run")
-    unit = snapshot(api, sid, "long")["unit"]
     t0 = time.monotonic()
     r = api.delete("/v1/sessions/" + sid)
     assert r.status == 200, r
@@ -109,7 +108,7 @@ def test_delete_stops_running_commands_and_the_slice(api, session):
     assert snap["status"] == "signaled" and snap["reason"] == "stopped", snap
     assert snap["signal"] == "SIGTERM", snap
     wait_slice_gone(sid)
-    wait_for(lambda: unit not in units(), timeout=10, what="%s to be gone" % unit)
+    wait_command_ended(snap, collected=True)
     # deleting again: still closed, same answer
     r = api.delete("/v1/sessions/" + sid)
     assert r.status == 200 and r.json["state"] == "closed", r

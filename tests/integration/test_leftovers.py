@@ -3,15 +3,16 @@
 ignores SIGTERM. The command's result is its main process's; what it left behind gets
 SIGTERM, then SIGKILL after TimeoutStopSec= (sandboxd.conf(5)), and then its unit, which
 PID 1 leaves failed (result "timeout"), is collected all the same: with sandboxd watching,
-and when sandboxd was away while it happened."""
+and when sandboxd was away while it happened. In session mode there is no unit of the
+command: what it left behind is killed all the same, and its cgroup ends empty."""
 
 import secrets
 import time
 
 import pytest
 
-from conftest import (config_dropin, daemon_pid, restart_daemon, run, sh, snapshot, start_command, systemctl_show,
-                      units, wait_daemon_running, wait_for, wait_terminal)
+from conftest import (EXEC_MODE, config_dropin, daemon_pid, restart_daemon, run, sh, snapshot, start_command,
+                      systemctl_show, units, wait_command_ended, wait_daemon_running, wait_for, wait_terminal)
 
 KILL_GRACE = 5  # TimeoutStopSec=5s, the default
 LONG_GRACE = 20  # the drop-in of test_leftover_collected_after_a_restart_while_it_is_killed
@@ -37,12 +38,15 @@ def failed_units(sid):
 
 def check_collected(api, sid, rid, unit, marker, grace):
     """Nothing of the command runs once its grace is over, its unit is gone from PID 1 (not
-    left failed), and its result is still what it was."""
+    left failed; in session mode: its cgroup is empty), and its result is still what it was."""
     wait_for(lambda: not processes(marker), timeout=grace + 30, interval=0.2,
              what="the leftovers of %s to be killed" % unit)
-    wait_for(lambda: unit not in units(), timeout=60, interval=0.5,
-             what="%s to be collected (it is %r)" % (unit, systemctl_show(unit, "ActiveState", "SubState",
-                                                                          "Result")))
+    if EXEC_MODE == "unit":
+        wait_for(lambda: unit not in units(), timeout=60, interval=0.5,
+                 what="%s to be collected (it is %r)" % (unit, systemctl_show(unit, "ActiveState", "SubState",
+                                                                              "Result")))
+    else:
+        wait_command_ended(snapshot(api, sid, rid), timeout=30)
     assert not failed_units(sid), failed_units(sid)
     snap = snapshot(api, sid, rid)
     assert snap["status"] == "succeeded" and snap["exit_code"] == 0 and snap["terminal"] is True, snap
@@ -63,6 +67,7 @@ def test_leftover_ignoring_sigterm_is_collected(api, session):
     check_collected(api, sid, "leftover", unit, marker, KILL_GRACE)
 
 
+@pytest.mark.unit_mode_only
 @pytest.mark.restarts_daemon
 @pytest.mark.time_limit(150)
 def test_leftover_collected_when_it_fails_while_sandboxd_is_stopped(api, session):
@@ -93,6 +98,7 @@ def long_grace():
         yield lambda: restart_daemon(timeout=30)
 
 
+@pytest.mark.unit_mode_only
 @pytest.mark.restarts_daemon
 @pytest.mark.time_limit(240)
 def test_leftover_collected_after_a_restart_while_it_is_killed(api, long_grace, session):

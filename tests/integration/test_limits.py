@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import is_active, memory_cgroup_v2, run, systemctl_show, wait_for
+from conftest import executor_tasks, is_active, memory_cgroup_v2, run, snapshot, systemctl_show, wait_command_ended, wait_for
 
 # Allocates 512 MiB in 16 MiB steps, touching every page, and says how far it got.
 ALLOC_512M = r"""
@@ -106,12 +106,12 @@ def test_fork_bomb_is_held_by_tasks_max(api, scope):
     assert systemctl_show(slice_, "TasksMax")["TasksMax"] == "32"
 
     body = {"argv": ["python3", "-c", FORK_BOMB], "timeout_ms": 5000}
-    events, unit, seen_tasks = [], None, []
+    events, rid, seen_tasks = [], None, []
     t0 = time.monotonic()
     for ev in api.stream(sid, body):
         events.append(ev)
         if ev["type"] == "accepted":
-            unit = ev["unit"]
+            rid = ev["request_id"]
         elif ev["type"] == "stderr" and len(seen_tasks) < 5 and FORK_FAILURE.search(ev.get("data", "")):
             # while the bomb runs: systemd counts no more than the limit
             n = systemctl_show(slice_, "TasksCurrent")["TasksCurrent"]
@@ -132,10 +132,11 @@ def test_fork_bomb_is_held_by_tasks_max(api, scope):
     # sandboxd still answers, nothing of the bomb is left, the session works
     r = api.get("/v1/health")
     assert r.status == 200 and r.json["status"] == "ok", r
-    wait_for(lambda: is_active(unit) not in ("active", "activating", "deactivating"), timeout=15,
-             what="%s to stop" % unit)
-    wait_for(lambda: systemctl_show(slice_, "TasksCurrent")["TasksCurrent"] in ("0", "[not set]"), timeout=15,
-             what="no task left in %s" % slice_)
+    wait_command_ended(snapshot(api, sid, rid), timeout=15)
+    # none but the executor's, in session mode
+    idle = executor_tasks(sid)
+    wait_for(lambda: systemctl_show(slice_, "TasksCurrent")["TasksCurrent"] in (str(idle), "[not set]"), timeout=15,
+             what="no task left in %s but %d" % (slice_, idle))
     res = run(api, sid, ["echo", "after the bomb"])
     assert res["exit"]["status"] == "succeeded" and res["stdout"] == "after the bomb\n", res
 

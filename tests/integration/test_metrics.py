@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import (Api, EventStream, assert_error, commands_path, start_command, systemctl_show, wait_for,
+from conftest import (Api, EventStream, assert_error, commands_path, start_command, wait_command_running,
                       wait_terminal)
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -207,11 +207,10 @@ def test_commands_and_durations_and_bytes(api, session):
 def test_session_and_running_gauges(api, scope):
     before = Metrics(api)
     s = api.create_session(*scope)
-    c = start_command(api, s["id"], {"argv": ["sleep", "30"], "request_id": "sleeper"})
+    start_command(api, s["id"], {"argv": ["sleep", "30"], "request_id": "sleeper"})
     # running, not merely accepted: a close before PID 1 starts the process ends it as
     # failed/not-started, which is not what this test is about
-    wait_for(lambda: systemctl_show(c["unit"], "ActiveState")["ActiveState"] == "active", timeout=30,
-             what="the command to run")
+    wait_command_running(api, s["id"], "sleeper", timeout=30)
     mid = Metrics(api)
     assert mid.get("sandboxd_sessions", state="active") == before.get("sandboxd_sessions", state="active") + 1
     assert mid.get("sandboxd_commands_running") == before.get("sandboxd_commands_running") + 1

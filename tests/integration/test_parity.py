@@ -15,7 +15,7 @@ import time
 import pytest
 
 import sbxbus as B
-from conftest import commands_path, config_dropin, snapshot, start_command, unique_user, wait_for, wait_terminal
+from conftest import config_dropin, snapshot, start_command, unique_user, wait_for, wait_terminal
 
 pytestmark = pytest.mark.restarts_daemon
 
@@ -131,8 +131,12 @@ def session_parity(api, sid):
     return obj, props
 
 
-def command_parity(api, sid, rid, n):
-    path = "%s/session/%s/command/%d" % (B.PATH, sid, n)
+def command_path(sid, rid):
+    """The D-Bus object of command RID (its number is in no name in session mode)."""
+    return B.call("%s/session/%s" % (B.PATH, sid), B.SESSION, "GetCommand", "s", rid)[0]
+
+
+def command_parity(api, sid, rid, path):
     obj, props = stable(lambda: snapshot(api, sid, rid), lambda: B.get_all(path, B.COMMAND), "command " + rid)
     compare("command %s (%s)" % (rid, obj["status"]), obj, props, COMMAND_MAP, COMMAND_NOT_PROPERTIES)
     return obj, props
@@ -172,23 +176,23 @@ def test_session_and_commands_match(api, host_mode, network):
         "killed": {"argv": ["sleep", "300"]},
         "running": {"argv": ["sleep", "300"], "stdin": "stream"},
     }
-    numbers = {}
+    paths = {}
     for rid, body in runs.items():
-        a = start_command(api, sid, dict(body, request_id=rid))
-        numbers[rid] = int(a["unit"].rsplit("-", 1)[1].split(".")[0])
+        start_command(api, sid, dict(body, request_id=rid))
+        paths[rid] = command_path(sid, rid)
     for rid in ("ok", "exit3", "big"):
         wait_terminal(api, sid, rid)
     wait_for(lambda: snapshot(api, sid, "killed")["status"] == "running", what="sleep to run")
     wait_for(lambda: snapshot(api, sid, "running")["status"] == "running", what="sleep to run")
-    B.call("%s/session/%s/command/%d" % (B.PATH, sid, numbers["killed"]), B.COMMAND, "Signal", "s", "SIGKILL")
+    B.call(paths["killed"], B.COMMAND, "Signal", "s", "SIGKILL")
     wait_terminal(api, sid, "killed")
 
     want = {"ok": "succeeded", "exit3": "failed", "big": "succeeded", "killed": "signaled", "running": "running"}
-    for rid, n in numbers.items():
-        obj, props = command_parity(api, sid, rid, n)
+    for rid, path in paths.items():
+        obj, props = command_parity(api, sid, rid, path)
         assert obj["status"] == want[rid], obj
-    assert command_parity(api, sid, "big", numbers["big"])[1]["StdoutTruncated"] is True
-    assert command_parity(api, sid, "killed", numbers["killed"])[1]["Signal"] == "SIGKILL"
+    assert command_parity(api, sid, "big", paths["big"])[1]["StdoutTruncated"] is True
+    assert command_parity(api, sid, "killed", paths["killed"])[1]["Signal"] == "SIGKILL"
 
     obj, props = session_parity(api, sid)
     assert props["Commands"] == len(runs) and props["RunningCommands"] == 1, props
@@ -198,8 +202,8 @@ def test_session_and_commands_match(api, host_mode, network):
     assert r.status in (200, 204), r
     obj, props = session_parity(api, sid)
     assert obj["state"] == "closed" and props["CloseReason"] == "deleted", obj
-    for rid, n in numbers.items():
-        obj, props = command_parity(api, sid, rid, n)
+    for rid, path in paths.items():
+        obj, props = command_parity(api, sid, rid, path)
         assert obj["terminal"], obj
 
 

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from conftest import (LIMIT_FSIZE, SECRET_DIR, SHARED_DIR, TOOLS_DIR, WORKSPACE_HOST_ROOT, WORKSPACE_ROOT,
-                      assert_error, py, run, scope_dir, sh, sh_in, snapshot, start_command, systemctl_show,
-                      wait_for, wait_terminal, wait_unit_running)
+                      assert_error, command_main_pid, py, run, scope_dir, sh, sh_in, snapshot, start_command,
+                      wait_command_running, wait_for, wait_terminal)
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_other_scope_workspace_read_and_write(api, sess, other):
 
 def test_signal_and_ptrace_another_session(api, sess, other):
     victim = start_command(api, other["id"], ["sleep", "60"])
-    pid = int(wait_unit_running(victim["unit"]))
+    pid = command_main_pid(wait_command_running(api, other["id"], victim["request_id"]))
     code = r"""
 import ctypes, errno, json, os, signal, sys
 pid = int(sys.argv[1])
@@ -98,7 +98,7 @@ print(json.dumps(out))
     assert v["ptrace"] in ("EPERM", "ESRCH") and v["seize"] in ("EPERM", "ESRCH"), v
     assert v["proc"] is False, v  # ProtectProc=invisible
     assert v["affinity"] in ("EPERM", "ESRCH"), v
-    assert systemctl_show(victim["unit"], "MainPID")["MainPID"] == str(pid), "the victim was disturbed"
+    assert command_main_pid(snapshot(api, other["id"], victim["request_id"])) == pid, "the victim was disturbed"
     assert snapshot(api, other["id"], victim["request_id"])["status"] == "running"
     api.post("/v1/sessions/%s/commands/%s/signal" % (other["id"], victim["request_id"]), {"signal": "SIGKILL"})
 

@@ -18,9 +18,9 @@ import time
 import dbus
 import pytest
 
-from conftest import (LOCAL_TENANT, WORKSPACE_HOST_ROOT, WORKSPACE_ROOT, Api, assert_error, journal_cursor, py,
-                      run, scope_dir, sh, sh_in, start_command, systemctl_show, wait_for, wait_terminal,
-                      wait_unit_running)
+from conftest import (LOCAL_TENANT, WORKSPACE_HOST_ROOT, WORKSPACE_ROOT, Api, assert_error, command_unit,
+                      command_unit_name, journal_cursor, py, run, scope_dir, sh, sh_in, start_command, systemctl_show,
+                      wait_command_running, wait_for, wait_terminal)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import sbxbus as B  # noqa: E402
@@ -38,8 +38,8 @@ def pair(api, scope, secnet):
     # interval, exit 1 at once, and its unit be collected before the checks)
     start_command(api, a["id"], {"argv": ["sh", "-c", "sleep 60; :", "sh", token], "env": {"API_TOKEN": token},
                                  "request_id": "holder", "timeout_ms": 60000})
-    unit = "sandboxd-%s-1.service" % a["id"]
-    wait_unit_running(unit)
+    # its own unit, or the session's exec unit
+    unit = command_unit(wait_command_running(api, a["id"], "holder"))
     yield a, b, token, unit
     api.post("/v1/sessions/%s/commands/holder/signal" % a["id"], {"signal": "SIGKILL"})
 
@@ -56,6 +56,12 @@ def test_secrets_are_not_in_world_readable_unit_files(pair):
                 assert token.encode() not in f.read(), p
     props = systemctl_show(unit, "Environment", "ExecStart", "EnvironmentFiles")
     assert token not in json.dumps(props), props
+
+
+@pytest.mark.unit_mode_only  # in session mode the environment goes to the executor in a memfd
+def test_command_environment_file_is_roots(pair):
+    a, b, token, unit = pair
+    props = systemctl_show(unit, "ExecStart", "EnvironmentFiles")
     assert "sandboxd-exec" in props["ExecStart"], props
     # the file it came from is root's alone, and gone once the command ends
     path = props["EnvironmentFiles"].split()[0]
@@ -82,13 +88,14 @@ def test_other_sessions_cgroups_are_hidden(api, pair):
     assert a["id"] in sh("find", "/sys/fs/cgroup", "-name", "sandboxd-%s*" % a["id"]).stdout
     # and what it needs of its own: the memory limit
     value, _ = py(api, b["id"], r"""
-import json, os
+import json, os, re
 cg = [l.split(":", 2) for l in open("/proc/self/cgroup").read().splitlines()]
 path = None
 for _, ctl, p in cg:
     if ctl in ("memory", ""):
         base = "/sys/fs/cgroup/memory" if ctl == "memory" else "/sys/fs/cgroup"
-        parent = base + os.path.dirname(p)
+        # the session's slice (the command's unit in it, or the exec unit and its cgroups)
+        parent = base + re.match(r"(.*/sandboxd-[^/]*\.slice)(/|$)", p).group(1)
         for f in ("memory.limit_in_bytes", "memory.max"):
             if os.path.exists(parent + "/" + f):
                 path = parent + "/" + f
@@ -210,8 +217,8 @@ def test_daemon_reload_keeps_every_unit_as_it_was_started(api, scope, secnet):
     s = api.create_session(*scope)
     start_command(api, s["id"], {"argv": ["sh", "-c", "printf '%s\\n' \"$1\"; sleep 30", "sh", "$HOME `x` \"q\" \\b %n"],
                                  "env": {"V": "a$b"}, "request_id": "long", "timeout_ms": 60000})
-    cmd = "sandboxd-%s-1.service" % s["id"]
-    wait_unit_running(cmd)
+    cmd = command_unit_name(s["id"], 1)
+    wait_command_running(api, s["id"], "long")
     # the relay runs once a connection came through the proxy
     res = sh_in(api, s["id"], "curl -s -m 5 -o /dev/null -w '%{http_code}' http://allowed.sbx.test:8080/")
     assert res["stdout"] == "200", res
