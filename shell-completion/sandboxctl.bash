@@ -13,11 +13,11 @@ _sandboxctl() {
         local verbs="create ls show rm freeze thaw exec run attach signal cp health drain mcp"
         local opts_global="--help --version --url= --key= --key-file= --transport= --json --quiet"
         local -A opts_verb=(
-                [create]="--memory-max= --cpu-quota= --tasks-max= --ttl="
+                [create]="--memory-max= --cpu-quota= --tasks-max= --ttl= --exec-mode="
                 [ls]="--user="
                 [rm]="--purge"
                 [exec]="--cwd= --env= --timeout= --request-id= --stdin"
-                [run]="--cwd= --env= --timeout= --request-id= --stdin --user= --workspace= --rm"
+                [run]="--cwd= --env= --timeout= --request-id= --stdin --user= --workspace= --rm --exec-mode="
                 [attach]="--offset="
                 [cp]="--recursive --progress --no-progress"
                 [drain]="--cancel --status"
@@ -49,6 +49,7 @@ _sandboxctl() {
         case $prev in
         --key-file) _filedir; return ;;
         --transport) COMPREPLY=($(compgen -W "dbus http" -- "$cur")); return ;;
+        --exec-mode) COMPREPLY=($(compgen -W "unit session" -- "$cur")); return ;;
         --url | --key | --cwd | --env | --timeout | --request-id | --user | --workspace | --offset) return ;;
         esac
 

@@ -121,6 +121,7 @@ typedef struct sandboxd_session {
         unsigned commands;    /* commands started */
         unsigned running;     /* of which running */
         char *json;           /* the object as sandboxd sent it */
+        char *exec_mode;      /* "unit" or "session" (added last: the fields above keep their place) */
 } sandboxd_session;
 
 sandboxd_session *sandboxd_session_free(sandboxd_session *s);
@@ -128,7 +129,7 @@ void sandboxd_session_list_free(sandboxd_session **list);
 
 /* Creates the session of (user, workspace), or returns the active one (then *ret_created
  * is false). options_json: NULL, or a JSON object of the request's other fields, e.g.
- * {"limits":{"memory_max":"512M"},"ttl_s":600}. */
+ * {"limits":{"memory_max":"512M"},"ttl_s":600,"exec_mode":"session"}. */
 int sandboxd_session_create(sandboxd_client *c, const char *user, const char *workspace,
                             const char *options_json, sandboxd_session **ret, bool *ret_created);
 int sandboxd_session_get(sandboxd_client *c, const char *id, sandboxd_session **ret);

@@ -105,6 +105,7 @@ _public_ sandboxd_session *sandboxd_session_free(sandboxd_session *s) {
         free(s->unit);
         free(s->workspace_path);
         free(s->json);
+        free(s->exec_mode);
         free(s);
         return NULL;
 }
@@ -138,6 +139,8 @@ int session_from_json(json_object *o, sandboxd_session **ret) {
                 r = dup_string(o, "unit", &s->unit);
         if (r >= 0)
                 r = dup_string(o, "workspace_path", &s->workspace_path);
+        if (r >= 0)
+                r = dup_string(o, "exec_mode", &s->exec_mode);
         if (r >= 0 && !(s->json = json_to_text(o)))
                 r = -ENOMEM;
         if (r < 0) {

@@ -457,6 +457,7 @@ static const Prop session_props[] = {
         { "Network", "s", "network", NO_FIELD, 0, NULL, network_json },
         { "NetworkDeny", "as", NULL, NO_FIELD, 0, read_domains },
         { "NetworkAllow", "(bas)", NULL, NO_FIELD, 0, read_allow },
+        { "ExecMode", "s", "exec_mode", S(exec_mode) },
         { "MemoryMax", "t", "limits/memory_max", S(memory_max) },
         { "CPUQuota", "t", "limits/cpu_quota", S(cpu_quota) },
         { "TasksMax", "t", "limits/tasks_max", S(tasks_max) },
@@ -767,7 +768,7 @@ static int json_to_variant(sd_bus_message *m, const char *key, json_object *v) {
         return sd_bus_message_close_container(m);
 }
 
-/* The options of POST /v1/sessions ({"limits":{...},"ttl_s":N,"network":"none"}) as a{sv}. */
+/* The options of POST /v1/sessions ({"limits":{...},"ttl_s":N,"network":"none","exec_mode":"session"}) as a{sv}. */
 static int append_session_options(sd_bus_message *m, const char *options_json) {
         json_object *o = NULL;
         int r;

@@ -8,6 +8,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "parse-util.h"
+#include "request.h"
 #include "sandboxctl.h"
 
 bool arg_json = false;
@@ -31,6 +32,7 @@ const char *arg_memory_max = NULL;
 const char *arg_cpu_quota = NULL;
 const char *arg_tasks_max = NULL;
 uint64_t arg_ttl_s = 0;
+const char *arg_exec_mode = NULL;
 int arg_drain = 1;
 size_t arg_max_output = 64 * 1024;
 
@@ -75,6 +77,7 @@ static void help(void) {
                "     --json                 Print JSON for scripts (exec: the NDJSON events)\n"
                "  -q --quiet                Print less\n\n"
                "  create: --memory-max=SIZE --cpu-quota=PERCENT --tasks-max=N --ttl=DURATION\n"
+               "          --exec-mode=unit|session (how its commands run)\n"
                "  ls:     --user=USER\n"
                "  rm:     --purge           Also empty the workspace\n"
                "  exec, run:\n"
@@ -84,6 +87,7 @@ static void help(void) {
                "     --request-id=ID        Idempotency key (default: a random one)\n"
                "  -i --stdin                Send all of standard input to the command\n"
                "  run:    --user=USER --workspace=NAME --rm (close the session afterwards)\n"
+               "          --exec-mode=unit|session (of the session, if it is created)\n"
                "  attach: --offset=BYTES    Replay from this offset of the event log\n"
                "  cp:     -r --recursive    Copy directories; --progress, --no-progress\n"
                "  drain:  --cancel          Stop draining;  --status  Only show the state\n"
@@ -140,7 +144,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 ARG_VERSION = 0x100, ARG_URL, ARG_KEY, ARG_KEY_FILE, ARG_JSON, ARG_CWD, ARG_TIMEOUT,
                 ARG_REQUEST_ID, ARG_USER, ARG_WORKSPACE, ARG_PURGE, ARG_RM, ARG_OFFSET, ARG_PROGRESS,
                 ARG_NO_PROGRESS, ARG_MEMORY_MAX, ARG_CPU_QUOTA, ARG_TASKS_MAX, ARG_TTL, ARG_CANCEL, ARG_STATUS,
-                ARG_MAX_OUTPUT, ARG_TRANSPORT,
+                ARG_MAX_OUTPUT, ARG_TRANSPORT, ARG_EXEC_MODE,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -168,6 +172,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 { "cpu-quota", required_argument, NULL, ARG_CPU_QUOTA },
                 { "tasks-max", required_argument, NULL, ARG_TASKS_MAX },
                 { "ttl", required_argument, NULL, ARG_TTL },
+                { "exec-mode", required_argument, NULL, ARG_EXEC_MODE },
                 { "cancel", no_argument, NULL, ARG_CANCEL },
                 { "status", no_argument, NULL, ARG_STATUS },
                 { "max-output", required_argument, NULL, ARG_MAX_OUTPUT },
@@ -280,6 +285,11 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                         if (parse_duration(optarg, &u) < 0 || u < USEC_PER_SEC)
                                 return log_error_errno(-EINVAL, "Invalid --ttl= '%s' (say 10min, 1h).", optarg);
                         arg_ttl_s = u / USEC_PER_SEC;
+                        break;
+                case ARG_EXEC_MODE:
+                        if (exec_mode_from_string(optarg) < 0)
+                                return log_error_errno(-EINVAL, "--exec-mode= takes unit or session, not '%s'.", optarg);
+                        arg_exec_mode = optarg;
                         break;
                 case ARG_CANCEL:
                         arg_drain = 0;

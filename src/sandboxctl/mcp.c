@@ -40,7 +40,8 @@ static const char tools_json[] =
 "   \"memory_max\":{\"type\":\"string\",\"description\":\"e.g. 512M\"},"
 "   \"cpu_quota\":{\"type\":\"integer\",\"description\":\"percent of one CPU\"},"
 "   \"tasks_max\":{\"type\":\"integer\"},"
-"   \"ttl_s\":{\"type\":\"integer\",\"description\":\"idle time before the session closes\"}},"
+"   \"ttl_s\":{\"type\":\"integer\",\"description\":\"idle time before the session closes\"},"
+"   \"exec_mode\":{\"type\":\"string\",\"enum\":[\"unit\",\"session\"],\"description\":\"how its commands run: each a transient unit of PID 1, or children of the session's executor; default: sandboxd's ExecMode=\"}},"
 "  \"additionalProperties\":false}},"
 "{\"name\":\"sandbox_list_sessions\","
 " \"description\":\"List sandbox sessions.\","
@@ -271,10 +272,10 @@ static int scope_of(Mcp *m, json_object *args, const char **ret_user, const char
 
 static int tool_create_session(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "user", "workspace", "memory_max", "cpu_quota", "tasks_max", "ttl_s",
-                                               NULL };
+                                               "exec_mode", NULL };
         _cleanup_(json_object_putp) json_object *opts = json_object_new_object(), *limits = json_object_new_object(),
                                                 *res = NULL;
-        const char *user, *ws, *mem, *text;
+        const char *user, *ws, *mem, *mode, *text;
         sandboxd_session *s = NULL;
         bool created = false, oom = false;
         uint64_t u;
@@ -287,10 +288,14 @@ static int tool_create_session(Mcp *m, json_object *args, json_object **ret, Too
                 r = scope_of(m, args, &user, &ws, e);
         if (r >= 0)
                 r = arg_string(args, "memory_max", false, &mem, e);
+        if (r >= 0)
+                r = arg_string(args, "exec_mode", false, &mode, e);
         if (r < 0)
                 return r;
         if (mem)
                 json_put(limits, "memory_max", json_object_new_string(mem), &oom);
+        if (mode) /* sandboxd judges it, as it does memory_max */
+                json_put(opts, "exec_mode", json_object_new_string(mode), &oom);
         if ((r = arg_uint(args, "cpu_quota", &u, e)) < 0)
                 return r;
         if (r > 0)

@@ -51,6 +51,7 @@ extern const char *arg_memory_max;
 extern const char *arg_cpu_quota;
 extern const char *arg_tasks_max;
 extern uint64_t arg_ttl_s;
+extern const char *arg_exec_mode; /* NULL: sandboxd's default */
 extern int arg_drain; /* 1 start, 0 cancel, -1 show */
 extern size_t arg_max_output;
 

@@ -322,6 +322,7 @@ int verb_exec(int argc, char *argv[]) {
 
 int verb_run(int argc, char *argv[]) {
         _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
+        _cleanup_free_ char *options = NULL;
         sandboxd_session *s = NULL;
         sandboxd_result *res = NULL;
         const char *user, *workspace;
@@ -336,7 +337,12 @@ int verb_run(int argc, char *argv[]) {
                 r = connect_client(&b);
         if (r < 0)
                 goto finish;
-        r = sandboxd_session_create(b, user, workspace, NULL, &s, NULL);
+        /* a mode a known word (parse_options()): nothing in it needs escaping */
+        if (arg_exec_mode && asprintf(&options, "{\"exec_mode\":\"%s\"}", arg_exec_mode) < 0) {
+                r = log_oom();
+                goto finish;
+        }
+        r = sandboxd_session_create(b, user, workspace, options, &s, NULL);
         if (r < 0) {
                 r = log_client_error(b, r, "Failed to get the session of %s/%s", user, workspace);
                 goto finish;

@@ -34,6 +34,8 @@ static char *session_options_json(void) {
                 json_put(o, "limits", json_object_get(limits), &oom);
         if (arg_ttl_s > 0)
                 json_put(o, "ttl_s", json_object_new_int64((int64_t) arg_ttl_s), &oom);
+        if (arg_exec_mode)
+                json_put(o, "exec_mode", json_object_new_string(arg_exec_mode), &oom);
         if (oom)
                 return NULL;
         text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
@@ -118,6 +120,7 @@ static void print_session(const sandboxd_session *s) {
         printf("  State: %s%s\n", s->state ?: "-", s->frozen ? " (frozen)" : "");
         printf("   Unit: %s\n", s->unit ?: "-");
         printf("   Path: %s\n", s->workspace_path ?: "-");
+        printf("   Exec: %s\n", s->exec_mode ?: "-");
         printf(" Limits: memory %s, cpu %" PRIu64 "%%, tasks %" PRIu64 "\n", format_bytes(s->memory_max, m),
                s->cpu_quota, s->tasks_max);
         printf("Created: %s\n", format_timestamp(s->created_at_usec, a));

@@ -76,7 +76,7 @@ static bool same_session(const sandboxd_session *a, const sandboxd_session *b) {
                same_str(a->workspace_path, b->workspace_path) && a->frozen == b->frozen && a->ttl_s == b->ttl_s &&
                a->created_at_usec == b->created_at_usec && a->memory_max == b->memory_max &&
                a->cpu_quota == b->cpu_quota && a->tasks_max == b->tasks_max && a->commands == b->commands &&
-               a->running == b->running;
+               a->running == b->running && same_str(a->exec_mode, b->exec_mode);
 }
 
 static bool same_result(const sandboxd_result *a, const sandboxd_result *b) {
@@ -136,13 +136,20 @@ int main(int argc, char *argv[]) {
         free(json);
 
         /* sessions */
-        CHECK(sandboxd_session_create(c, argv[2], argv[3], "{\"ttl_s\":600}", &s, &created) == 0);
+        CHECK(sandboxd_session_create(c, argv[2], argv[3], "{\"ttl_s\":600,\"exec_mode\":\"session\"}", &s, &created) == 0);
         if (!s)
                 return 1;
         CHECK(created && strlen(s->id) == 16 && strcmp(s->state, "active") == 0 && s->ttl_s == 600);
-        CHECK(sandboxd_session_create(c, argv[2], argv[3], NULL, &s2, &created) == 0 && !created &&
-              strcmp(s2->id, s->id) == 0);
+        CHECK(same_str(s->exec_mode, "session"));
+        /* asked again, with another mode: the same session, as it is */
+        CHECK(sandboxd_session_create(c, argv[2], argv[3], "{\"exec_mode\":\"unit\"}", &s2, &created) == 0 && !created &&
+              strcmp(s2->id, s->id) == 0 && same_str(s2->exec_mode, "session"));
         sandboxd_session_free(s2);
+        /* a mode sandboxd does not have: refused, nothing created (the list below has one) */
+        s2 = NULL;
+        CHECK(sandboxd_session_create(c, argv[2], "other", "{\"exec_mode\":\"fast\"}", &s2, NULL) == -EINVAL && !s2);
+        CHECK(sandboxd_client_last_error(c)->kind == SANDBOXD_ERROR_INVALID &&
+              strcmp(sandboxd_client_last_error(c)->code, "invalid_value") == 0);
         CHECK(sandboxd_session_get(c, s->id, &s2) == 0 && strcmp(s2->user, argv[2]) == 0 && s2->json);
         sandboxd_session_free(s2);
         CHECK(sandboxd_session_list(c, argv[2], &list, &n) == 0 && n == 1 && strcmp(list[0]->id, s->id) == 0);

@@ -228,6 +228,26 @@ def test_network_and_command_count(api, scope):
         B.manager("CloseSession", "s", sid2)
 
 
+def test_exec_mode(api, scope):
+    """ExecMode is the session's exec mode: the option's, "unit" without one; a second
+    CreateSession of the scope answers the session as it is, whatever mode it names."""
+    user, ws = scope
+    sid, path = B.manager("CreateSession", "ssa{sv}", user, ws, {"exec_mode": dbus.String("session")})
+    sid2, path2 = B.manager("CreateSession", "ssa{sv}", user, ws + "-unit", {})
+    try:
+        assert B.get_property(path, B.SESSION, "ExecMode") == "session"
+        assert api.get_session(sid)["exec_mode"] == "session"
+        assert B.get_property(path2, B.SESSION, "ExecMode") == "unit"
+        assert api.get_session(sid2)["exec_mode"] == "unit"
+        assert B.manager("CreateSession", "ssa{sv}", user, ws, {"exec_mode": dbus.String("unit")}) == [sid, path]
+        assert B.get_property(path, B.SESSION, "ExecMode") == "session"
+        # its commands run
+        assert B.call(path, B.SESSION, "Run", "asa{sv}", ["echo", "hi"], {})[:3] == ["succeeded", 0, b"hi\n"]
+    finally:
+        B.manager("CloseSession", "s", sid)
+        B.manager("CloseSession", "s", sid2)
+
+
 def test_run_timeout(bus_session):
     sid, path = bus_session
     r = B.call(path, B.SESSION, "Run", "asa{sv}", ["sleep", "30"], {"timeout_ms": B.t(500)})

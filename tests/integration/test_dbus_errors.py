@@ -105,6 +105,10 @@ def test_unknown_command(api, bus_session):
     ({"ttl_s": dbus.UInt64(30 * 86400)}, "LimitExceeded"),
     ({"network_deny": dbus.Array(["no way"], signature="s")}, "InvalidValue"),
     ({"network": dbus.String("mars")}, "InvalidValue"),
+    ({"exec_mode": dbus.String("thread")}, "InvalidValue"),
+    ({"exec_mode": dbus.String("")}, "InvalidValue"),
+    ({"exec_mode": dbus.UInt64(1)}, "InvalidType"),
+    ({"exec_mode": dbus.Array(["session"], signature="s")}, "InvalidType"),
 ])
 def test_bad_session_options(api, scope, options, name):
     user, ws = scope

@@ -101,6 +101,30 @@ def test_session_exec_truncation_and_close(api):
     assert unknown.get("protocolError") or unknown.get("isError"), unknown
 
 
+def test_create_session_exec_mode(api):
+    user = unique_user()
+    out = mcp([
+        {"name": "sandbox_create_session", "arguments": {"user": user, "workspace": "modes", "exec_mode": "session"}},
+        {"name": "sandbox_create_session", "arguments": {"user": user, "workspace": "default"}},
+        {"name": "sandbox_create_session", "arguments": {"user": user, "workspace": "warp", "exec_mode": "warp"}},
+        {"name": "sandbox_create_session", "arguments": {"user": user, "workspace": "num", "exec_mode": 1}},
+    ])
+    tool = [t for t in out["tools"] if t["name"] == "sandbox_create_session"][0]
+    assert tool["inputSchema"]["properties"]["exec_mode"]["enum"] == ["unit", "session"], tool
+    session, default, warp, num = out["calls"]
+    assert session["body"]["ok"] and session["body"]["data"]["exec_mode"] == "session", session
+    assert api.get_session(session["body"]["data"]["id"])["exec_mode"] == "session"
+    assert default["body"]["ok"] and default["body"]["data"]["exec_mode"] == "unit", default
+    assert warp["isError"] is True and warp["body"]["error"]["code"] == "invalid_value", warp
+    assert "exec_mode" in warp["body"]["error"]["message"], warp
+    assert num["isError"] is True and "exec_mode" in num["body"]["error"]["message"], num
+    # the refused ones created nothing
+    listed = api.get("/v1/sessions?user=" + user).json["sessions"]
+    assert sorted(s["workspace"] for s in listed) == ["default", "modes"], listed
+    for s in listed:
+        api.request("DELETE", "/v1/sessions/" + s["id"])
+
+
 def files_api_exists(api):
     s = api.create_session(unique_user(), "probe")
     r = api.get("/v1/sessions/%s/files/" % s["id"])

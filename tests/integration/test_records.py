@@ -125,6 +125,48 @@ def set_aside(path):
     return glob.glob(glob.escape(path) + ".corrupt-*Z")
 
 
+@pytest.mark.time_limit(90)
+def test_exec_mode_is_kept_across_a_restart(api):
+    """The record keeps a session's exec mode; a record from before exec modes is a unit
+    session; a mode that cannot be read sets the record aside rather than guess."""
+    user = unique_user()
+    sids = {}
+    for tag, extra in (("session", {"exec_mode": "session"}), ("unit", {}), ("old", {"exec_mode": "session"}),
+                       ("bad", {"exec_mode": "session"})):
+        s = api.create_session(user, "records-mode-" + tag, **extra)
+        sids[tag] = s["id"]
+        res = run(api, s["id"], {"argv": ["echo", tag], "request_id": "before"})
+        assert res["exit"]["status"] == "succeeded", res["exit"]
+
+    cursor = journal_cursor()
+    stop_daemon()
+    assert read_record(sids["session"])["exec_mode"] == "session"
+    assert read_record(sids["unit"])["exec_mode"] == "unit"
+    for tag, mode in (("old", None), ("bad", "sessions")):
+        rec = read_record(sids[tag])
+        if mode is None:
+            del rec["exec_mode"]
+        else:
+            rec["exec_mode"] = mode
+        with open(os.path.join(SESSIONS_DIR, sids[tag], "session.json"), "w") as f:
+            json.dump(rec, f)
+    start_daemon()
+
+    assert api.get_session(sids["session"])["exec_mode"] == "session"
+    assert api.get_session(sids["unit"])["exec_mode"] == "unit"
+    assert api.get_session(sids["old"])["exec_mode"] == "unit"
+    d = os.path.join(SESSIONS_DIR, sids["bad"])
+    assert_error(api.get("/v1/sessions/" + sids["bad"]), 404, "not_found")
+    assert len(set_aside(d)) == 1, os.listdir(SESSIONS_DIR)
+    assert re.search(r"session record directory %s cannot be read" % re.escape(d),
+                     journal_since(cursor, "sandboxd.service", lines=100000))
+    # the kept ones work on, their results there
+    for tag in ("session", "old"):
+        assert snapshot(api, sids[tag], "before")["stdout"] == tag + "\n"
+        res = run(api, sids[tag], {"argv": ["echo", "after"], "request_id": "after"})
+        assert res["exit"]["status"] == "succeeded" and res["stdout"] == "after\n", res["exit"]
+
+
 @pytest.mark.time_limit(120)
 def test_corrupt_records_are_set_aside_and_skipped(api):
     good = make_session(api, "good", [("ok", ["echo", "kept"]), ("trunc", ["echo", "a"]), ("junk", ["echo", "b"]),

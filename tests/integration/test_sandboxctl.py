@@ -95,7 +95,8 @@ def test_show_and_ls_say_what_http_says(transport, api, scope):
     """show and ls over D-Bus (the default) counted no command and said no network for a
     session in mode proxy: the session object is the HTTP API's, over either transport."""
     user, ws = scope
-    s = api.create_session(user, ws, network={"mode": "proxy", "deny": ["deny.sbx.test"], "allow": ["ok.sbx.test"]})
+    s = api.create_session(user, ws, network={"mode": "proxy", "deny": ["deny.sbx.test"], "allow": ["ok.sbx.test"]},
+                           exec_mode="session")
     sid = s["id"]
     try:
         for argv in (["true"], ["sh", "-c", "exit 2"]):
@@ -111,6 +112,39 @@ def test_show_and_ls_say_what_http_says(transport, api, scope):
         assert [{k: v for k, v in x.items() if k not in volatile} for x in listed] == [http]
     finally:
         api.delete("/v1/sessions/" + sid)
+
+
+@both_transports
+def test_exec_mode(transport, api, scope):
+    user, ws = scope
+    sid = ctl("create", "--exec-mode=session", user, ws, check=0).stdout.decode().strip()
+    unit = ctl("create", user, ws + "-u", check=0).stdout.decode().strip()
+    try:
+        assert api.get_session(sid)["exec_mode"] == "session"
+        assert api.get_session(unit)["exec_mode"] == "unit"
+        assert "   Exec: session\n" in ctl("show", sid, check=0).stdout.decode()
+        assert "   Exec: unit\n" in ctl("show", unit, check=0).stdout.decode()
+        # the scope's session as it is, whatever the option says
+        js = json.loads(ctl("create", "--json", "--exec-mode=unit", user, ws, check=0).stdout)
+        assert js["id"] == sid and js["exec_mode"] == "session", js
+        # refused before asking: nothing created
+        p = ctl("create", "--exec-mode=threads", user, ws + "-x", check=1)
+        assert b"--exec-mode= takes unit or session, not 'threads'" in p.stderr, p.stderr
+        assert sorted(s["workspace"] for s in api.get("/v1/sessions?user=" + user).json["sessions"]) == [ws, ws + "-u"]
+    finally:
+        api.delete("/v1/sessions/" + sid)
+        api.delete("/v1/sessions/" + unit)
+
+    # run creates its session in the mode asked for
+    p = ctl("run", "--json", "--exec-mode=session", "--user=" + user, "--workspace=" + ws + "-run", "echo", "hi",
+            check=0)
+    res = json.loads(p.stdout)
+    assert res["stdout"] == "hi\n", res
+    assert api.get_session(res["session"])["exec_mode"] == "session"
+    ctl("rm", res["session"], check=0)
+    p = ctl("run", "--exec-mode=fast", "--user=" + user, "--workspace=" + ws + "-run2", "true", check=125)
+    assert b"takes unit or session" in p.stderr
+    assert not [s for s in api.get("/v1/sessions?user=" + user).json["sessions"] if s["workspace"] == ws + "-run2"]
 
 
 def test_bad_names_are_refused_before_asking(scope):

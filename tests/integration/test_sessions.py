@@ -5,8 +5,12 @@ import re
 
 import pytest
 
+import sbxbus as B
 from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, MAX_CPU_QUOTA, MAX_MEMORY_MAX,
-                      LOCAL_TENANT, MAX_TASKS_MAX, WORKSPACE_ROOT, assert_error, systemctl_show, unique_user, units)
+                      LOCAL_TENANT, MAX_TASKS_MAX, WORKSPACE_ROOT, assert_error, config_dropin, run, systemctl_show,
+                      unique_user, units)
+
+DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-test-sessions.conf"
 
 
 def cpu_quota_property(percent):
@@ -48,6 +52,7 @@ def test_create_new_session(api, scope):
     assert s["limits"] == {"memory_max": DEFAULT_MEMORY_MAX, "cpu_quota": DEFAULT_CPU_QUOTA,
                            "tasks_max": DEFAULT_TASKS_MAX}, s
     assert s["network"] == {"mode": "proxy", "deny": []}  # DefaultMode=proxy
+    assert s["exec_mode"] == "unit"  # ExecMode=unit
     assert s["commands"] == 0 and s["running"] == 0
     # systemd has the slice, with the configured default limits
     assert slice_of(s) in units()
@@ -64,6 +69,46 @@ def test_create_again_returns_the_same_session(api, scope):
     assert r2.json["id"] == r1.json["id"]
     assert r2.json["unit"] == r1.json["unit"]
     assert units() == before, "a second slice was started"
+
+
+@pytest.mark.parametrize("mode", ["unit", "session"])
+def test_exec_mode_is_the_requests(api, scope, mode):
+    r = api.post("/v1/sessions", {"user": scope[0], "workspace": scope[1], "exec_mode": mode})
+    assert r.status == 201 and r.json["exec_mode"] == mode, r
+    sid = r.json["id"]
+    assert api.get_session(sid)["exec_mode"] == mode
+    assert [s["exec_mode"] for s in api.get("/v1/sessions?user=" + scope[0]).json["sessions"]] == [mode]
+    # in either mode its commands run
+    res = run(api, sid, ["echo", "hi"])
+    assert res["exit"]["status"] == "succeeded" and res["stdout"] == "hi\n", res["exit"]
+
+
+def test_create_again_with_another_exec_mode_answers_the_session_as_it_is(api, scope):
+    # as for the network mode: the scope's session, unchanged, whatever the second request says
+    first = api.create_session(*scope, exec_mode="session")
+    before = units()
+    for body in ({"exec_mode": "unit"}, {}):
+        r = api.post("/v1/sessions", dict(body, user=scope[0], workspace=scope[1]))
+        assert r.status == 200 and r.json["id"] == first["id"] and r.json["exec_mode"] == "session", r
+    assert units() == before
+
+
+@pytest.mark.restarts_daemon
+def test_exec_mode_default_is_the_configs(api, scope):
+    user, ws = scope
+    with config_dropin(DROPIN) as write:
+        write("[Session]\nExecMode=session\n")
+        s = api.create_session(user, ws)
+        assert s["exec_mode"] == "session", s
+        path = B.manager("GetSession", "s", s["id"])[0]
+        assert B.get_property(path, B.SESSION, "ExecMode") == "session"
+        sid, path = B.manager("CreateSession", "ssa{sv}", user, ws + "-bus", {})
+        assert B.get_property(path, B.SESSION, "ExecMode") == "session"
+        # a request still chooses
+        assert api.create_session(user, ws + "-unit", exec_mode="unit")["exec_mode"] == "unit"
+    # the default back to unit; the sessions keep theirs
+    assert api.get_session(s["id"])["exec_mode"] == "session"
+    assert api.create_session(user, ws + "-after")["exec_mode"] == "unit"
 
 
 def test_other_workspace_or_user_is_another_session(api, scope):

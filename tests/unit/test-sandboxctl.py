@@ -61,6 +61,8 @@ for args, status, msg in (((), 1, "Missing command"),
                           (("--transport=smoke", "ls"), 1, "takes dbus or http"),
                           (("--url=http://127.0.0.1:1", "--transport=dbus", "ls"), 1, "always talks HTTP"),
                           (("create", "--memory-max=lots", "u", "w"), 1, "Invalid --memory-max"),
+                          (("create", "--exec-mode=fast", "u", "w"), 1, "takes unit or session, not 'fast'"),
+                          (("run", "--exec-mode=Session", "true"), 125, "takes unit or session"),
                           (("signal", "0123456789abcdef", "r", "SIGSEGV"), 1, "Unknown signal")):
     p = ctl(*args)
     check(p.returncode == status and msg in p.stderr and p.stdout == "",
@@ -105,6 +107,10 @@ got, _ = complete("sandboxctl", "--tr")
 check(got == {"--transport="}, "completion offers --transport= (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "--transport", "")
 check(got == {"dbus", "http"}, "completion offers the transports (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "create", "--exec")
+check(got == {"--exec-mode="}, "completion offers create's --exec-mode= (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "run", "--exec-mode", "")
+check(got == {"unit", "session"}, "completion offers the exec modes (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "--js")
 check(got == {"--json"}, "completion offers global options (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "show", "")
