@@ -727,8 +727,9 @@ static void note_state(Executor *e) {
         if (streq(e->state.active_state, "activating") || streq(e->state.active_state, "active"))
                 (void) session_userdb_update(s);
 
-        if (streq(e->state.load_state, "not-found") || streq(e->state.active_state, "inactive") ||
-            streq(e->state.active_state, "failed")) {
+        /* down, and no job that would change it (our start, queued but not run yet) */
+        if (e->state.job_id == 0 && (streq(e->state.load_state, "not-found") || streq(e->state.active_state, "inactive") ||
+                                     streq(e->state.active_state, "failed"))) {
                 if (!e->running && !e->stopping && e->start_call)
                         return; /* our start is on its way */
                 e->main_pid = 0;
@@ -874,9 +875,13 @@ static int executor_listen(Executor *e) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int r;
 
-        r = store_mkdir_p(e->dir, 0755);
+        r = store_mkdir_p(e->dir, 0700);
         if (r < 0)
                 return r;
+        /* the executor's uid passes through it (bound at EXECUTOR_SOCKET_DIR); its parent
+         * stays root's alone */
+        if (chmod(e->dir, 0755) < 0)
+                return -errno;
         if (strlen(e->socket_path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, e->socket_path);
