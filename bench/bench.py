@@ -47,6 +47,7 @@ Environment:
 
 import base64
 import fcntl
+import functools
 import http.client
 import json
 import os
@@ -200,13 +201,16 @@ def command_properties(user, workspace, home, tmp, statedirs, runtime_max_sec, t
     return props, env
 
 
+@functools.lru_cache(maxsize=None)
 def manager_cgroup():
-    """The cgroup of this systemd's root ("" where it is the host's)."""
+    """The cgroup of this systemd's root ("" where it is the host's); asked once, not per
+    command (a busctl per systemd-run would cost the baseline a process and a call)."""
     return subprocess.run(["busctl", "get-property", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                            "org.freedesktop.systemd1.Manager", "ControlGroup"], capture_output=True,
                           text=True).stdout.split('"')[1].rstrip("/")
 
 
+@functools.lru_cache(maxsize=None)
 def cgroup_view(parent_slice, slice_name):
     """[(tmpfs, bind)] per cgroup hierarchy, as src/sandboxd/cgroup.c computes them."""
     root = manager_cgroup()
@@ -272,7 +276,7 @@ class ProcessSide:
     def parse_phases(self, stderr):
         pass
 
-    def run(self, name, scope="warm", record_phases=False, client=0):
+    def run(self, name, scope="warm", record_phases=False, client=0, timeout=None):
         """One command, stdout to a file: done when the process exits. Returns seconds."""
         cmd, expected = COMMANDS[name]
         argv = self.argv(cmd, scope)
@@ -488,12 +492,17 @@ class Client:
             c.close()
             self.local.conn = None
 
-    def request(self, method, url, body=None):
-        """Returns the response (headers read). Retries once on a closed keep-alive connection."""
+    def request(self, method, url, body=None, timeout=None):
+        """Returns the response (headers read). Retries once on a closed keep-alive connection.
+        timeout: seconds without progress, from now on on this thread's connection."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"} if data is not None else {}
         for attempt in (0, 1):
             c = self.conn()
+            if timeout and c.timeout != timeout:
+                c.timeout = timeout
+                if c.sock:
+                    c.sock.settimeout(timeout)
             try:
                 c.request(method, url, body=data, headers=headers)
                 return c.getresponse()
@@ -514,14 +523,14 @@ class Client:
             self.drop()
         return json.loads(data) if data.strip() else None
 
-    def exec(self, sid, argv, on_line=None, request_id=None):
+    def exec(self, sid, argv, on_line=None, request_id=None, timeout=None):
         """Runs argv; returns (exit event, stdout bytes, t_accepted, t_exit) with times from
         the request's start. on_line, if given, gets every stdout event instead."""
         body = {"argv": argv}
         if request_id:
             body["request_id"] = request_id
         t0 = time.perf_counter()
-        resp = self.request("POST", "/v1/sessions/%s/commands" % sid, body)
+        resp = self.request("POST", "/v1/sessions/%s/commands" % sid, body, timeout)
         if resp.status != 200:
             raise HTTPError("exec %s: %d %s" % (argv, resp.status, resp.read()[:300]))
         out = []
@@ -580,11 +589,11 @@ class Sandboxd:
         self.c.json("DELETE", "/v1/sessions/%s?purge=true" % sid, ok=(200, 202, 204, 404))
         self.sessions.remove(sid)
 
-    def run(self, sid, name, phases=None):
+    def run(self, sid, name, phases=None, timeout=None):
         """Runs COMMANDS[name] in session sid; returns seconds to its exit event. phases,
         if given, gets the times of the request's phases."""
         cmd, expected = COMMANDS[name]
-        ev, out, t_acc, t_exit = self.c.exec(sid, cmd)
+        ev, out, t_acc, t_exit = self.c.exec(sid, cmd, timeout=timeout)
         if ev.get("status") != "succeeded" or ev.get("exit_code") != 0 or out != expected:
             error("sandboxd %s: exit %s, stdout %r" % (name, json.dumps(ev), out[:100]))
         if phases is not None:
@@ -700,9 +709,9 @@ class SandboxdSide:
             self.sbx.run(s["id"], "true")
         return first
 
-    def run(self, name, scope="warm", record_phases=False, client=0):
+    def run(self, name, scope="warm", record_phases=False, client=0, timeout=None):
         return self.sbx.run(self.sids[client // CLIENTS_PER_SESSION], name,
-                            self.phases if record_phases else None)
+                            self.phases if record_phases else None, timeout)
 
     def stream(self, i):
         return self.sbx.stream(self.sids[0], "%s-%d" % (self.name, i))
@@ -894,8 +903,11 @@ class CpuProbe:
 
 def throughput(fn, conc, seconds, probe):
     """conc clients, each calling fn(client) until `seconds` have passed (at least once);
-    returns (commands, seconds until the last one ended, CPU seconds by process)."""
+    returns (commands that succeeded, commands that failed, seconds until the last one
+    ended, CPU seconds by process). A client stops at an exception."""
     counts = [0] * conc
+    raised = [0]
+    errors0 = len(ERRORS)
     start = threading.Barrier(conc + 1)
     deadline = [0.0]
 
@@ -906,6 +918,8 @@ def throughput(fn, conc, seconds, probe):
                 fn(j)
             except Exception as e:
                 error("throughput: %r" % e)
+                with LOCK:
+                    raised[0] += 1
                 return
             counts[j] += 1
             if time.perf_counter() >= deadline[0]:
@@ -921,22 +935,26 @@ def throughput(fn, conc, seconds, probe):
     for t in threads:
         t.join()
     dt = time.perf_counter() - t0
-    return sum(counts), dt, CpuProbe.delta(before, probe.snapshot())
+    failed = len(ERRORS) - errors0  # fn records a failed command with error()
+    return sum(counts) - (failed - raised[0]), failed, dt, CpuProbe.delta(before, probe.snapshot())
 
 
 def throughput_sides(fns, conc, probe):
     """fns: {side: fn(client)}. BENCH_ROUNDS rounds of a measure of each side, their order
-    rotated each round; returns {side: (commands/s, CPU ms per command by process)}."""
-    acc = {name: [0, 0.0, None] for name in fns}
+    rotated each round; returns {side: (commands/s, CPU ms per command by process, commands
+    that failed)}: only the commands that succeeded count."""
+    acc = {name: [0, 0.0, None, 0] for name in fns}
     for r in range(ROUNDS):
         for name in rotated(list(fns), r):
-            k, dt, cpu = throughput(fns[name], conc, THROUGHPUT_SEC, probe)
+            k, failed, dt, cpu = throughput(fns[name], conc, THROUGHPUT_SEC, probe)
             a = acc[name]
             a[0] += k
             a[1] += dt
             a[2] = cpu if a[2] is None else {n: a[2][n] + cpu[n] for n in cpu}
-    return {name: (k / t if t else float("nan"), {n: v * 1000.0 / k if k else float("nan") for n, v in cpu.items()})
-            for name, (k, t, cpu) in acc.items()}
+            a[3] += failed
+    return {name: (k / t if t else float("nan"), {n: v * 1000.0 / k if k else float("nan") for n, v in cpu.items()},
+                   failed)
+            for name, (k, t, cpu, failed) in acc.items()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -958,7 +976,7 @@ def fmt(v, unit):
         return "%.0f MiB/s" % v
     if unit == "x":
         return "%.2fx" % v
-    return "%.3g %s" % (v, unit)
+    return ("%.3g %s" % (v, unit)).strip()
 
 
 class Table:
@@ -1192,18 +1210,24 @@ def main():
                     side.open(-(-conc // CLIENTS_PER_SESSION), LIMITS)
                 for name in COMMANDS:
                     t = time.monotonic()
-                    fns = {side.name: (lambda j, side=side: side.run(name, client=j)) for side in live}
+                    # under load a unit-mode command waits its turn at PID 1: about conc / rate
+                    timeout = TIMEOUT * max(1.0, conc / CLIENTS_PER_SESSION)
+                    fns = {side.name: (lambda j, side=side: side.run(name, client=j, timeout=timeout))
+                           for side in live}
                     res = throughput_sides(fns, conc, probe)
                     log("throughput %-10s x%-3d: %.1f s: %s" % (name, conc, time.monotonic() - t,
                                                                ", ".join("%s %.1f/s" % (k, v[0])
                                                                          for k, v in res.items())))
-                    for k, (_, cpu) in res.items():
+                    for k, (_, cpu, _) in res.items():
                         log("  CPU ms per command, %-11s: %s" %
                             (k, ", ".join("%s %.1f" % (n, v) for n, v in cpu.items())))
                     results["cpu_per_command_ms"]["%s x%d" % (name, conc)] = {k: v[1] for k, v in res.items()}
                     table.add("%s: throughput, %d clients" % (name, conc), {k: v[0] for k, v in res.items()},
                               "cmd/s", [("unit", "systemd-run", 1.0), ("session", "unit", 10.0)] if conc == 32 else (),
                               better="higher", key="throughput_%d_%s" % (conc, name))
+                    if any(v[2] for v in res.values()):
+                        table.add("%s: failed commands, %d clients" % (name, conc),
+                                  {k: v[2] for k, v in res.items()}, "", key="failed_%d_%s" % (conc, name))
                     table.add("%s: CPU per command, %d clients" % (name, conc),
                               {k: v[1]["systemd"] for k, v in res.items()}, "ms", key="cpu_%d_%s" % (conc, name))
 
