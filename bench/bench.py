@@ -1,40 +1,53 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""sandboxd benchmark: sandboxd over HTTP against systemd-run with the same unit properties.
+"""sandboxd benchmark: sandboxd's two exec modes over HTTP against systemd-run with the
+same unit properties and against bwrap, from one run.
 
 Runs as root on a machine (or testbed) whose PID 1 is systemd and where sandboxd.socket
 is listening; `tools/dev bench` sets that up. Python standard library only.
 
-For `true` and for `echo hello`, under the full default hardening of a command unit:
+The sides (BENCH_MODES picks them):
 
-  (a) systemd-run --wait --pipe with the unit properties sandboxd sets,
-  (b) sandboxd: POST /v1/sessions/{sid}/commands over the unix socket, in a warm session,
-  (c) sandboxd: POST /v1/sessions (fresh scope) then its first command, against
-      systemd-run with fresh state directories,
+  unit         sandboxd, a session in exec mode "unit": every command a transient unit
+  session      sandboxd, a session in exec mode "session": every command a child of the
+               session's executor service
+  systemd-run  systemd-run --wait --pipe with the unit properties sandboxd sets (the
+               baseline of unit mode; it runs whenever unit does)
+  bwrap        bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc CMD
 
-sequential p50/p95 (a and b alternating, to spread machine noise), throughput with 1, 8
-and 32 concurrent clients (with the CPU time per command of PID 1, dbus-daemon,
-journald, sandboxd and the clients), and streaming 256 MiB of stdout. It prints a table
-with every ratio sandboxd / systemd-run. The exit status is 0 whether or not the targets
-are met (a benchmark, not a test), 1 when something failed (a command that did not
-succeed, wrong output, an HTTP error, a stream that stalled).
+For `true` and for `echo hello`: sequential p50/p95 in a warm session (the sides
+alternating, to spread machine noise), session create + first command in a fresh scope
+(the baselines: a fresh systemd-run scope, one bwrap), throughput with 1, 8, 32 and 128
+concurrent clients, each measure bounded by time (with the machine's CPU time per
+command, and that of PID 1, dbus-daemon, journald, sandboxd, the client and its
+children), and streaming 256 MiB of stdout. It prints a table with every value and the
+ratios unit / systemd-run, session / unit and session / bwrap, the targets with PASS or
+FAIL, and the load average at the start and the end. A side that is not available (a
+sandboxd that refuses "exec_mode", no bwrap) is reported as n/a and its targets as not
+evaluated. The exit status is 0 whether or not the targets are met (a benchmark, not a
+test), 1 when something failed (a command that did not succeed, wrong output, an HTTP
+error, a stream that stalled).
 
 Environment:
+  BENCH_MODES=unit,session,bwrap   the sides; systemd-run comes with unit
   BENCH_N=30            sequential iterations (after BENCH_WARMUP=3 warm-ups)
-  BENCH_K=64            commands per throughput run, in BENCH_ROUNDS=2 alternating rounds
-  BENCH_CONCURRENCY=1,8,32
+  BENCH_CONCURRENCY=1,8,32,128  clients of the throughput measures; sandboxd's clients
+                        use one warm session per 32 (MaxRunningCommandsPerSession=
+                        defaults to 64)
+  BENCH_THROUGHPUT_SEC=3  length of one throughput measure: the clients start commands
+                        until then, each at least one; BENCH_ROUNDS=2 rounds per side
   BENCH_STREAM_MIB=256  size of the streaming test; BENCH_STREAM_RUNS=3 (median)
   BENCH_SOCKET=/run/sandboxd/http.sock
   BENCH_TIMEOUT=30      seconds without progress before a request counts as stalled
-  BENCH_LIMITS=JSON     "limits" of the warm session, e.g. {"cpu_quota":200} (default: the
-                        configured defaults); the systemd-run slice gets the same
+  BENCH_LIMITS=JSON     "limits" of the warm sessions, e.g. {"cpu_quota":200} (default:
+                        the configured defaults); the systemd-run slice gets the same
   BENCH_JSON=PATH       also write every number as JSON to PATH
   BENCH_SKIP=a,b        skip phases: seq, create, throughput, stream, verify
 """
 
 import base64
-import concurrent.futures
 import fcntl
+import functools
 import http.client
 import json
 import os
@@ -51,9 +64,11 @@ import time
 SOCK = os.environ.get("BENCH_SOCKET", "/run/sandboxd/http.sock")
 N = int(os.environ.get("BENCH_N", "30"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
-K = int(os.environ.get("BENCH_K", "64"))
 ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "2")))
-CONCURRENCY = [int(x) for x in os.environ.get("BENCH_CONCURRENCY", "1,8,32").split(",") if x.strip()]
+THROUGHPUT_SEC = float(os.environ.get("BENCH_THROUGHPUT_SEC", "3"))
+CONCURRENCY = [int(x) for x in os.environ.get("BENCH_CONCURRENCY", "1,8,32,128").split(",") if x.strip()]
+MODES = [x.strip() for x in os.environ.get("BENCH_MODES", "unit,session,bwrap").split(",") if x.strip()]
+CLIENTS_PER_SESSION = 32
 STREAM_BYTES = int(float(os.environ.get("BENCH_STREAM_MIB", "256")) * 1024 * 1024)
 STREAM_RUNS = int(os.environ.get("BENCH_STREAM_RUNS", "3"))
 SKIP = {x.strip() for x in os.environ.get("BENCH_SKIP", "").split(",") if x.strip()}
@@ -81,6 +96,11 @@ BASE_PARENT_SLICE = "sbxbench.slice"
 BASE_SLICE = "sbxbench-run.slice"
 BASE_USER = "sbx-bench"
 BASE_USERDB = "/run/sbxbench-userdb"
+BWRAP_ARGV = ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"]
+# the same without a user namespace, where the kernel refuses one (CLONE_NEWUSER fails in a
+# chroot, as in tools/testbed's testbeds); root needs none to unshare the others
+BWRAP_ARGV_NO_USERNS = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                        "--unshare-cgroup-try", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"]
 
 ERRORS = []
 LOCK = threading.Lock()
@@ -181,11 +201,19 @@ def command_properties(user, workspace, home, tmp, statedirs, runtime_max_sec, t
     return props, env
 
 
-def cgroup_view(parent_slice, slice_name):
-    """[(tmpfs, bind)] per cgroup hierarchy, as src/sandboxd/cgroup.c computes them."""
-    root = subprocess.run(["busctl", "get-property", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+@functools.lru_cache(maxsize=None)
+def manager_cgroup():
+    """The cgroup of this systemd's root ("" where it is the host's); asked once, not per
+    command (a busctl per systemd-run would cost the baseline a process and a call)."""
+    return subprocess.run(["busctl", "get-property", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                            "org.freedesktop.systemd1.Manager", "ControlGroup"], capture_output=True,
                           text=True).stdout.split('"')[1].rstrip("/")
+
+
+@functools.lru_cache(maxsize=None)
+def cgroup_view(parent_slice, slice_name):
+    """[(tmpfs, bind)] per cgroup hierarchy, as src/sandboxd/cgroup.c computes them."""
+    root = manager_cgroup()
     parent = "%s/%s" % (root, parent_slice)
     if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
         hierarchies = ["/sys/fs/cgroup"]
@@ -230,38 +258,26 @@ EXPECTED_DIFF = {"RemainAfterExit": "sandboxd sets RemainAfterExit=yes; systemd-
 
 
 # ---------------------------------------------------------------------------------------
-# systemd-run
+# the baselines: a process per command, run by this client
 
 
-class Baseline:
-    def __init__(self, limits, runtime_max_sec, timeout_stop_sec):
-        self.limits = limits
-        self.runtime_max_sec = runtime_max_sec
-        self.timeout_stop_sec = timeout_stop_sec
-        self.phases = {"runtime": [], "cpu": []}
+class ProcessSide:
+    """A side whose command is a process of this client: argv(cmd) builds its command line."""
+    name = None
+    available = True
+    why_not = None
+
+    def __init__(self):
+        self.phases = {}
 
     def argv(self, cmd, scope="warm", unit=None):
-        base = "sbxbench"
-        statedirs = ["%s/ws/bench/%s" % (base, scope), "%s/home/bench/%s" % (base, scope),
-                     "%s/tmp/bench/%s" % (base, scope)]
-        workspace = "/var/lib/" + statedirs[0]
-        props, env = command_properties(BASE_USER, workspace, "/var/lib/" + statedirs[1],
-                                        "/var/lib/" + statedirs[2], statedirs, self.runtime_max_sec,
-                                        self.timeout_stop_sec)
-        # not --quiet: its last lines give the unit's runtime and CPU time
-        a = ["systemd-run", "--wait", "--pipe", "--collect", "--slice=" + BASE_SLICE]
-        if unit:
-            a.append("--unit=" + unit)
-        for k, v in props:
-            a.append("--property=%s=%s" % (k, v))
-        for e in env:
-            a.append("--setenv=" + e)
-        a.append("--")
-        a.extend(cmd)
-        return a
+        raise NotImplementedError
 
-    def run(self, name, scope="warm", record_phases=False):
-        """One command, stdout to a file: done when systemd-run exits. Returns seconds."""
+    def parse_phases(self, stderr):
+        pass
+
+    def run(self, name, scope="warm", record_phases=False, client=0, timeout=None):
+        """One command, stdout to a file: done when the process exits. Returns seconds."""
         cmd, expected = COMMANDS[name]
         argv = self.argv(cmd, scope)
         with tempfile.TemporaryFile(dir="/tmp") as out, tempfile.TemporaryFile(dir="/tmp") as err:
@@ -273,20 +289,15 @@ class Baseline:
             err.seek(0)
             msg = err.read().decode(errors="replace")
             if p.returncode != 0 or got != expected:
-                error("systemd-run %s: exit %d, stdout %r, stderr %r" % (name, p.returncode, got[:100], msg[:300]))
+                error("%s %s: exit %d, stdout %r, stderr %r" % (self.name, name, p.returncode, got[:100],
+                                                                msg[:300]))
         if record_phases:
-            m1 = re.search(r"^Service runtime: (.+)$", msg, re.M)
-            m2 = re.search(r"^CPU time consumed: (.+)$", msg, re.M)
-            with LOCK:
-                if m1:
-                    self.phases["runtime"].append(parse_timespan(m1.group(1)))
-                if m2:
-                    self.phases["cpu"].append(parse_timespan(m2.group(1)))
+            self.parse_phases(msg)
         return dt
 
-    def stream(self):
-        """Streams STREAM_BYTES through systemd-run --pipe; returns (seconds total, seconds
-        from the first byte), or None."""
+    def stream(self, i=0):
+        """Streams STREAM_BYTES through the process's stdout; returns (seconds total,
+        seconds from the first byte), or None."""
         r, w = os.pipe()
         try:
             fcntl.fcntl(r, fcntl.F_SETPIPE_SZ, 1024 * 1024)  # as sandboxd's pipes
@@ -316,10 +327,81 @@ class Baseline:
                     t1 = time.perf_counter()
         _, err = p.communicate()
         if stalled or p.returncode != 0 or n != STREAM_BYTES:
-            error("systemd-run stream: %sexit %d, %d of %d bytes, stderr %r" %
-                  ("stalled, " if stalled else "", p.returncode, n, STREAM_BYTES, err[:300]))
+            error("%s stream: %sexit %d, %d of %d bytes, stderr %r" %
+                  (self.name, "stalled, " if stalled else "", p.returncode, n, STREAM_BYTES, err[:300]))
             return None
         return t1 - t0, t1 - (t_first or t0)
+
+
+class Bwrap(ProcessSide):
+    """bubblewrap with every namespace it can unshare, the host's / read-only."""
+    name = "bwrap"
+
+    def __init__(self):
+        super().__init__()
+        self.prefix = None
+        self.note = None
+        for prefix in (BWRAP_ARGV, BWRAP_ARGV_NO_USERNS):
+            try:
+                p = subprocess.run(prefix + ["true"], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            except OSError as e:
+                self.why_not = "bwrap: %s" % e.strerror
+                break
+            if p.returncode == 0:
+                self.prefix = prefix
+                break
+            failed = "%s: exit %d, %s" % (" ".join(prefix[:2]), p.returncode,
+                                          (p.stderr.strip().splitlines() or [""])[0].split(", likely")[0][:200])
+            self.why_not = failed if not self.why_not else self.why_not + "; " + failed
+        if self.prefix is BWRAP_ARGV_NO_USERNS:
+            self.note = "without a user namespace (%s)" % self.why_not
+            log("bwrap: --unshare-all fails here, unsharing all but the user namespace: " + self.why_not)
+            self.why_not = None
+        self.available = self.prefix is not None
+
+    def argv(self, cmd, scope="warm", unit=None):
+        return self.prefix + cmd
+
+
+class Baseline(ProcessSide):
+    """systemd-run with the unit properties of a sandboxd command unit."""
+    name = "systemd-run"
+
+    def __init__(self, limits, runtime_max_sec, timeout_stop_sec):
+        super().__init__()
+        self.limits = limits
+        self.runtime_max_sec = runtime_max_sec
+        self.timeout_stop_sec = timeout_stop_sec
+        self.phases = {"runtime": [], "cpu": []}
+
+    def argv(self, cmd, scope="warm", unit=None):
+        base = "sbxbench"
+        statedirs = ["%s/ws/bench/%s" % (base, scope), "%s/home/bench/%s" % (base, scope),
+                     "%s/tmp/bench/%s" % (base, scope)]
+        workspace = "/var/lib/" + statedirs[0]
+        props, env = command_properties(BASE_USER, workspace, "/var/lib/" + statedirs[1],
+                                        "/var/lib/" + statedirs[2], statedirs, self.runtime_max_sec,
+                                        self.timeout_stop_sec)
+        # not --quiet: its last lines give the unit's runtime and CPU time
+        a = ["systemd-run", "--wait", "--pipe", "--collect", "--slice=" + BASE_SLICE]
+        if unit:
+            a.append("--unit=" + unit)
+        for k, v in props:
+            a.append("--property=%s=%s" % (k, v))
+        for e in env:
+            a.append("--setenv=" + e)
+        a.append("--")
+        a.extend(cmd)
+        return a
+
+    def parse_phases(self, msg):
+        m1 = re.search(r"^Service runtime: (.+)$", msg, re.M)
+        m2 = re.search(r"^CPU time consumed: (.+)$", msg, re.M)
+        with LOCK:
+            if m1:
+                self.phases["runtime"].append(parse_timespan(m1.group(1)))
+            if m2:
+                self.phases["cpu"].append(parse_timespan(m2.group(1)))
 
     def start_slices(self):
         os.makedirs(BASE_USERDB, mode=0o755, exist_ok=True)
@@ -385,7 +467,9 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
 
 class HTTPError(Exception):
-    pass
+    def __init__(self, msg, status=None):
+        super().__init__(msg)
+        self.status = status
 
 
 class Client:
@@ -408,12 +492,17 @@ class Client:
             c.close()
             self.local.conn = None
 
-    def request(self, method, url, body=None):
-        """Returns the response (headers read). Retries once on a closed keep-alive connection."""
+    def request(self, method, url, body=None, timeout=None):
+        """Returns the response (headers read). Retries once on a closed keep-alive connection.
+        timeout: seconds without progress, from now on on this thread's connection."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"} if data is not None else {}
         for attempt in (0, 1):
             c = self.conn()
+            if timeout and c.timeout != timeout:
+                c.timeout = timeout
+                if c.sock:
+                    c.sock.settimeout(timeout)
             try:
                 c.request(method, url, body=data, headers=headers)
                 return c.getresponse()
@@ -429,19 +518,19 @@ class Client:
         resp = self.request(method, url, body)
         data = resp.read()
         if resp.status not in ok:
-            raise HTTPError("%s %s: %d %s" % (method, url, resp.status, data[:300]))
+            raise HTTPError("%s %s: %d %s" % (method, url, resp.status, data[:300]), resp.status)
         if resp.will_close:
             self.drop()
         return json.loads(data) if data.strip() else None
 
-    def exec(self, sid, argv, on_line=None, request_id=None):
+    def exec(self, sid, argv, on_line=None, request_id=None, timeout=None):
         """Runs argv; returns (exit event, stdout bytes, t_accepted, t_exit) with times from
         the request's start. on_line, if given, gets every stdout event instead."""
         body = {"argv": argv}
         if request_id:
             body["request_id"] = request_id
         t0 = time.perf_counter()
-        resp = self.request("POST", "/v1/sessions/%s/commands" % sid, body)
+        resp = self.request("POST", "/v1/sessions/%s/commands" % sid, body, timeout)
         if resp.status != 200:
             raise HTTPError("exec %s: %d %s" % (argv, resp.status, resp.read()[:300]))
         out = []
@@ -485,12 +574,13 @@ class Sandboxd:
     def __init__(self, client):
         self.c = client
         self.sessions = []
-        self.phases = {"accepted": [], "exit_after_accepted": [], "duration_ms": [], "cpu": []}
 
-    def create_session(self, workspace, limits=None):
+    def create_session(self, workspace, limits=None, exec_mode=None):
         body = {"user": "bench", "workspace": workspace}
         if limits:
             body["limits"] = limits
+        if exec_mode:
+            body["exec_mode"] = exec_mode
         s = self.c.json("POST", "/v1/sessions", body)
         self.sessions.append(s["id"])
         return s
@@ -499,24 +589,26 @@ class Sandboxd:
         self.c.json("DELETE", "/v1/sessions/%s?purge=true" % sid, ok=(200, 202, 204, 404))
         self.sessions.remove(sid)
 
-    def run(self, sid, name, record_phases=False):
+    def run(self, sid, name, phases=None, timeout=None):
+        """Runs COMMANDS[name] in session sid; returns seconds to its exit event. phases,
+        if given, gets the times of the request's phases."""
         cmd, expected = COMMANDS[name]
-        ev, out, t_acc, t_exit = self.c.exec(sid, cmd)
+        ev, out, t_acc, t_exit = self.c.exec(sid, cmd, timeout=timeout)
         if ev.get("status") != "succeeded" or ev.get("exit_code") != 0 or out != expected:
             error("sandboxd %s: exit %s, stdout %r" % (name, json.dumps(ev), out[:100]))
-        if record_phases:
+        if phases is not None:
             with LOCK:
-                self.phases["accepted"].append(t_acc)
-                self.phases["exit_after_accepted"].append(t_exit - t_acc)
-                self.phases["duration_ms"].append(ev.get("duration_ms", 0) / 1000.0)
-                self.phases["cpu"].append((ev.get("usage") or {}).get("cpu_usec", 0) / 1e6)
+                phases["accepted"].append(t_acc)
+                phases["exit_after_accepted"].append(t_exit - t_acc)
+                phases["duration_ms"].append(ev.get("duration_ms", 0) / 1000.0)
+                phases["cpu"].append((ev.get("usage") or {}).get("cpu_usec", 0) / 1e6)
         return t_exit
 
     def stream(self, sid, i):
         """Streams STREAM_BYTES of stdout through sandboxd; returns (seconds total, seconds
         from the first byte, stats), or None when the stream stalled or failed."""
         st = {"bytes": 0, "live": 0, "kept": 0, "events": 0, "t_first": None}
-        rid = "stream-%s-%d" % (RUN_ID, i)
+        rid = "stream-%s-%s" % (RUN_ID, i)
 
         def account(n, live):
             if st["t_first"] is None:
@@ -585,6 +677,46 @@ class Sandboxd:
                 log("could not delete session %s: %s" % (sid, e))
 
 
+class SandboxdSide:
+    """sandboxd in one exec mode: its warm sessions (one per CLIENTS_PER_SESSION clients)."""
+
+    def __init__(self, sbx, mode, supported):
+        """supported: whether sandboxd knows "exec_mode" (without it, unit mode is the default
+        and the request leaves the field out)."""
+        self.sbx = sbx
+        self.name = mode
+        self.exec_mode = mode if supported else None
+        self.sids = []
+        self.phases = {"accepted": [], "exit_after_accepted": [], "duration_ms": [], "cpu": []}
+        self.available = True
+        self.why_not = None
+
+    def create(self, workspace, limits=None):
+        s = self.sbx.create_session(workspace, limits, self.exec_mode)
+        got = s.get("exec_mode")
+        if self.exec_mode and got is not None and got != self.exec_mode:
+            self.sbx.delete_session(s["id"])
+            raise HTTPError("asked for exec_mode %r, sandboxd made a session with %r" % (self.exec_mode, got))
+        return s
+
+    def open(self, n, limits=None):
+        """Makes sure there are n warm sessions, each with a command run; returns the first's record."""
+        first = None
+        while len(self.sids) < n:
+            s = self.create("warm-%s-%s-%d" % (self.name, RUN_ID, len(self.sids)), limits)
+            first = first or s
+            self.sids.append(s["id"])
+            self.sbx.run(s["id"], "true")
+        return first
+
+    def run(self, name, scope="warm", record_phases=False, client=0, timeout=None):
+        return self.sbx.run(self.sids[client // CLIENTS_PER_SESSION], name,
+                            self.phases if record_phases else None, timeout)
+
+    def stream(self, i):
+        return self.sbx.stream(self.sids[0], "%s-%d" % (self.name, i))
+
+
 # ---------------------------------------------------------------------------------------
 # measurements
 
@@ -646,57 +778,82 @@ def verify_properties(sbx, sid, base):
     return warnings
 
 
-def sequential(sbx, sid, base, name):
-    a, b = [], []
+def rotated(xs, i):
+    """xs, rotated by i: each side takes each place in turn, to spread the machine's noise."""
+    i %= len(xs)
+    return xs[i:] + xs[:i]
+
+
+def sequential(sides, name):
+    """WARMUP + N runs of each side, one after the other; returns {side: [seconds]}."""
+    times = {side.name: [] for side in sides}
     for i in range(WARMUP + N):
-        order = ("a", "b") if i % 2 == 0 else ("b", "a")
-        for kind in order:
-            if kind == "a":
-                t = base.run(name, record_phases=i >= WARMUP)
+        for side in rotated(sides, i):
+            t = side.run(name, record_phases=i >= WARMUP)
+            if i >= WARMUP:
+                times[side.name].append(t)
+    return times
+
+
+def create_first(sbx_sides, baselines, name):
+    """Per iteration and sandboxd side: a fresh scope, its session created, the first command
+    and two later ones, the session closed; per baseline one command (systemd-run with fresh
+    state directories)."""
+    r = {side.name: {"create": [], "first": [], "later": [], "total": [], "pool_misses": 0}
+         for side in sbx_sides}
+    r.update({side.name: {"fresh": []} for side in baselines})
+    tag = name.split()[0]
+    for i in range(WARMUP + N):
+        for side in rotated(sbx_sides + baselines, i):
+            if isinstance(side, SandboxdSide):
+                ready = side.sbx.wait_pool()
+                t0 = time.perf_counter()
+                s = side.create("c%s-%s-%s-%d" % (RUN_ID, side.name, tag, i))
+                t1 = time.perf_counter()
+                t_first = side.sbx.run(s["id"], name)
+                t_later = [side.sbx.run(s["id"], name) for _ in range(2)]
+                # PoolSize= counts the pool's sessions in use too: close this one (it waits for
+                # the end), so that the next iteration finds the pool as warm as the first did
+                side.sbx.delete_session(s["id"])
                 if i >= WARMUP:
-                    a.append(t)
+                    x = r[side.name]
+                    x["pool_misses"] += not ready
+                    x["create"].append(t1 - t0)
+                    x["first"].append(t_first)
+                    x["later"].extend(t_later)
+                    x["total"].append(t1 - t0 + t_first)
             else:
-                t = sbx.run(sid, name, record_phases=i >= WARMUP)
+                t = side.run(name, scope="c%s-%s-%d" % (RUN_ID, tag, i))
                 if i >= WARMUP:
-                    b.append(t)
-    return a, b
-
-
-def create_first(sbx, base, name):
-    """Fresh scope each iteration: create, first command, two later commands."""
-    create, first, later, total, base_fresh = [], [], [], [], []
-    misses = 0
-    for i in range(WARMUP + N):
-        ready = sbx.wait_pool()
-        ws = "c%s-%s-%d" % (RUN_ID, name.split()[0], i)
-        t0 = time.perf_counter()
-        s = sbx.create_session(ws)
-        t1 = time.perf_counter()
-        t_first = sbx.run(s["id"], name)
-        t_later = [sbx.run(s["id"], name) for _ in range(2)]
-        tb = base.run(name, scope=ws)
-        # PoolSize= counts the pool's sessions in use too: close this one (it waits for the
-        # end), so that the next iteration finds the pool as warm as the first did
-        sbx.delete_session(s["id"])
-        if i < WARMUP:
-            continue
-        misses += not ready
-        create.append(t1 - t0)
-        first.append(t_first)
-        later.extend(t_later)
-        total.append(t1 - t0 + t_first)
-        base_fresh.append(tb)
-    return {"create": create, "first": first, "later": later, "total": total, "base_fresh": base_fresh,
-            "pool_misses": misses}
+                    r[side.name]["fresh"].append(t)
+    return r
 
 
 class CpuProbe:
     """CPU time of the processes on a command's path (PID 1, dbus-daemon, journald, sandboxd,
-    this client and its systemd-run children), and of the whole machine, over a span."""
+    this client and its children: systemd-run or bwrap), of the whole machine, and of this
+    systemd's: the cgroup tree of its manager with this client and its children where they
+    are outside it (in a testbed: what the bench costs, without the rest of a shared
+    machine; where systemd is the host's, the machine)."""
 
     TICK = os.sysconf("SC_CLK_TCK")
 
     def __init__(self):
+        root = manager_cgroup()
+        self.tree = None  # (file, v2) of the manager's cgroup
+        self.client_outside = True
+        if root:
+            for f, v2 in (("/sys/fs/cgroup%s/cpu.stat" % root, True),
+                          ("/sys/fs/cgroup/cpuacct%s/cpuacct.usage" % root, False),
+                          ("/sys/fs/cgroup/cpu,cpuacct%s/cpuacct.usage" % root, False)):
+                if os.path.exists(f):
+                    self.tree = (f, v2)
+                    break
+            with open("/proc/self/cgroup") as f:
+                for line in f:
+                    _, ctrl, path = line.rstrip("\n").split(":", 2)
+                    if (ctrl == "" if self.tree and self.tree[1] else "cpuacct" in ctrl.split(",")):
+                        self.client_outside = not (path == root or path.startswith(root + "/"))
         self.pids = {"PID 1": 1}
         for name, unit in (("dbus-daemon", "dbus.service"), ("journald", "systemd-journald.service"),
                            ("sandboxd", "sandboxd.service")):
@@ -717,114 +874,219 @@ class CpuProbe:
             v = [int(x) for x in f.readline().split()[1:]]
         return (sum(v) - v[3] - v[4]) / self.TICK  # all but idle and iowait
 
+    def _tree(self):
+        with open(self.tree[0]) as f:
+            if self.tree[1]:
+                for line in f:
+                    k, _, v = line.partition(" ")
+                    if k == "usage_usec":
+                        return int(v) / 1e6
+                return 0.0
+            return int(f.read()) / 1e9
+
     def snapshot(self):
         t = os.times()
         snap = {name: self._proc(pid) for name, pid in self.pids.items()}
         snap["client"] = t.user + t.system
-        snap["systemd-run"] = t.children_user + t.children_system
+        snap["children"] = t.children_user + t.children_system
         snap["machine"] = self._machine()
+        if self.tree is None:
+            snap["systemd"] = snap["machine"]
+        else:
+            snap["systemd"] = self._tree() + (snap["client"] + snap["children"] if self.client_outside else 0.0)
         return snap
 
     @staticmethod
-    def per_command(a, b, k):
-        return {name: (b[name] - a[name]) * 1000.0 / k for name in a}
+    def delta(a, b):
+        return {name: b[name] - a[name] for name in a}
 
 
-def throughput(fn, conc, k, probe=None):
-    before = probe.snapshot() if probe else None
-    with concurrent.futures.ThreadPoolExecutor(max_workers=conc) as ex:
-        t0 = time.perf_counter()
-        futs = [ex.submit(fn) for _ in range(k)]
-        for f in futs:
+def throughput(fn, conc, seconds, probe):
+    """conc clients, each calling fn(client) until `seconds` have passed (at least once);
+    returns (commands that succeeded, commands that failed, seconds until the last one
+    ended, CPU seconds by process). A client stops at an exception."""
+    counts = [0] * conc
+    raised = [0]
+    errors0 = len(ERRORS)
+    start = threading.Barrier(conc + 1)
+    deadline = [0.0]
+
+    def client(j):
+        start.wait()
+        while True:
             try:
-                f.result()
+                fn(j)
             except Exception as e:
                 error("throughput: %r" % e)
-        dt = time.perf_counter() - t0
-    cpu = CpuProbe.per_command(before, probe.snapshot(), k) if probe else None
-    return k / dt, cpu
+                with LOCK:
+                    raised[0] += 1
+                return
+            counts[j] += 1
+            if time.perf_counter() >= deadline[0]:
+                return
+
+    threads = [threading.Thread(target=client, args=(j,), daemon=True) for j in range(conc)]
+    for t in threads:
+        t.start()
+    before = probe.snapshot()
+    t0 = time.perf_counter()
+    deadline[0] = t0 + seconds
+    start.wait()
+    for t in threads:
+        t.join()
+    dt = time.perf_counter() - t0
+    failed = len(ERRORS) - errors0  # fn records a failed command with error()
+    return sum(counts) - (failed - raised[0]), failed, dt, CpuProbe.delta(before, probe.snapshot())
 
 
-def throughput_pair(s_fn, b_fn, conc, probe):
-    """K commands each, in alternating rounds (s b b s ...) to spread the machine's noise;
-    returns (sandboxd cmd/s, CPU per command, systemd-run cmd/s, CPU per command)."""
-    k = max(conc, K // ROUNDS)
-    acc = {"s": [0.0, 0, None], "b": [0.0, 0, None]}
+def throughput_sides(fns, conc, probe):
+    """fns: {side: fn(client)}. BENCH_ROUNDS rounds of a measure of each side, their order
+    rotated each round; returns {side: (commands/s, CPU ms per command by process, commands
+    that failed)}: only the commands that succeeded count."""
+    acc = {name: [0, 0.0, None, 0] for name in fns}
     for r in range(ROUNDS):
-        for kind in (("s", "b") if r % 2 == 0 else ("b", "s")):
-            rate, cpu = throughput(s_fn if kind == "s" else b_fn, conc, k, probe)
-            a = acc[kind]
-            a[0] += k / rate
-            a[1] += k
+        for name in rotated(list(fns), r):
+            k, failed, dt, cpu = throughput(fns[name], conc, THROUGHPUT_SEC, probe)
+            a = acc[name]
+            a[0] += k
+            a[1] += dt
             a[2] = cpu if a[2] is None else {n: a[2][n] + cpu[n] for n in cpu}
-    out = []
-    for kind in ("s", "b"):
-        t, n, cpu = acc[kind]
-        out += [n / t, {name: v / ROUNDS for name, v in cpu.items()}]
-    return tuple(out)
+            a[3] += failed
+    return {name: (k / t if t else float("nan"), {n: v * 1000.0 / k if k else float("nan") for n, v in cpu.items()},
+                   failed)
+            for name, (k, t, cpu, failed) in acc.items()}
 
 
 # ---------------------------------------------------------------------------------------
 # the table
 
+# the columns, and the ratios of the table: (numerator, denominator)
+COLUMNS = ["systemd-run", "unit", "session", "bwrap"]
+RATIOS = [("unit", "systemd-run"), ("session", "unit"), ("session", "bwrap")]
+
+
+def fmt(v, unit):
+    if v is None or v != v:
+        return "-"
+    if unit == "ms":
+        return "%.1f ms" % v
+    if unit == "cmd/s":
+        return "%.1f/s" % v
+    if unit == "MiB/s":
+        return "%.0f MiB/s" % v
+    if unit == "x":
+        return "%.2fx" % v
+    return ("%.3g %s" % (v, unit)).strip()
+
 
 class Table:
-    def __init__(self):
+    def __init__(self, sides):
+        """sides: {name: side} of the sides asked for (available or not)."""
+        self.cols = [c for c in COLUMNS if c in sides]
+        self.na = {name: side.why_not for name, side in sides.items() if not side.available}
+        self.ratios = [(n, d) for n, d in RATIOS if n in sides and d in sides]
         self.rows = []
+        self.targets = []
         self.data = {}
 
-    def add(self, metric, s, b, unit, target=None, better="lower", key=None):
-        """target: ("ratio", x) on sandboxd/systemd-run, or ("abs", x) on the sandboxd value."""
-        ratio = s / b if b and s == s and b == b else float("nan")
-        verdict = ""
-        tdesc = ""
-        if target:
-            kind, x = target
-            v = ratio if kind == "ratio" else s
-            if better == "lower":
-                ok = v <= x
-                tdesc = "<= " + ("%.2fx" % x if kind == "ratio" or unit == "x" else "%g %s" % (x, unit))
+    def ratio(self, values, n, d):
+        a, b = values.get(n), values.get(d)
+        if a is None or b is None or n in self.na or d in self.na or not b or a != a or b != b:
+            return float("nan")
+        return a / b
+
+    def add(self, metric, values, unit, targets=(), better="lower", key=None):
+        """values: {side: value}; targets: (side, other side or None, x): the ratio side / other
+        (or the value of side) at most x (better="lower") or at least x."""
+        ratios = {"%s/%s" % (n, d): self.ratio(values, n, d) for n, d in self.ratios}
+        self.rows.append((metric, values, unit, ratios))
+        entry = {"values": {c: (None if c in self.na else values.get(c)) for c in self.cols}, "unit": unit,
+                 "ratios": ratios, "targets": []}
+        for side, other, x in targets:
+            if side not in self.cols or (other and other not in self.cols):
+                continue  # a side not asked for: no target
+            op = "<=" if better == "lower" else ">="
+            if other:
+                what = "%s / %s" % (side, other)
+                v = self.ratio(values, side, other)
+                tdesc = "%s %.2fx" % (op, x)
             else:
-                ok = v >= x
-                tdesc = ">= " + ("%.2fx" % x if kind == "ratio" or unit == "x" else "%g %s" % (x, unit))
-            verdict = "PASS" if ok else "FAIL"
-        self.rows.append((metric, s, b, unit, ratio, tdesc, verdict))
+                what = side
+                v = values.get(side, float("nan"))
+                tdesc = "%s %s" % (op, fmt(x, unit))
+            missing = [s for s in (side, other) if s and s in self.na]
+            if missing:
+                verdict = "not evaluated (%s n/a)" % " and ".join(missing)
+            else:
+                verdict = "PASS" if (v <= x if better == "lower" else v >= x) else "FAIL"
+            shown = fmt(v, "x" if other else unit)
+            self.targets.append((metric, what, shown, tdesc, verdict))
+            entry["targets"].append({"what": what, "value": v, "target": tdesc, "result": verdict})
         if key:
-            self.data[key] = {"sandboxd": s, "systemd_run": b, "unit": unit, "ratio": ratio,
-                              "target": tdesc, "result": verdict}
+            self.data[key] = entry
+
+    def text(self, metric, text):
+        self.rows.append((metric, text, None, None))
 
     def print(self):
-        def fmt(v, unit):
-            if v is None or v != v:
-                return "-"
-            if unit == "ms":
-                return "%.1f ms" % v
-            if unit == "cmd/s":
-                return "%.1f/s" % v
-            if unit == "MiB/s":
-                return "%.0f MiB/s" % v
-            if unit == "x":
-                return "%.2fx" % v
-            return "%.3g %s" % (v, unit)
-
-        hdr = ("metric", "sandboxd", "systemd-run", "ratio", "target", "result")
+        hdr = ["metric"] + self.cols + [r for r in ("%s/%s" % nd for nd in self.ratios)]
         lines = []
-        for m, s, b, unit, ratio, t, verdict in self.rows:
-            lines.append((m, fmt(s, unit), fmt(b, unit) if b is not None else "-",
-                          "%.2fx" % ratio if ratio == ratio else "-", t or "-", verdict or "-"))
-        w = [max(len(hdr[i]), *(len(l[i]) for l in lines)) for i in range(6)]
+        for metric, values, unit, ratios in self.rows:
+            if unit is None:
+                lines.append([metric, values])
+                continue
+            cells = [metric]
+            for c in self.cols:
+                cells.append("n/a" if c in self.na else fmt(values.get(c), unit))
+            for r in hdr[1 + len(self.cols):]:
+                cells.append(fmt(ratios[r], "x"))
+            lines.append(cells)
+        w = [max(len(hdr[i]), *(len(l[i]) for l in lines if len(l) == len(hdr))) for i in range(len(hdr))]
         sep = "  "
 
         def row(cols):
+            if len(cols) == 2 and len(hdr) > 2:
+                return cols[0].ljust(w[0]) + sep + cols[1]
             return sep.join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cols))
 
         print(row(hdr))
         print(sep.join("-" * x for x in w))
         for l in lines:
             print(row(l))
-        n_pass = sum(1 for r in self.rows if r[6] == "PASS")
-        n_fail = sum(1 for r in self.rows if r[6] == "FAIL")
-        return n_pass, n_fail
+        for name, why in self.na.items():
+            print("%s: n/a (%s)" % (name, why))
+        print()
+        print("targets:")
+        tw = [max([0] + [len(t[i]) for t in self.targets]) for i in range(4)]
+        for metric, what, v, tdesc, verdict in self.targets:
+            print("  %s  %s  %s  %s  %s" % (metric.ljust(tw[0]), what.ljust(tw[1]), v.rjust(tw[2]),
+                                          tdesc.ljust(tw[3]), verdict))
+        n_pass = sum(1 for t in self.targets if t[4] == "PASS")
+        n_fail = sum(1 for t in self.targets if t[4] == "FAIL")
+        n_na = len(self.targets) - n_pass - n_fail
+        return n_pass, n_fail, n_na
+
+
+def open_sbx_side(sbx, mode, limits):
+    """The sandboxd side of exec mode `mode` with its first warm session, or, where sandboxd
+    refuses the mode, the side marked n/a. A sandboxd without "exec_mode" runs unit mode."""
+    side = SandboxdSide(sbx, mode, True)
+    try:
+        side.open(1, limits)
+        return side
+    except HTTPError as e:
+        if e.status is not None and e.status != 400:
+            raise
+        refusal = str(e)
+    if mode == "unit":  # a sandboxd from before the exec modes: unit mode is all it has
+        side = SandboxdSide(sbx, mode, False)
+        side.open(1, limits)
+        log("sandboxd refused \"exec_mode\": %s; unit mode without it" % refusal)
+        return side
+    side.available = False
+    side.why_not = "not supported by this sandboxd: %s" % refusal
+    log("%s mode: n/a (%s)" % (mode, side.why_not))
+    return side
 
 
 def main():
@@ -832,132 +1094,187 @@ def main():
         sys.exit("bench: must run as root")
     if not os.path.exists("/run/systemd/system"):
         sys.exit("bench: PID 1 is not systemd here")
+    bad = [m for m in MODES if m not in ("unit", "session", "bwrap")]
+    if bad or not MODES:
+        sys.exit("bench: BENCH_MODES: %s: the modes are unit, session and bwrap (systemd-run comes with unit)" %
+                 (",".join(bad) or "empty"))
     t_start = time.monotonic()
-    load0 = os.getloadavg()[0]
+    load0 = os.getloadavg()
     since = time.strftime("%Y-%m-%d %H:%M:%S")
 
     client = Client(SOCK)
     sbx = Sandboxd(client)
     health = client.json("GET", "/v1/health")
-    log("sandboxd %s, pool %s; N=%d (+%d warm-up), K=%d, concurrency %s, stream %d MiB x %d; %d CPUs, "
-        "load %.2f" % (health.get("version"), json.dumps(health.get("pool")), N, WARMUP, K, CONCURRENCY,
-                       STREAM_BYTES >> 20, STREAM_RUNS, os.cpu_count(), os.getloadavg()[0]))
+    log("sandboxd %s, pool %s; modes %s; N=%d (+%d warm-up), throughput %g s x %d rounds at %s clients, "
+        "stream %d MiB x %d; %d CPUs, load %.2f" %
+        (health.get("version"), json.dumps(health.get("pool")), ",".join(MODES), N, WARMUP, THROUGHPUT_SEC,
+         ROUNDS, CONCURRENCY, STREAM_BYTES >> 20, STREAM_RUNS, os.cpu_count(), load0[0]))
     sbx.wait_pool(5.0)
 
-    warm = sbx.create_session("warm-" + RUN_ID, LIMITS)
-    sid = warm["id"]
-    log("warm session %s, limits %s" % (sid, json.dumps(warm["limits"])))
-    # the defaults of sandboxd.conf: DefaultTimeoutSec=10min, TimeoutStopSec=5s (checked below)
-    base = Baseline(warm["limits"], 600, 5)
-    base.start_slices()
-    table = Table()
-    results = {"config": {"N": N, "warmup": WARMUP, "K": K, "concurrency": CONCURRENCY,
-                          "stream_bytes": STREAM_BYTES, "stream_runs": STREAM_RUNS}}
+    sides = {}  # name -> side, in the order of COLUMNS once sorted
+    base = None
+    table = None
+    results = {"config": {"modes": MODES, "N": N, "warmup": WARMUP, "throughput_sec": THROUGHPUT_SEC,
+                          "rounds": ROUNDS, "concurrency": CONCURRENCY, "clients_per_session": CLIENTS_PER_SESSION,
+                          "stream_bytes": STREAM_BYTES, "stream_runs": STREAM_RUNS},
+               "load_start": load0}
     warnings = []
     try:
-        if "verify" not in SKIP:
-            log("comparing the properties of live units")
-            warnings = verify_properties(sbx, sid, base)
+        for mode in ("unit", "session"):
+            if mode in MODES:
+                sides[mode] = open_sbx_side(sbx, mode, LIMITS)
+                if sides[mode].available:
+                    log("%s mode: warm session %s" % (mode, sides[mode].sids[0]))
+        limits = None
+        for side in sides.values():
+            if side.available:
+                limits = sbx.c.json("GET", "/v1/sessions/%s" % side.sids[0])["limits"]
+                break
+        log("limits of the warm sessions: %s" % json.dumps(limits))
+        if "unit" in MODES:
+            # the defaults of sandboxd.conf: DefaultTimeoutSec=10min, TimeoutStopSec=5s (checked below)
+            base = Baseline(limits, 600, 5)
+            base.start_slices()
+            sides["systemd-run"] = base
+        if "bwrap" in MODES:
+            sides["bwrap"] = Bwrap()
+            if not sides["bwrap"].available:
+                log("bwrap: n/a (%s)" % sides["bwrap"].why_not)
+        sides = {name: sides[name] for name in COLUMNS if name in sides}
+        table = Table(sides)
+        live = [side for side in sides.values() if side.available]
+        sbx_live = [side for side in live if isinstance(side, SandboxdSide)]
+        proc_live = [side for side in live if not isinstance(side, SandboxdSide)]
+        if not live:
+            raise RuntimeError("no side is available")
 
-        # warm both paths (first DynamicUser allocation, state directories, page cache)
+        unit = sides.get("unit")
+        if "verify" not in SKIP and unit and unit.available:
+            log("comparing the properties of live units")
+            warnings = verify_properties(sbx, unit.sids[0], base)
+
+        # warm every path (first DynamicUser allocation, state directories, page cache)
         for name in COMMANDS:
             for _ in range(2):
-                base.run(name)
-                sbx.run(sid, name)
+                for side in live:
+                    side.run(name)
 
+        ms = lambda xs, p: pct(xs, p) * 1000
         if "seq" not in SKIP:
             for name in COMMANDS:
                 t = time.monotonic()
-                a, b = sequential(sbx, sid, base, name)
-                log("sequential %-10s: %d+%d runs in %.1f s" % (name, len(a), len(b), time.monotonic() - t))
-                ms = lambda xs, p: pct(xs, p) * 1000
-                table.add("%s: p50, warm session" % name, ms(b, 50), ms(a, 50), "ms", ("ratio", 1.10),
-                          key="seq_p50_" + name)
-                table.add("%s: p95, warm session" % name, ms(b, 95), ms(a, 95), "ms", key="seq_p95_" + name)
-                results["seq_" + name] = {"sandboxd": b, "systemd_run": a}
-            # where the time goes, both commands together
-            ph, ms = sbx.phases, lambda xs: pct(xs, 50) * 1000
-            table.add("unit ExecMainStart -> exit p50 (both)", ms(ph["duration_ms"]), ms(base.phases["runtime"]),
-                      "ms", key="unit_runtime")
-            table.add("unit CPU p50 (both; usage.cpu_usec)", ms(ph["cpu"]), ms(base.phases["cpu"]), "ms",
-                      key="unit_cpu")
+                times = sequential(live, name)
+                log("sequential %-10s: %s runs in %.1f s" %
+                    (name, "+".join(str(len(v)) for v in times.values()), time.monotonic() - t))
+                table.add("%s: p50, warm session" % name, {k: ms(v, 50) for k, v in times.items()}, "ms",
+                          [("unit", "systemd-run", 1.10), ("session", "bwrap", 2.0)], key="seq_p50_" + name)
+                table.add("%s: p95, warm session" % name, {k: ms(v, 95) for k, v in times.items()}, "ms",
+                          key="seq_p95_" + name)
+                results["seq_" + name] = times
+            # where the time goes, both commands together: the command's own run time and CPU
+            # (sandboxd: the exit event's duration_ms and usage.cpu_usec; systemd-run: its
+            # "Service runtime" and "CPU time consumed")
+            run_t = {side.name: ms(side.phases["duration_ms"], 50) for side in sbx_live}
+            cpu_t = {side.name: ms(side.phases["cpu"], 50) for side in sbx_live}
+            if base:
+                run_t["systemd-run"] = ms(base.phases["runtime"], 50)
+                cpu_t["systemd-run"] = ms(base.phases["cpu"], 50)
+            table.add("command run time p50 (both)", run_t, "ms", key="run_time")
+            table.add("command CPU p50 (both)", cpu_t, "ms", key="command_cpu")
 
         if "create" not in SKIP:
             for name in COMMANDS:
                 t = time.monotonic()
-                r = create_first(sbx, base, name)
-                log("create+first %-10s: %d sessions in %.1f s (%d created without a ready pool slice)" %
-                    (name, len(r["create"]), time.monotonic() - t, r["pool_misses"]))
-                ms = lambda xs, p: pct(xs, p) * 1000
-                table.add("%s: create + first exec p50" % name, ms(r["total"], 50), ms(r["base_fresh"], 50), "ms",
-                          key="create_first_p50_" + name)
-                table.add("%s: create + first exec p95" % name, ms(r["total"], 95), ms(r["base_fresh"], 95), "ms",
-                          key="create_first_p95_" + name)
-                table.add("%s: session create p50" % name, ms(r["create"], 50), None, "ms", ("abs", 5),
-                          key="create_p50_" + name)
-                table.add("%s: first exec p50" % name, ms(r["first"], 50), None, "ms", key="first_p50_" + name)
-                table.add("%s: later exec p50" % name, ms(r["later"], 50), None, "ms", key="later_p50_" + name)
-                ratio = pct(r["first"], 50) / pct(r["later"], 50)
-                table.add("%s: first / later exec p50" % name, ratio, None, "x", ("abs", 1.20),
-                          key="first_over_later_" + name)
+                r = create_first(sbx_live, proc_live, name)
+                log("create+first %-10s: %.1f s; created without a ready pool slice: %s" %
+                    (name, time.monotonic() - t,
+                     ", ".join("%s %d" % (s.name, r[s.name]["pool_misses"]) for s in sbx_live) or "-"))
+                total = lambda p: {k: ms(v["total"] if "total" in v else v["fresh"], p) for k, v in r.items()}
+                of = lambda what, p: {s.name: ms(r[s.name][what], p) for s in sbx_live}
+                table.add("%s: create + first exec p50" % name, total(50), "ms", key="create_first_p50_" + name)
+                table.add("%s: create + first exec p95" % name, total(95), "ms", key="create_first_p95_" + name)
+                table.add("%s: session create p50" % name, of("create", 50), "ms",
+                          [("unit", None, 5), ("session", None, 5)], key="create_p50_" + name)
+                table.add("%s: first exec p50" % name, of("first", 50), "ms", key="first_p50_" + name)
+                table.add("%s: later exec p50" % name, of("later", 50), "ms", key="later_p50_" + name)
+                table.add("%s: first / later exec p50" % name,
+                          {s.name: pct(r[s.name]["first"], 50) / pct(r[s.name]["later"], 50) for s in sbx_live},
+                          "x", [("unit", None, 1.20), ("session", None, 1.20)], key="first_over_later_" + name)
                 results["create_" + name] = r
 
         if "throughput" not in SKIP:
             probe = CpuProbe()
             results["cpu_per_command_ms"] = {}
-            for name in COMMANDS:
-                for conc in CONCURRENCY:
+            for conc in CONCURRENCY:
+                for side in sbx_live:
+                    side.open(-(-conc // CLIENTS_PER_SESSION), LIMITS)
+                for name in COMMANDS:
                     t = time.monotonic()
-                    s_rate, s_cpu, b_rate, b_cpu = throughput_pair(lambda: sbx.run(sid, name),
-                                                                   lambda: base.run(name), conc, probe)
-                    log("throughput %-10s x%-2d: %.1f s" % (name, conc, time.monotonic() - t))
-                    fmt = lambda c: ", ".join("%s %.1f" % (k, v) for k, v in c.items())
-                    log("  CPU ms per command, sandboxd:    " + fmt(s_cpu))
-                    log("  CPU ms per command, systemd-run: " + fmt(b_cpu))
-                    results["cpu_per_command_ms"]["%s x%d" % (name, conc)] = {"sandboxd": s_cpu,
-                                                                             "systemd_run": b_cpu}
-                    table.add("%s: throughput, %d clients" % (name, conc), s_rate, b_rate, "cmd/s",
-                              ("ratio", 1.0) if conc == 32 else None, better="higher",
-                              key="throughput_%d_%s" % (conc, name))
+                    # under load a unit-mode command waits its turn at PID 1: about conc / rate
+                    timeout = TIMEOUT * max(1.0, conc / CLIENTS_PER_SESSION)
+                    fns = {side.name: (lambda j, side=side: side.run(name, client=j, timeout=timeout))
+                           for side in live}
+                    res = throughput_sides(fns, conc, probe)
+                    log("throughput %-10s x%-3d: %.1f s: %s" % (name, conc, time.monotonic() - t,
+                                                               ", ".join("%s %.1f/s" % (k, v[0])
+                                                                         for k, v in res.items())))
+                    for k, (_, cpu, _) in res.items():
+                        log("  CPU ms per command, %-11s: %s" %
+                            (k, ", ".join("%s %.1f" % (n, v) for n, v in cpu.items())))
+                    results["cpu_per_command_ms"]["%s x%d" % (name, conc)] = {k: v[1] for k, v in res.items()}
+                    table.add("%s: throughput, %d clients" % (name, conc), {k: v[0] for k, v in res.items()},
+                              "cmd/s", [("unit", "systemd-run", 1.0), ("session", "unit", 10.0)] if conc == 32 else (),
+                              better="higher", key="throughput_%d_%s" % (conc, name))
+                    if any(v[2] for v in res.values()):
+                        table.add("%s: failed commands, %d clients" % (name, conc),
+                                  {k: v[2] for k, v in res.items()}, "", key="failed_%d_%s" % (conc, name))
+                    table.add("%s: CPU per command, %d clients" % (name, conc),
+                              {k: v[1]["systemd"] for k, v in res.items()}, "ms", key="cpu_%d_%s" % (conc, name))
 
         if "stream" not in SKIP:
             t = time.monotonic()
-            s_runs, b_runs, stats = [], [], []
-            s_stalled = False
+            runs = {side.name: [] for side in live}
+            stats = {side.name: [] for side in sbx_live}
+            stalled = set()
             for i in range(STREAM_RUNS):
-                rb = base.stream()
-                if rb:
-                    b_runs.append(rb)
-                if s_stalled:
-                    continue
-                rs = sbx.stream(sid, i)
-                if rs:
-                    s_runs.append(rs[:2])
-                    stats.append(rs[2])
-                else:
-                    s_stalled = True  # once is enough: each costs BENCH_TIMEOUT
-            log("streaming: %d+%d runs in %.1f s; sandboxd events of the last: %s" %
-                (len(s_runs), len(b_runs), time.monotonic() - t, json.dumps(stats[-1] if stats else None)))
+                for side in rotated(live, i):
+                    if side.name in stalled:
+                        continue  # once is enough: each costs BENCH_TIMEOUT
+                    rs = side.stream(i)
+                    if not rs:
+                        stalled.add(side.name)
+                        continue
+                    runs[side.name].append(rs[:2])
+                    if len(rs) > 2:
+                        stats[side.name].append(rs[2])
+            log("streaming: %s runs in %.1f s; sandboxd events of the last: %s" %
+                ("+".join(str(len(v)) for v in runs.values()), time.monotonic() - t,
+                 json.dumps({k: v[-1] if v else None for k, v in stats.items()})))
             mib = STREAM_BYTES / 1048576.0
-            rate = lambda runs, i: mib / statistics.median(x[i] for x in runs) if runs else float("nan")
-            s_tot, b_tot, s_ff, b_ff = rate(s_runs, 0), rate(b_runs, 0), rate(s_runs, 1), rate(b_runs, 1)
-            table.add("stream %d MiB stdout, end to end" % (STREAM_BYTES >> 20), s_tot, b_tot, "MiB/s",
-                      ("abs", 200), better="higher", key="stream")
-            table.add("stream, from the first byte", s_ff, b_ff, "MiB/s", better="higher", key="stream_first_byte")
-            results["stream"] = {"sandboxd": s_runs, "systemd_run": b_runs, "events": stats}
+            rate = lambda xs, i: mib / statistics.median(x[i] for x in xs) if xs else float("nan")
+            table.add("stream %d MiB stdout, end to end" % (STREAM_BYTES >> 20),
+                      {k: rate(v, 0) for k, v in runs.items()}, "MiB/s", [("unit", None, 200), ("session", None, 200)],
+                      better="higher", key="stream")
+            table.add("stream, from the first byte", {k: rate(v, 1) for k, v in runs.items()}, "MiB/s",
+                      better="higher", key="stream_first_byte")
+            results["stream"] = {"runs": runs, "events": stats}
     finally:
         sbx.cleanup()
-        base.stop_slices()
+        if base:
+            base.stop_slices()
 
-    if sbx.phases["accepted"]:
-        ph = sbx.phases
+    for side in sides.values():
+        if isinstance(side, SandboxdSide) and side.phases["accepted"]:
+            ph = side.phases
+            ms = lambda xs: pct(xs, 50) * 1000
+            log("sandboxd %s mode (sequential, p50): request -> accepted %.1f ms, accepted -> exit event %.1f ms; "
+                "the command: run time (duration_ms) %.1f ms, CPU %.1f ms" %
+                (side.name, ms(ph["accepted"]), ms(ph["exit_after_accepted"]), ms(ph["duration_ms"]), ms(ph["cpu"])))
+    if base and base.phases["runtime"]:
         ms = lambda xs: pct(xs, 50) * 1000
-        log("sandboxd phases (sequential, p50): request -> accepted %.1f ms, accepted -> exit event %.1f ms; "
-            "the unit: ExecMainStart -> exit (duration_ms) %.1f ms, CPU %.1f ms" %
-            (ms(ph["accepted"]), ms(ph["exit_after_accepted"]), ms(ph["duration_ms"]), ms(ph["cpu"])))
         log("systemd-run units (sequential, p50): service runtime %.1f ms, CPU %.1f ms" %
             (ms(base.phases["runtime"]), ms(base.phases["cpu"])))
-        results["phases"] = {"sandboxd": ph, "systemd_run": base.phases}
+    results["phases"] = {name: side.phases for name, side in sides.items() if side.available}
 
     p = subprocess.run(["journalctl", "-u", "sandboxd.service", "--since", since, "-p", "warning", "-o", "cat",
                         "--no-pager"], capture_output=True, text=True)
@@ -967,25 +1284,34 @@ def main():
         for l in jw[:10]:
             log("  " + l)
 
-    print()
-    print("sandboxd benchmark: N=%d sequential (+%d warm-up), K=%d per throughput run, %d MiB stream; "
-          "full default hardening, same unit properties for systemd-run" % (N, WARMUP, K, STREAM_BYTES >> 20))
-    n_pass, n_fail = table.print()
-    print("systemd-run: the same unit properties%s, but not RemainAfterExit=yes (--wait would never return); "
-          "ratio = sandboxd / systemd-run" % (" (checked on live units)" if "verify" not in SKIP and not warnings
-                                             else ""))
+    load1 = os.getloadavg()
     elapsed = time.monotonic() - t_start
+    print()
+    print("sandboxd benchmark: modes %s; N=%d sequential (+%d warm-up), throughput %g s x %d rounds per side, "
+          "%d MiB stream; full default hardening, same unit properties for systemd-run" %
+          (",".join(MODES), N, WARMUP, THROUGHPUT_SEC, ROUNDS, STREAM_BYTES >> 20))
+    table.text("load average 1/5/15 min, start", "%.2f %.2f %.2f (%d CPUs)" % (load0 + (os.cpu_count(),)))
+    table.text("load average 1/5/15 min, end", "%.2f %.2f %.2f" % load1)
+    n_pass, n_fail, n_na = table.print()
+    print("CPU per command: %s" % ("the testbed's cgroup tree (PID 1, dbus-daemon, sandboxd, the commands) and "
+                                   "this client with its children (systemd-run, bwrap)" if manager_cgroup()
+                                   else "the whole machine"))
+    if base:
+        print("systemd-run: the same unit properties%s, but not RemainAfterExit=yes (--wait would never return)" %
+              (" (checked on live units)" if "verify" not in SKIP and not warnings else ""))
+    if "bwrap" in sides and sides["bwrap"].available:
+        print("bwrap: %s CMD, as root%s" % (" ".join(sides["bwrap"].prefix),
+                                            ", " + sides["bwrap"].note if sides["bwrap"].note else ""))
     notes = []
     if warnings:
         notes.append("%d property differences (see warnings above)" % len(warnings))
     if client.reconnects:
         notes.append("%d keep-alive reconnects" % client.reconnects)
     print()
-    notes.append("load average %.1f at the start, %.1f at the end, %d CPUs" % (load0, os.getloadavg()[0],
-                                                                             os.cpu_count()))
-    print("targets: %d met, %d missed; %d errors; %.0f s; %s" %
-          (n_pass, n_fail, len(ERRORS), elapsed, "; ".join(notes)))
+    print("targets: %d met, %d missed, %d not evaluated; %d errors; %.0f s%s" %
+          (n_pass, n_fail, n_na, len(ERRORS), elapsed, "".join("; " + n for n in notes)))
 
+    results["load_end"] = load1
     results["table"] = table.data
     results["errors"] = ERRORS
     results["property_warnings"] = warnings
