@@ -318,7 +318,8 @@ static void dial(void) {
 /* A command */
 
 /* The executor's own environment (what PID 1 gave the unit: USER, HOME, STATE_DIRECTORY, ...)
- * without SYSTEMD_EXEC_PID, which is ours; the spec's entries win over same-named ones. */
+ * without what is about the executor alone: SYSTEMD_EXEC_PID (its pid) and JOURNAL_STREAM
+ * (its stderr; a command's stdio is its own). The spec's entries win over same-named ones. */
 static char **build_env(const ExecutorSpec *spec) {
         size_t n_own = 0, k = 0;
         char **env;
@@ -330,7 +331,8 @@ static char **build_env(const ExecutorSpec *spec) {
                 return NULL;
         for (size_t i = 0; i < n_own; i++) {
                 size_t l = strcspn(environ[i], "=");
-                bool drop = strncmp(environ[i], "SYSTEMD_EXEC_PID=", 17) == 0;
+                bool drop = strncmp(environ[i], "SYSTEMD_EXEC_PID=", 17) == 0 ||
+                            strncmp(environ[i], "JOURNAL_STREAM=", 15) == 0;
 
                 for (uint32_t j = 0; !drop && j < spec->envc; j++)
                         drop = strncmp(spec->env[j], environ[i], l + 1) == 0; /* same NAME= */

@@ -65,9 +65,13 @@ struct Executor {
         uint64_t failures[RESTARTS_PER_MINUTE];
         sd_event_source *hello_timer;
         sd_event_source *flush_defer; /* EXECs queued: sent on the next turn of the loop */
+        sd_event_source *retry_timer; /* PID 1 still has the previous unit of the name */
+        unsigned start_retries;
 };
 
 static void executor_fail(Executor *e, const char *reason);
+static void executor_restart(Executor *e);
+static int on_retry_timer(sd_event_source *es, uint64_t usec, void *userdata);
 static void executor_flush_queue(Executor *e);
 static int executor_start_unit(Executor *e);
 static void exec_finish(Command *c, int32_t code, int32_t status, const ExecutorExited *x);
@@ -738,9 +742,7 @@ static void note_state(Executor *e) {
                 if (e->stopping) {
                         e->stopping = false;
                         e->running = false;
-                        (void) systemd_reset_failed_unit_async(s->manager->pid1, e->unit, NULL, NULL);
-                        if (s->state == SESSION_ACTIVE && !e->broken)
-                                (void) executor_start_unit(e);
+                        executor_restart(e);
                         return;
                 }
                 if (e->running || streq(e->state.load_state, "not-found")) {
@@ -808,6 +810,13 @@ static int on_unit_started(sd_bus_message *reply, void *userdata, sd_bus_error *
         Executor *e = userdata;
 
         e->start_call = pid1_call_cancel(e->start_call);
+        if (sd_bus_message_is_method_error(reply, "org.freedesktop.systemd1.UnitExists") && e->start_retries < 50) {
+                /* the previous one is still being unloaded: again in a moment */
+                e->start_retries++;
+                (void) sd_event_add_time_relative(e->session->manager->event, &e->retry_timer, CLOCK_MONOTONIC,
+                                                  100 * USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_retry_timer, e);
+                return 0;
+        }
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 log_error("Failed to start %s: %s", e->unit, systemd_error_message(reply));
                 executor_fail(e, EXECUTOR_LOST_FAILED);
@@ -829,6 +838,27 @@ static int executor_start_unit(Executor *e) {
                 return log_error_errno(r, "Failed to ask systemd to start %s: %m", e->unit);
         arm_hello_timer(e);
         return 0;
+}
+
+static int on_retry_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        Executor *e = userdata;
+
+        e->retry_timer = sd_event_source_disable_unref(e->retry_timer);
+        if (e->session->state == SESSION_ACTIVE && !e->broken)
+                (void) executor_start_unit(e);
+        return 0;
+}
+
+/* The previous executor is down: our reference to it (AddRef=) and its failed state go,
+ * so that PID 1 lets its name go, and a new one is started under that name. */
+static void executor_restart(Executor *e) {
+        Session *s = e->session;
+
+        (void) systemd_unit_call_async(s->manager->pid1, e->unit_path, "Unref", NULL, NULL);
+        (void) systemd_reset_failed_unit_async(s->manager->pid1, e->unit, NULL, NULL);
+        e->start_retries = 0;
+        if (s->state == SESSION_ACTIVE && !e->broken && !e->start_call && !e->retry_timer)
+                (void) executor_start_unit(e);
 }
 
 /* Ends what the executor had (lost), and runs a new one, at most RESTARTS_PER_MINUTE times a
@@ -863,10 +893,8 @@ static void executor_fail(Executor *e, const char *reason) {
         if (e->running) {
                 e->stopping = true;
                 (void) systemd_stop_unit_async(s->manager->pid1, e->unit, NULL, NULL);
-        } else if (!e->broken && !e->start_call && s->state == SESSION_ACTIVE) {
-                (void) systemd_reset_failed_unit_async(s->manager->pid1, e->unit, NULL, NULL);
-                (void) executor_start_unit(e);
-        }
+        } else
+                executor_restart(e);
 }
 
 /* --- life ------------------------------------------------------------------------------------ */
@@ -954,6 +982,7 @@ Executor *executor_free(Executor *e) {
         safe_close(e->listen_fd);
         sd_event_source_disable_unref(e->hello_timer);
         sd_event_source_disable_unref(e->flush_defer);
+        sd_event_source_disable_unref(e->retry_timer);
         sd_bus_slot_unref(e->match_slot);
         pid1_call_cancel(e->start_call);
         pid1_call_cancel(e->state_call);

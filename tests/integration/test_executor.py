@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import (cgroup_root, run, sh, snapshot, start_command, systemctl_show, unique_user, wait_for,
+from conftest import (run, sh, snapshot, start_command, systemctl_show, unique_user, wait_for,
                       wait_terminal)
 
 pytestmark = pytest.mark.session_mode_only
@@ -83,7 +83,7 @@ def test_results_are_the_same_as_in_unit_mode(api, scope):
         {"argv": ["sh", "-c", "cd /nonexistent-dir-xyz"]},
         {"argv": ["sh", "-c", "env | grep -v -e ^INVOCATION_ID= -e ^SYSTEMD_EXEC_PID= -e ^_= | sort; id -un; pwd; "
                   "ls -d /.tools /run/userdb; umask"]},
-        {"argv": ["cat"], "stdin": "piped in"},
+        {"argv": ["cat"], "stdin": {"text": "piped in"}},
         {"argv": ["sh", "-c", "sleep 5"], "timeout_ms": 500},
     ]
     results = {}
@@ -188,21 +188,27 @@ def test_forged_executor_messages_are_refused(api, scope, scope2):
     assert snap["status"] == "signaled" and snap["signal"] == "SIGTERM" and snap["reason"] == "signal", snap
 
 
+# In a command: the unified hierarchy's mount, its own cgroup there, and the exec unit's
+CGROUP_SH = ("m=/sys/fs/cgroup; [ -e $m/unified/cgroup.procs ] && m=$m/unified; "
+             "own=$m$(sed -n 's/^0:://p' /proc/self/cgroup); unit=${own%/*}; slice=${unit%/*}; parent=${slice%/*}; ")
+
+
 def test_commands_cannot_leave_the_executor_unit(api, scope):
     """The delegated subtree is the session's own: a command can move within it, but not out
-    of the exec unit's cgroup (into the slice, or to the root), nor see other sessions'."""
+    of the exec unit's cgroup (into the slice, sandboxd.slice or the root), nor see other
+    sessions'."""
     s = new_session(api, scope)
-    unit_cg = systemctl_show(exec_unit(s["id"]), "ControlGroup")["ControlGroup"]
-    root = cgroup_root()
-    slice_cg = unit_cg.rsplit("/", 1)[0]
-    script = ("for d in %s %s %s; do if echo $$ > $d/cgroup.procs 2>/dev/null; then echo moved $d; "
-              "else echo refused $d; fi; done; ls %s" % (root + slice_cg, root, root + slice_cg.rsplit("/", 1)[0],
-                                                        root + slice_cg.rsplit("/", 1)[0]))
+    script = CGROUP_SH + ("for d in $slice $parent $m; do if echo $$ > $d/cgroup.procs 2>/dev/null; "
+                          "then echo moved $d; else echo refused $d; fi; done; "
+                          "mkdir $unit/c999-0000000000000000 && echo $$ > $unit/c999-0000000000000000/cgroup.procs "
+                          "&& echo moved within; ls $parent")
     res = result(api, s["id"], {"argv": ["sh", "-c", script]})
     assert res["status"] == "succeeded", res
-    assert "moved" not in res["stdout"], res
-    listed = [l for l in res["stdout"].splitlines() if l.startswith("sandboxd-") and l.endswith(".slice")]
-    assert listed == ["sandboxd-%s.slice" % s["id"]], res["stdout"]
+    out = res["stdout"]
+    assert out.count("refused ") == 3 and "moved /" not in out, out
+    assert "moved within" in out, out
+    listed = [l for l in out.splitlines() if l.startswith("sandboxd-") and l.endswith(".slice")]
+    assert listed == ["sandboxd-%s.slice" % s["id"]], out
 
 
 @pytest.mark.time_limit(60)
@@ -210,8 +216,7 @@ def test_timeout_reaches_a_command_that_moved_its_cgroup(api, scope):
     """A command that leaves its own cgroup (for the executor's) is still timed out: sandboxd
     signals its process too, not only its cgroup."""
     s = new_session(api, scope)
-    unit_cg = systemctl_show(exec_unit(s["id"]), "ControlGroup")["ControlGroup"]
-    target = cgroup_root() + unit_cg + "/supervisor/cgroup.procs"
-    res = result(api, s["id"], {"argv": ["sh", "-c", "echo $$ > %s && echo moved; exec sleep 60" % target],
-                             "timeout_ms": 1000}, timeout=30)
+    script = CGROUP_SH + "echo $$ > $unit/supervisor/cgroup.procs && echo moved; exec sleep 60"
+    res = result(api, s["id"], {"argv": ["sh", "-c", script], "timeout_ms": 1000}, timeout=30)
+    assert res["stdout"] == "moved\n", res
     assert res["status"] == "timed_out" and res["reason"] == "timeout", res

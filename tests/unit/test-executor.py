@@ -143,7 +143,8 @@ def main():
     os.chmod(tmp, 0o755)
     path = os.path.join(tmp, "sock")
     sbx = Sandboxd(path)
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/home/x", "FOO": "own", "KEEP": "kept", "SYSTEMD_EXEC_PID": "4242"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/home/x", "FOO": "own", "KEEP": "kept", "SYSTEMD_EXEC_PID": "4242",
+           "JOURNAL_STREAM": "9:123"}
     ex = start(path, env)
     try:
         tests(sbx, ex, path, tmp)
@@ -174,6 +175,7 @@ def tests(sbx, ex, path, tmp):
     check("FOO=spec" in lines and "FOO=own" not in lines, "the spec's entry wins over the executor's")
     check("KEEP=kept" in lines and "NEW=1" in lines and "HOME=/home/x" in lines, "both environments merged")
     check(not any(x.startswith("SYSTEMD_EXEC_PID=") for x in lines), "SYSTEMD_EXEC_PID dropped")
+    check(not any(x.startswith("JOURNAL_STREAM=") for x in lines), "JOURNAL_STREAM dropped")
     sbx.ack(2)
 
     _, exited, _, err = run(sbx, 3, "/nonexistent/x", ["x"])
