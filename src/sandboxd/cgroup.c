@@ -404,6 +404,23 @@ static void kill_tree(KillState *k, int dfd, unsigned depth) {
         }
 }
 
+int pidfd_kill_as(uid_t uid, int pidfd, int sig) {
+        uid_t saved = geteuid();
+        int r;
+
+        if (pidfd < 0 || sig <= 0 || sig >= _NSIG || uid == (uid_t) -1)
+                return -EINVAL;
+        r = saved == uid ? 0 : thread_set_euid(uid);
+        if (r < 0)
+                return r;
+        r = syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+        if (saved != uid && thread_set_euid(saved) < 0) {
+                log_error_errno(errno, "Failed to switch back to uid %u: %m", (unsigned) saved);
+                abort();
+        }
+        return r;
+}
+
 int cgroup_kill_as(uid_t uid, const char *dir, int sig, unsigned *ret_n_signalled) {
         _cleanup_free_ KillState *k = NULL;
         _cleanup_close_ int dfd = -EBADF;

@@ -68,3 +68,5 @@ int cgroup_is_populated(const char *dir);
  * signalled, -EBADMSG for a line that is not a pid; *ret_n_signalled counts those signalled
  * either way. Processes that end meanwhile are no error. */
 int cgroup_kill_as(uid_t uid, const char *dir, int sig, unsigned *ret_n_signalled);
+/* Sends `sig` to the process of `pidfd` with the effective uid `uid`, as cgroup_kill_as(). */
+int pidfd_kill_as(uid_t uid, int pidfd, int sig);

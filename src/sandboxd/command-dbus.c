@@ -68,6 +68,15 @@ static int property_get_stdin(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_append(reply, "s", stdin_mode_to_string(c->stdin_mode));
 }
 
+/* exec mode "session": its own cgroup below the exec unit's, once it runs; "" otherwise */
+static int property_get_cgroup(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+        const char *name = c->in_executor && c->cgroup ? strrchr(c->cgroup, '/') : NULL;
+
+        return sd_bus_message_append(reply, "s", name ? name + 1 : "");
+}
+
 static int property_get_status(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Command *c = userdata;
@@ -312,6 +321,7 @@ const sd_bus_vtable command_vtable[] = {
         SD_BUS_PROPERTY("Argv", "as", NULL, offsetof(Command, argv), CONST),
         SD_BUS_PROPERTY("CreatedAt", "t", NULL, offsetof(Command, created_realtime_usec), CONST),
         SD_BUS_PROPERTY("Stdin", "s", property_get_stdin, 0, CONST),
+        SD_BUS_PROPERTY("Cgroup", "s", property_get_cgroup, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, CHANGES),
         SD_BUS_PROPERTY("Terminal", "b", property_get_terminal, 0, CHANGES),
         SD_BUS_PROPERTY("ExitCode", "i", property_get_exit_code, 0, CHANGES),

@@ -102,19 +102,6 @@ static bool exec_is_live(const Command *c) {
         return c->exec && command_status_is_running(c) && (c->exec->state == EXEC_SENT || c->exec->state == EXEC_STARTED);
 }
 
-/* Signals one process, through its pidfd, as uid (see cgroup_kill_as()). */
-static int pidfd_kill_as(uid_t uid, int pidfd, int sig) {
-        int r = 0;
-
-        if (syscall(SYS_setresuid, -1, uid, -1) < 0)
-                return -errno;
-        if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
-                r = -errno;
-        if (syscall(SYS_setresuid, -1, 0, -1) < 0)
-                abort(); /* never go on as another user */
-        return r;
-}
-
 /* Signals every process of the command's cgroup, and its main process wherever it went (a
  * command can move itself within the delegated subtree), with the session's uid: the power
  * a command has over itself, no more. */

@@ -66,6 +66,7 @@ COMMAND_MAP = {
     "terminal": ("Terminal", same),
     "created_at_usec": ("CreatedAt", same),
     "stdin": ("Stdin", same),
+    "cgroup": ("Cgroup", nullable("")),
     "argv": ("Argv", same),
     "status": ("Status", same),
     "exit_code": ("ExitCode", nullable(-1)),
