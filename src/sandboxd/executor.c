@@ -112,6 +112,8 @@ static int exec_kill(Command *c, int sig) {
 
         if (!x || x->state != EXEC_STARTED)
                 return -ESRCH;
+        if (sig == SIGKILL)
+                x->killed = true; /* its end is that, should a frozen executor not say so */
         if (x->cgroup_dir)
                 r = cgroup_kill_as(e->uid, x->cgroup_dir, sig, NULL);
         if (x->pidfd >= 0 && !x->gone) {
