@@ -61,13 +61,37 @@ static int read_keyed_file(const char *dir, const char *cgroup, const char *file
         return -ENODATA;
 }
 
-int cgroup_read_usage_dir(const char *dir, CgroupUsage *ret) {
+/* The raw system call changes the calling thread's credentials alone; glibc's setresuid()
+ * would change every thread's (the store writer's too). Only the effective uid moves, and
+ * the file-system uid with it: the real and saved ones stay, which is what allows the way
+ * back, and the effective capabilities, cleared on the way out, return on the way back. */
+static int thread_set_euid(uid_t uid) {
+#ifdef SYS_setresuid32
+        long r = syscall(SYS_setresuid32, (uid_t) -1, uid, (uid_t) -1);
+#else
+        long r = syscall(SYS_setresuid, (uid_t) -1, uid, (uid_t) -1);
+#endif
+        return r < 0 ? -errno : 0;
+}
+
+static int euid_enter(uid_t uid, uid_t *ret_saved) {
+        *ret_saved = geteuid();
+        return *ret_saved == uid ? 0 : thread_set_euid(uid);
+}
+
+static void euid_leave(uid_t uid, uid_t saved) {
+        if (saved != uid && thread_set_euid(saved) < 0) {
+                /* never go on with another uid than ours */
+                log_error_errno(errno, "Failed to switch back to uid %u: %m", (unsigned) saved);
+                abort();
+        }
+}
+
+static int read_usage_dir(const char *dir, CgroupUsage *ret) {
         CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
         uint64_t v;
         int r = -ENOENT;
 
-        if (!dir || dir[0] != '/')
-                return -EINVAL;
         if (read_keyed_file(dir, "", "cpu.stat", "usage_usec", &v) >= 0)
                 u.cpu_usec = v, r = 0;
         if (read_u64_file(dir, "", "memory.peak", &v) >= 0 || read_u64_file(dir, "", "memory.current", &v) >= 0)
@@ -75,6 +99,20 @@ int cgroup_read_usage_dir(const char *dir, CgroupUsage *ret) {
         if (read_u64_file(dir, "", "pids.current", &v) >= 0)
                 u.tasks = v, r = 0;
         *ret = u;
+        return r;
+}
+
+int cgroup_read_usage_dir(uid_t uid, const char *dir, CgroupUsage *ret) {
+        uid_t saved;
+        int r;
+
+        if (!dir || dir[0] != '/' || uid == (uid_t) -1)
+                return -EINVAL;
+        r = euid_enter(uid, &saved);
+        if (r < 0)
+                return r;
+        r = read_usage_dir(dir, ret);
+        euid_leave(uid, saved);
         return r;
 }
 
@@ -91,7 +129,7 @@ int cgroup_read_usage(const char *cgroup, CgroupUsage *ret) {
                 char dir[1024];
 
                 snprintf(dir, sizeof(dir), CGROUP_ROOT "%s", cgroup);
-                return cgroup_read_usage_dir(dir, ret);
+                return read_usage_dir(dir, ret);
         }
         case CGROUP_HYBRID:
         case CGROUP_LEGACY:
@@ -231,29 +269,21 @@ int cgroup_executor_bind(const char *cgroup_parent, const char *slice, const cha
         return cgroup_unified_dir(cg, unit, ret);
 }
 
-int cgroup_is_populated(const char *dir) {
+int cgroup_is_populated(uid_t uid, const char *dir) {
         uint64_t v;
+        uid_t saved;
         int r;
 
-        if (!dir || dir[0] != '/')
+        if (!dir || dir[0] != '/' || uid == (uid_t) -1)
                 return -EINVAL;
+        r = euid_enter(uid, &saved);
+        if (r < 0)
+                return r;
         r = read_keyed_file(dir, "", "cgroup.events", "populated", &v);
+        euid_leave(uid, saved);
         if (r < 0)
                 return r;
         return v != 0;
-}
-
-/* The raw system call changes the calling thread's credentials alone; glibc's setresuid()
- * would change every thread's (the store writer's too). Only the effective uid moves: the
- * real and saved ones stay 0, which is what allows the way back, and the effective
- * capabilities, cleared on the way out, return on the way back. */
-static int thread_set_euid(uid_t uid) {
-#ifdef SYS_setresuid32
-        long r = syscall(SYS_setresuid32, (uid_t) -1, uid, (uid_t) -1);
-#else
-        long r = syscall(SYS_setresuid, (uid_t) -1, uid, (uid_t) -1);
-#endif
-        return r < 0 ? -errno : 0;
 }
 
 /* At most `max` pids of the cgroup.procs file in `dfd`; -E2BIG when there are more. */
@@ -300,7 +330,6 @@ static bool pid_listed(const pid_t *pids, size_t n, pid_t pid) {
 }
 
 typedef struct KillState {
-        uid_t uid;
         int sig;
         size_t budget;   /* pids left to look at */
         unsigned n_signalled;
@@ -317,7 +346,6 @@ static void kill_error(KillState *k, int r) {
 
 static void kill_one_dir(KillState *k, int dfd) {
         size_t n = 0, n_again = 0;
-        uid_t saved;
         int r;
 
         r = read_procs(dfd, k->pids, k->budget, &n);
@@ -343,24 +371,13 @@ static void kill_one_dir(KillState *k, int dfd) {
                         kill_error(k, r);
         }
 
-        saved = geteuid();
-        r = saved == k->uid ? 0 : thread_set_euid(k->uid);
-        if (r < 0)
-                kill_error(k, r);
-        else {
-                for (size_t i = 0; i < n; i++) {
-                        if (k->pidfds[i] < 0 || !pid_listed(k->again, n_again, k->pids[i]))
-                                continue;
-                        if (syscall(SYS_pidfd_send_signal, k->pidfds[i], k->sig, NULL, 0) >= 0)
-                                k->n_signalled++;
-                        else if (errno != ESRCH)
-                                kill_error(k, -errno);
-                }
-                if (saved != k->uid && thread_set_euid(saved) < 0) {
-                        /* never go on with another uid than ours */
-                        log_error_errno(errno, "Failed to switch back to uid %u: %m", (unsigned) saved);
-                        abort();
-                }
+        for (size_t i = 0; i < n; i++) {
+                if (k->pidfds[i] < 0 || !pid_listed(k->again, n_again, k->pids[i]))
+                        continue;
+                if (syscall(SYS_pidfd_send_signal, k->pidfds[i], k->sig, NULL, 0) >= 0)
+                        k->n_signalled++;
+                else if (errno != ESRCH)
+                        kill_error(k, -errno);
         }
         for (size_t i = 0; i < n; i++)
                 safe_close(k->pidfds[i]);
@@ -423,21 +440,34 @@ int pidfd_kill_as(uid_t uid, int pidfd, int sig) {
 
 int cgroup_kill_as(uid_t uid, const char *dir, int sig, unsigned *ret_n_signalled) {
         _cleanup_free_ KillState *k = NULL;
-        _cleanup_close_ int dfd = -EBADF;
+        uid_t saved;
+        int dfd, r;
 
         if (!dir || dir[0] != '/' || sig <= 0 || sig >= _NSIG || uid == (uid_t) -1)
                 return -EINVAL;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
         k = calloc(1, sizeof(KillState));
         if (!k)
                 return -ENOMEM;
-        k->uid = uid;
         k->sig = sig;
         k->budget = CGROUP_KILL_PIDS_MAX;
-        kill_tree(k, dfd, 0);
+
+        /* The whole walk as the uid: the cgroups below a delegated one are its to read (made
+         * with the sandbox's UMask=0077, and a command can chmod its own), sandboxd has no
+         * CAP_DAC_READ_SEARCH, and it opens nothing there the uid could not. */
+        r = euid_enter(uid, &saved);
+        if (r < 0)
+                return r;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                r = -errno;
+        else {
+                kill_tree(k, dfd, 0);
+                safe_close(dfd);
+                r = k->error;
+        }
+        euid_leave(uid, saved);
+
         if (ret_n_signalled)
                 *ret_n_signalled = k->n_signalled;
-        return k->error;
+        return r;
 }

@@ -37,9 +37,14 @@ int cgroup_read_oom_counter(const char *cgroup, uint64_t *ret);
  * read-only at its place (*ret_binds). `parent` is a ControlGroup= value, child one name. */
 int cgroup_session_view(const char *parent, const char *child, char ***ret_tmpfs, char ***ret_binds);
 
+/* The cgroups below a session's executor are its dynamic user's, mode 0700 (the sandbox's
+ * UMask=0077) or whatever a command makes them, and sandboxd has no CAP_DAC_READ_SEARCH:
+ * the functions on them read as `uid`, switched on the calling thread alone (as
+ * cgroup_kill_as()). geteuid() for no switch. */
+
 /* The usage of the cgroup v2 directory `dir` (cpu.stat, memory.peak, pids.current): a
  * command's own cgroup below its session's executor. As cgroup_read_usage(). */
-int cgroup_read_usage_dir(const char *dir, CgroupUsage *ret);
+int cgroup_read_usage_dir(uid_t uid, const char *dir, CgroupUsage *ret);
 
 /* The directory of `cgroup` (a ControlGroup= value), or of its child `child` when not NULL,
  * in the cgroup v2 hierarchy: /sys/fs/cgroup/... on a pure v2 host, /sys/fs/cgroup/unified/...
@@ -54,15 +59,15 @@ int cgroup_executor_bind(const char *cgroup_parent, const char *slice, const cha
 
 /* 1 if processes live in the cgroup directory `dir` or below (cgroup.events "populated"),
  * 0 if not, -errno if it cannot be read. */
-int cgroup_is_populated(const char *dir);
+int cgroup_is_populated(uid_t uid, const char *dir);
 
 #define CGROUP_KILL_PIDS_MAX  4096u
 #define CGROUP_KILL_DEPTH_MAX 8u
 
 /* Sends `sig` to every process listed in `dir`/cgroup.procs and in the cgroups below it (at
  * most CGROUP_KILL_DEPTH_MAX levels, CGROUP_KILL_PIDS_MAX processes), with the effective uid
- * `uid` on the calling thread alone: sandboxd holds no CAP_KILL, and the processes of a
- * session's executor are its dynamic user's. Each pid is pinned by a pidfd and signalled only
+ * `uid` on the calling thread alone, for the reading too: sandboxd holds no CAP_KILL, and the
+ * processes and cgroups of a session's executor are its dynamic user's. Each pid is pinned by a pidfd and signalled only
  * if it is still listed after that, so a reused pid is not hit. Returns 0, or the first error:
  * -E2BIG or -ELOOP when the bounds left processes out, -EPERM when one could not be
  * signalled, -EBADMSG for a line that is not a pid; *ret_n_signalled counts those signalled

@@ -100,14 +100,26 @@ static void test_populated(void) {
         char d[512];
 
         sub("events", d, sizeof(d));
-        ASSERT(cgroup_is_populated(d) == -ENOENT);
+        ASSERT(cgroup_is_populated(geteuid(), d) == -ENOENT);
         write_file(d, "cgroup.events", "populated 1\nfrozen 0\n");
-        ASSERT(cgroup_is_populated(d) == 1);
+        ASSERT(cgroup_is_populated(geteuid(), d) == 1);
         write_file(d, "cgroup.events", "frozen 1\npopulated 0\n");
-        ASSERT(cgroup_is_populated(d) == 0);
+        ASSERT(cgroup_is_populated(geteuid(), d) == 0);
         write_file(d, "cgroup.events", "frozen 1\npopulatedx 1\n");
-        ASSERT(cgroup_is_populated(d) == -ENODATA);
-        ASSERT(cgroup_is_populated("relative") == -EINVAL);
+        ASSERT(cgroup_is_populated(geteuid(), d) == -ENODATA);
+
+        /* a directory of the session's uid, closed to others (an executor's, made under
+         * UMask=0077): read as that uid, even without CAP_DAC_* */
+        write_file(d, "cgroup.events", "populated 1\n");
+        if (geteuid() != 0 || chown(d, 65534, 65534) < 0)
+                fprintf(stderr, "not root with CAP_CHOWN: a closed directory is not checked\n");
+        else {
+                ASSERT(chmod(d, 0700) == 0);
+                ASSERT(cgroup_is_populated(65534, d) == 1);
+                ASSERT(cgroup_is_populated(65533, d) == -EACCES);
+                ASSERT(geteuid() == 0);
+        }
+        ASSERT(cgroup_is_populated(geteuid(), "relative") == -EINVAL);
 }
 
 static void test_usage(void) {
@@ -115,19 +127,19 @@ static void test_usage(void) {
         char d[512];
 
         sub("usage", d, sizeof(d));
-        ASSERT(cgroup_read_usage_dir(d, &u) == -ENOENT);
+        ASSERT(cgroup_read_usage_dir(geteuid(), d, &u) == -ENOENT);
         ASSERT(u.cpu_usec == UINT64_MAX && u.memory_peak == UINT64_MAX && u.tasks == UINT64_MAX);
 
         write_file(d, "cpu.stat", "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n");
         write_file(d, "memory.current", "8192\n");
         write_file(d, "pids.current", "3\n");
-        ASSERT(cgroup_read_usage_dir(d, &u) == 0);
+        ASSERT(cgroup_read_usage_dir(geteuid(), d, &u) == 0);
         ASSERT(u.cpu_usec == 1234 && u.memory_peak == 8192 && u.tasks == 3);
         /* the peak, where the kernel has it (6.1 and later), before the current value */
         write_file(d, "memory.peak", "65536\n");
-        ASSERT(cgroup_read_usage_dir(d, &u) == 0);
+        ASSERT(cgroup_read_usage_dir(geteuid(), d, &u) == 0);
         ASSERT(u.memory_peak == 65536);
-        ASSERT(cgroup_read_usage_dir("usage", &u) == -EINVAL);
+        ASSERT(cgroup_read_usage_dir(geteuid(), "usage", &u) == -EINVAL);
 }
 
 static pid_t child(uid_t uid) {
@@ -179,6 +191,15 @@ static void test_kill(void) {
                 ASSERT(n == 0);
                 ASSERT(geteuid() == 0);
                 ASSERT(alive(a) && alive(b));
+                /* the session's cgroups are closed to other uids: read as the session's */
+                if (chown(d, uid, uid) < 0)
+                        fprintf(stderr, "no CAP_CHOWN: a closed directory is not checked\n");
+                else {
+                        ASSERT(chmod(d, 0700) == 0);
+                        ASSERT(cgroup_kill_as(65533, d, SIGTERM, &n) == -EACCES);
+                        ASSERT(n == 0);
+                        ASSERT(alive(a) && alive(b));
+                }
         } else
                 fprintf(stderr, "not root: the uid switch to another uid is not checked\n");
 
@@ -258,6 +279,7 @@ int main(void) {
         char cmd[128];
 
         ASSERT(mkdtemp(tmp));
+        ASSERT(chmod(tmp, 0755) == 0); /* the uids the tests switch to look into it */
         test_paths();
         test_populated();
         test_usage();
