@@ -45,7 +45,7 @@
 #define DIAL_MIN_MSEC 10
 #define DIAL_MAX_MSEC 250
 #define REFUSALS_MAX 64
-#define RMDIR_TRIES 50 /* at 100 ms: a command's leftovers get 5 s to end */
+#define RMDIR_GIVE_UP_USEC (5u * 1000000u) /* a command's leftovers get 5 s to end */
 #define SEALS_NEEDED (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)
 
 typedef struct Entry {
@@ -53,7 +53,7 @@ typedef struct Entry {
         pid_t pid; /* 0: it never ran */
         bool exited, acked;
         bool started_unsent, exited_unsent;
-        unsigned rmdir_tries;
+        uint64_t acked_usec;
         ExecutorStarted started;
         ExecutorExited result;
 } Entry;
@@ -551,7 +551,7 @@ static void collect(void) {
                 Entry *e = &table[i];
 
                 if (e->acked && (!e->started.cgroup[0] || unlinkat(cg_fd, e->started.cgroup, AT_REMOVEDIR) >= 0 ||
-                                 errno == ENOENT || ++e->rmdir_tries >= RMDIR_TRIES))
+                                 errno == ENOENT || now_usec() - e->acked_usec > RMDIR_GIVE_UP_USEC))
                         entry_remove(e);
                 else
                         i++;
@@ -573,6 +573,7 @@ static void on_ack(uint32_t n) {
                 return;
         }
         e->acked = true;
+        e->acked_usec = now_usec();
         e->started_unsent = e->exited_unsent = false;
 }
 
