@@ -71,8 +71,7 @@ static uint32_t hello_flags;
 static bool v2, hello_unsent, ready_unsent, want_out, stopping, clone3_works = true;
 static int64_t dial_at_msec, dial_backoff_msec = DIAL_MIN_MSEC, connected_at_msec;
 
-static void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_msg(const char *fmt, ...) {
+__attribute__((format(printf, 1, 2))) static void log_msg(const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
