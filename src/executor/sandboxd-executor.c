@@ -45,7 +45,7 @@
 #define DIAL_MIN_MSEC 10
 #define DIAL_MAX_MSEC 250
 #define REFUSALS_MAX 64
-#define RMDIR_TRIES 50 /* at 100 ms: a command's leftovers get 5 s to end */
+#define RMDIR_GIVE_UP_USEC (5u * 1000000u) /* a command's leftovers get 5 s to end */
 #define SEALS_NEEDED (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)
 
 typedef struct Entry {
@@ -53,7 +53,7 @@ typedef struct Entry {
         pid_t pid; /* 0: it never ran */
         bool exited, acked;
         bool started_unsent, exited_unsent;
-        unsigned rmdir_tries;
+        uint64_t acked_usec;
         ExecutorStarted started;
         ExecutorExited result;
 } Entry;
@@ -71,8 +71,7 @@ static uint32_t hello_flags;
 static bool v2, hello_unsent, ready_unsent, want_out, stopping, clone3_works = true;
 static int64_t dial_at_msec, dial_backoff_msec = DIAL_MIN_MSEC, connected_at_msec;
 
-static void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_msg(const char *fmt, ...) {
+__attribute__((format(printf, 1, 2))) static void log_msg(const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
@@ -553,7 +552,7 @@ static void collect(void) {
                 Entry *e = &table[i];
 
                 if (e->acked && (!e->started.cgroup[0] || unlinkat(cg_fd, e->started.cgroup, AT_REMOVEDIR) >= 0 ||
-                                 errno == ENOENT || ++e->rmdir_tries >= RMDIR_TRIES))
+                                 errno == ENOENT || now_usec() - e->acked_usec > RMDIR_GIVE_UP_USEC))
                         entry_remove(e);
                 else
                         i++;
@@ -575,6 +574,7 @@ static void on_ack(uint32_t n) {
                 return;
         }
         e->acked = true;
+        e->acked_usec = now_usec();
         e->started_unsent = e->exited_unsent = false;
 }
 
