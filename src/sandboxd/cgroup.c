@@ -116,6 +116,20 @@ int cgroup_read_usage_dir(uid_t uid, const char *dir, CgroupUsage *ret) {
         return r;
 }
 
+int cgroup_read_oom_kills_dir(uid_t uid, const char *dir, uint64_t *ret) {
+        uid_t saved;
+        int r;
+
+        if (!dir || dir[0] != '/' || uid == (uid_t) -1)
+                return -EINVAL;
+        r = euid_enter(uid, &saved);
+        if (r < 0)
+                return r;
+        r = read_keyed_file(dir, "", "memory.events", "oom_kill", ret);
+        euid_leave(uid, saved);
+        return r;
+}
+
 int cgroup_read_usage(const char *cgroup, CgroupUsage *ret) {
         CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
         uint64_t v;

@@ -372,7 +372,7 @@ static void observe_usage(Command *c) {
                 c->cgroup = strdup(c->state.control_group);
 
         /* systemd 252 has no MemoryPeak, and no CPU time where cpuacct is unusable. */
-        if (!c->cgroup || cgroup_read_usage(c->cgroup, &u) < 0)
+        if (c->in_executor ? executor_read_usage(c, &u) < 0 : !c->cgroup || cgroup_read_usage(c->cgroup, &u) < 0)
                 return;
         if (u.memory_peak != UINT64_MAX && u.memory_peak > c->memory_peak)
                 c->memory_peak = u.memory_peak;

@@ -30,6 +30,8 @@
 #define HELLO_TIMEOUT_USEC (30 * USEC_PER_SEC)
 /* ... and EXITED this long after the kernel said the command's process ended. */
 #define EXITED_TIMEOUT_USEC (2 * USEC_PER_SEC)
+/* ... and STARTED this long after it was given the command (it ignores what it cannot read). */
+#define STARTED_TIMEOUT_USEC (5 * USEC_PER_SEC)
 /* Restarts of a failing executor: at most this many a minute, then the session's commands fail. */
 #define RESTARTS_PER_MINUTE 3
 #define SIGKILL_INTERVAL_USEC (200 * USEC_PER_MSEC)
@@ -231,6 +233,7 @@ static void on_started(Executor *e, const ExecutorMsg *msg) {
             sd_event_add_io(s->manager->event, &x->pidfd_io, x->pidfd, EPOLLIN, on_pidfd, c) < 0)
                 x->pidfd = safe_close(x->pidfd);
         x->state = EXEC_STARTED;
+        x->started_timer = sd_event_source_disable_unref(x->started_timer);
         /* as systemd names cgroups, for the sampling of its usage (cgroup.h) */
         free(c->cgroup);
         c->cgroup = NULL;
@@ -421,8 +424,8 @@ static void exec_finish(Command *c, int32_t code, int32_t status, const Executor
 
         if (x->cgroup_dir && (s->executor->flags & EXECUTOR_HELLO_CONTROLLERS)) {
                 uint64_t v;
-                /* v2: its own cgroup counts its OOM kills */
-                oom = c->cgroup && cgroup_read_oom_counter(c->cgroup, &v) >= 0 && v > 0;
+                /* v2: its own cgroup counts its OOM kills (the dynamic user's, mode 0700) */
+                oom = cgroup_read_oom_kills_dir(s->executor->uid, x->cgroup_dir, &v) >= 0 && v > 0;
         } else if (s->cgroup) {
                 uint64_t v;
                 /* v1: the slice's limit was hit while it ran, as for a unit */
@@ -448,6 +451,7 @@ static void exec_finish(Command *c, int32_t code, int32_t status, const Executor
 
         x->state = EXEC_EXITED;
         x->timer = sd_event_source_disable_unref(x->timer);
+        x->started_timer = sd_event_source_disable_unref(x->started_timer);
         x->pidfd_io = sd_event_source_disable_unref(x->pidfd_io);
         send_ack(s->executor, c->n);
         /* what it left behind goes with it, as with the unit of a command */
@@ -542,6 +546,20 @@ static void exec_arm_timeout(Command *c) {
         exec_timer_set(c, now_usec(CLOCK_MONOTONIC) + (x->deadline_usec > now ? x->deadline_usec - now : 0));
 }
 
+static int on_started_deadline(sd_event_source *es, uint64_t usec, void *userdata) {
+        Command *c = userdata;
+        CommandExec *x = c->exec;
+
+        x->started_timer = sd_event_source_disable_unref(x->started_timer);
+        if (!exec_is_live(c) || x->state != EXEC_SENT)
+                return 0;
+        if (c->session->frozen)
+                return sd_event_add_time_relative(c->session->manager->event, &x->started_timer, CLOCK_MONOTONIC,
+                                                  STARTED_TIMEOUT_USEC, 10 * USEC_PER_MSEC, on_started_deadline, c);
+        violation(c->session->executor, "no STARTED in time");
+        return 0;
+}
+
 static int exec_send(Executor *e, Command *c) {
         CommandExec *x = c->exec;
         ExecutorExec msg;
@@ -556,6 +574,8 @@ static int exec_send(Executor *e, Command *c) {
         x->state = EXEC_SENT;
         x->start_usec = now_usec(CLOCK_MONOTONIC);
         exec_arm_timeout(c);
+        (void) sd_event_add_time_relative(e->session->manager->event, &x->started_timer, CLOCK_MONOTONIC,
+                                          STARTED_TIMEOUT_USEC, 10 * USEC_PER_MSEC, on_started_deadline, c);
         command_accepted(c);
         return 0;
 }
@@ -658,6 +678,12 @@ int executor_recover_command(Executor *e, Command *c, uint64_t deadline_usec) {
         return command_sample(c);
 }
 
+int executor_read_usage(Command *c, CgroupUsage *ret) {
+        if (!c->exec || !c->exec->cgroup_dir || c->exec->state != EXEC_STARTED)
+                return -ENOENT;
+        return cgroup_read_usage_dir(c->session->executor->uid, c->exec->cgroup_dir, ret);
+}
+
 int executor_signal(Command *c, int sig) {
         return exec_kill(c, sig);
 }
@@ -696,6 +722,7 @@ void command_exec_free(Command *c) {
                 safe_close(x->fds[k]);
         sd_event_source_disable_unref(x->pidfd_io);
         sd_event_source_disable_unref(x->timer);
+        sd_event_source_disable_unref(x->started_timer);
         safe_close(x->pidfd);
         free(x->cgroup_dir);
         free(x);

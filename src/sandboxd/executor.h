@@ -13,6 +13,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "cgroup.h"
 #include "executor-proto.h"
 #include "manager.h"
 
@@ -34,6 +35,7 @@ typedef struct CommandExec {
         char *cgroup_dir;           /* its cgroup in the unified (v2) hierarchy; NULL: the executor has none */
         uint64_t start_usec;        /* CLOCK_MONOTONIC, ours */
         sd_event_source *timer;     /* the timeout, then the kill grace, then SIGKILL again */
+        sd_event_source *started_timer; /* STARTED is due this long after the EXEC */
         bool timed_out, stopping, killed, gone;
         unsigned kills;
 } CommandExec;
@@ -58,5 +60,7 @@ int executor_exec(Executor *e, Command *c, const char *exe, const char *cwd, cha
 /* After a restart, from c's record: the executor tells what became of it. */
 int executor_recover_command(Executor *e, Command *c, uint64_t deadline_realtime_usec);
 int executor_signal(Command *c, int sig);
+/* The usage of its cgroup (read as the session's uid: the executor made it, mode 0700). */
+int executor_read_usage(Command *c, CgroupUsage *ret);
 int executor_stop(Command *c);
 void command_exec_free(Command *c);
