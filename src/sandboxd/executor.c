@@ -744,8 +744,12 @@ static void note_state(Executor *e) {
         }
         if (e->state.main_pid != 0)
                 e->main_pid = e->state.main_pid;
-        if (streq(e->state.active_state, "activating") || streq(e->state.active_state, "active"))
+        if (streq(e->state.active_state, "activating") || streq(e->state.active_state, "active")) {
                 (void) session_userdb_update(s);
+                /* it runs: HELLO is due (PID 1 may have taken long to get here) */
+                if (e->conn < CONN_RESYNC)
+                        arm_hello_timer(e);
+        }
 
         /* down, and no job that would change it (our start, queued but not run yet) */
         if (e->state.job_id == 0 && (streq(e->state.load_state, "not-found") || streq(e->state.active_state, "inactive") ||
@@ -852,7 +856,6 @@ static int executor_start_unit(Executor *e) {
         r = session_start_executor_unit(s, e->unit, e->dir, &e->start_call, on_unit_started, e);
         if (r < 0)
                 return log_error_errno(r, "Failed to ask systemd to start %s: %m", e->unit);
-        arm_hello_timer(e);
         return 0;
 }
 
@@ -975,7 +978,6 @@ int executor_new(Session *s, bool recovering, Executor **ret) {
                 (void) systemd_unit_call_async(m->pid1, e->unit_path, "Ref", NULL, NULL);
                 e->running = true;
                 executor_refresh(e);
-                arm_hello_timer(e);
         } else {
                 r = executor_start_unit(e);
                 if (r < 0)

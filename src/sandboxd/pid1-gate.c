@@ -222,8 +222,12 @@ int pid1_call(Pid1Gate *g, Pid1Call **ret_call, sd_bus_message *m, sd_bus_messag
                 return -ENOMEM;
         *c = (Pid1Call) { .gate = g, .msg = sd_bus_message_ref(m), .cb = cb, .userdata = userdata };
 
-        if (g->jobs >= PID1_JOBS_MAX)
+        if (g->jobs >= PID1_JOBS_MAX) {
                 jobs_forget_old(g);
+                /* the calls waiting for those jobs: no JobRemoved of theirs will pump now */
+                if (g->jobs < PID1_JOBS_MAX)
+                        pump(g);
+        }
         if (g->in_flight < g->max && g->jobs < PID1_JOBS_MAX && !g->oldest) {
                 r = send_call(c);
                 if (r < 0) {
