@@ -557,6 +557,24 @@ def command_main_pid(cmd):
     return 0
 
 
+def exec_session(api, scope, **extra):
+    """A new session of SCOPE in exec mode session, whatever the lane."""
+    user, ws = scope
+    s = api.create_session(user, ws, exec_mode="session", **extra)
+    assert s["state"] == "active" and s["exec_mode"] == "session", s
+    return s
+
+
+def exec_result(api, sid, body, timeout=60):
+    """run() to the end, as one dict: the exit event's fields, the output, "unit" from the
+    accepted event and "cgroup" from the command's snapshot."""
+    r = run(api, sid, body, timeout=timeout)
+    out = dict(r["exit"])
+    out.update(stdout=r["stdout"], stderr=r["stderr"], unit=r["accepted"]["unit"])
+    out["cgroup"] = snapshot(api, sid, r["accepted"]["request_id"]).get("cgroup")
+    return out
+
+
 def wait_command_running(api, sid, rid, timeout=20.0):
     """Waits until command RID of SID runs (its process exists, not merely accepted);
     returns its snapshot."""
