@@ -991,6 +991,28 @@ fail:
         return r;
 }
 
+void executor_remove(Executor *e) {
+        if (!e)
+                return;
+        /* Called from deep inside its own callbacks (an EXITED ends the last command of a
+         * closing session): everything stops here, the memory goes with the session. */
+        conn_close(e);
+        e->auth_fd = safe_close(e->auth_fd);
+        e->listen_io = sd_event_source_disable_unref(e->listen_io);
+        e->listen_fd = safe_close(e->listen_fd);
+        e->hello_timer = sd_event_source_disable_unref(e->hello_timer);
+        e->flush_defer = sd_event_source_disable_unref(e->flush_defer);
+        e->retry_timer = sd_event_source_disable_unref(e->retry_timer);
+        e->match_slot = sd_bus_slot_unref(e->match_slot);
+        e->start_call = pid1_call_cancel(e->start_call);
+        e->state_call = pid1_call_cancel(e->state_call);
+        e->broken = true; /* nothing starts it again */
+        if (e->socket_path)
+                (void) unlink(e->socket_path);
+        if (e->dir)
+                (void) rmdir(e->dir);
+}
+
 Executor *executor_free(Executor *e) {
         if (!e)
                 return NULL;
@@ -1011,11 +1033,4 @@ Executor *executor_free(Executor *e) {
         free(e->cgroup_dir);
         free(e);
         return NULL;
-}
-
-void executor_remove(Executor *e) {
-        if (!e)
-                return;
-        (void) unlink(e->socket_path);
-        (void) rmdir(e->dir);
 }

@@ -49,7 +49,8 @@ typedef struct CommandExec {
 int executor_new(Session *s, bool recovering, Executor **ret);
 /* Closes listener and connection; the unit runs on (sandboxd stops; the next one re-attaches). */
 Executor *executor_free(Executor *e);
-/* The session is closed: the listener's directory goes too. */
+/* The session is closed: listener, connection, calls and timers end, the listener's
+ * directory goes; the object stays until executor_free() (safe from its own callbacks). */
 void executor_remove(Executor *e);
 
 /* Command c of the session (fresh: c->exec NULL) is to run: exe, cwd, argv, env as

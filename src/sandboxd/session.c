@@ -940,9 +940,9 @@ static void session_closing_step(Session *s) {
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
         s->proxy = proxy_listener_close(s->proxy);
-        /* the slice's stop ends the executor with everything else in it */
+        /* the slice's stop ends the executor with everything else in it; the object goes
+         * with the session (we may be inside one of its callbacks) */
         executor_remove(s->executor);
-        s->executor = executor_free(s->executor);
         (void) store_rm_rf(s->userdb_dir);
 
         session_set_state(s, SESSION_CLOSED);

@@ -12,7 +12,7 @@ import dbus
 import pytest
 
 import sbxbus as B
-from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, LOCAL_TENANT, WORKSPACE_ROOT,
+from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, EXEC_MODE, LOCAL_TENANT, WORKSPACE_ROOT,
                       command_unit_name, is_active, sh, systemctl_show, unique_user, wait_command_running, wait_for,
                       workspace_for)
 
@@ -229,16 +229,17 @@ def test_network_and_command_count(api, scope):
 
 
 def test_exec_mode(api, scope):
-    """ExecMode is the session's exec mode: the option's, "unit" without one; a second
+    """ExecMode is the session's exec mode: the option's, the configured one (the lane's)
+    without one; a second
     CreateSession of the scope answers the session as it is, whatever mode it names."""
     user, ws = scope
     sid, path = B.manager("CreateSession", "ssa{sv}", user, ws, {"exec_mode": dbus.String("session")})
-    sid2, path2 = B.manager("CreateSession", "ssa{sv}", user, ws + "-unit", {})
+    sid2, path2 = B.manager("CreateSession", "ssa{sv}", user, ws + "-unit", {})  # the lane's default
     try:
         assert B.get_property(path, B.SESSION, "ExecMode") == "session"
         assert api.get_session(sid)["exec_mode"] == "session"
-        assert B.get_property(path2, B.SESSION, "ExecMode") == "unit"
-        assert api.get_session(sid2)["exec_mode"] == "unit"
+        assert B.get_property(path2, B.SESSION, "ExecMode") == EXEC_MODE
+        assert api.get_session(sid2)["exec_mode"] == EXEC_MODE
         assert B.manager("CreateSession", "ssa{sv}", user, ws, {"exec_mode": dbus.String("unit")}) == [sid, path]
         assert B.get_property(path, B.SESSION, "ExecMode") == "session"
         # its commands run

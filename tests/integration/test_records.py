@@ -131,7 +131,7 @@ def test_exec_mode_is_kept_across_a_restart(api):
     session; a mode that cannot be read sets the record aside rather than guess."""
     user = unique_user()
     sids = {}
-    for tag, extra in (("session", {"exec_mode": "session"}), ("unit", {}), ("old", {"exec_mode": "session"}),
+    for tag, extra in (("session", {"exec_mode": "session"}), ("unit", {"exec_mode": "unit"}), ("old", {"exec_mode": "session"}),
                        ("bad", {"exec_mode": "session"})):
         s = api.create_session(user, "records-mode-" + tag, **extra)
         sids[tag] = s["id"]

@@ -118,7 +118,7 @@ def test_show_and_ls_say_what_http_says(transport, api, scope):
 def test_exec_mode(transport, api, scope):
     user, ws = scope
     sid = ctl("create", "--exec-mode=session", user, ws, check=0).stdout.decode().strip()
-    unit = ctl("create", user, ws + "-u", check=0).stdout.decode().strip()
+    unit = ctl("create", "--exec-mode=unit", user, ws + "-u", check=0).stdout.decode().strip()
     try:
         assert api.get_session(sid)["exec_mode"] == "session"
         assert api.get_session(unit)["exec_mode"] == "unit"

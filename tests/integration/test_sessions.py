@@ -6,7 +6,7 @@ import re
 import pytest
 
 import sbxbus as B
-from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, MAX_CPU_QUOTA, MAX_MEMORY_MAX,
+from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, EXEC_MODE, MAX_CPU_QUOTA, MAX_MEMORY_MAX,
                       LOCAL_TENANT, MAX_TASKS_MAX, WORKSPACE_ROOT, assert_error, config_dropin, run, systemctl_show,
                       unique_user, units)
 
@@ -52,7 +52,7 @@ def test_create_new_session(api, scope):
     assert s["limits"] == {"memory_max": DEFAULT_MEMORY_MAX, "cpu_quota": DEFAULT_CPU_QUOTA,
                            "tasks_max": DEFAULT_TASKS_MAX}, s
     assert s["network"] == {"mode": "proxy", "deny": []}  # DefaultMode=proxy
-    assert s["exec_mode"] == "unit"  # ExecMode=unit
+    assert s["exec_mode"] == EXEC_MODE  # ExecMode=, the lane's
     assert s["commands"] == 0 and s["running"] == 0
     # systemd has the slice, with the configured default limits
     assert slice_of(s) in units()
@@ -96,19 +96,20 @@ def test_create_again_with_another_exec_mode_answers_the_session_as_it_is(api, s
 @pytest.mark.restarts_daemon
 def test_exec_mode_default_is_the_configs(api, scope):
     user, ws = scope
+    other = "session" if EXEC_MODE == "unit" else "unit"  # not the lane's own default
     with config_dropin(DROPIN) as write:
-        write("[Session]\nExecMode=session\n")
+        write("[Session]\nExecMode=%s\n" % other)
         s = api.create_session(user, ws)
-        assert s["exec_mode"] == "session", s
+        assert s["exec_mode"] == other, s
         path = B.manager("GetSession", "s", s["id"])[0]
-        assert B.get_property(path, B.SESSION, "ExecMode") == "session"
+        assert B.get_property(path, B.SESSION, "ExecMode") == other
         sid, path = B.manager("CreateSession", "ssa{sv}", user, ws + "-bus", {})
-        assert B.get_property(path, B.SESSION, "ExecMode") == "session"
+        assert B.get_property(path, B.SESSION, "ExecMode") == other
         # a request still chooses
-        assert api.create_session(user, ws + "-unit", exec_mode="unit")["exec_mode"] == "unit"
-    # the default back to unit; the sessions keep theirs
-    assert api.get_session(s["id"])["exec_mode"] == "session"
-    assert api.create_session(user, ws + "-after")["exec_mode"] == "unit"
+        assert api.create_session(user, ws + "-mine", exec_mode=EXEC_MODE)["exec_mode"] == EXEC_MODE
+    # the default back to the lane's; the sessions keep theirs
+    assert api.get_session(s["id"])["exec_mode"] == other
+    assert api.create_session(user, ws + "-after")["exec_mode"] == EXEC_MODE
 
 
 def test_other_workspace_or_user_is_another_session(api, scope):
