@@ -564,6 +564,7 @@ static void command_set_result(Command *c, const CommandResult *res) {
         }
         stdin_close(c, -EPIPE, "the command ended");
         exec_env_remove(c);
+        command_exec_free(c); /* its pidfd and timers: the result is all that stays */
 
         (void) command_save(c);
         if (m->n_running > 0)

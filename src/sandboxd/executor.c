@@ -68,6 +68,7 @@ struct Executor {
         sd_event_source *hello_timer;
         sd_event_source *flush_defer; /* EXECs queued: sent on the next turn of the loop */
         sd_event_source *retry_timer; /* PID 1 still has the previous unit of the name */
+        sd_event_source *fail_defer;  /* broken while its session starts: that fails, from a clean stack */
         unsigned start_retries;
 };
 
@@ -200,6 +201,10 @@ static void on_started(Executor *e, const ExecutorMsg *msg) {
         Command *c = find_command(s, msg->n);
         CommandExec *x;
 
+        if (c && c->in_executor && command_status_is_terminal(c->result.status)) {
+                send_ack(e, c->n); /* its result is recorded (or it was lost): it may forget it */
+                return;
+        }
         if (!c || !c->exec || c->exec->state == EXEC_QUEUED) {
                 violation(e, "STARTED for a command it was not given");
                 return;
@@ -246,6 +251,10 @@ static void on_exited(Executor *e, const ExecutorMsg *msg) {
         Command *c = find_command(e->session, msg->n);
         CommandExec *x = c ? c->exec : NULL;
 
+        if (c && c->in_executor && command_status_is_terminal(c->result.status)) {
+                send_ack(e, c->n);
+                return;
+        }
         if (!x || x->state == EXEC_QUEUED) {
                 violation(e, "EXITED for a command it was not given");
                 return;
@@ -269,6 +278,7 @@ static void on_ready(Executor *e) {
 
         e->conn = CONN_READY;
         e->hello_timer = sd_event_source_disable_unref(e->hello_timer);
+        session_executor_ready(e->session);
         LIST_FOREACH_SAFE(commands, c, next, e->session->commands) {
                 if (!exec_is_live(c) || c->exec->told)
                         continue;
@@ -447,6 +457,10 @@ static void exec_finish(Command *c, int32_t code, int32_t status, const Executor
                 res.duration_ms = (now - x->start_usec) / USEC_PER_MSEC;
         res.usage.cpu_usec = MAX(res.usage.cpu_usec, c->cpu_sampled_usec);
         res.usage.memory_bytes = MAX(res.usage.memory_bytes, c->memory_peak);
+        /* rusage's peak RSS counts mapped files charged to other cgroups: the command's
+         * memory cannot have been above its session's limit */
+        if (s->limits.memory_max > 0 && res.usage.memory_bytes > s->limits.memory_max)
+                res.usage.memory_bytes = s->limits.memory_max;
         res.usage.tasks = MAX(c->tasks_peak, code != 0 ? 1u : 0u);
 
         x->state = EXEC_EXITED;
@@ -863,7 +877,7 @@ static int on_retry_timer(sd_event_source *es, uint64_t usec, void *userdata) {
         Executor *e = userdata;
 
         e->retry_timer = sd_event_source_disable_unref(e->retry_timer);
-        if (e->session->state == SESSION_ACTIVE && !e->broken)
+        if ((e->session->state == SESSION_ACTIVE || e->session->state == SESSION_STARTING) && !e->broken)
                 (void) executor_start_unit(e);
         return 0;
 }
@@ -876,8 +890,16 @@ static void executor_restart(Executor *e) {
         (void) systemd_unit_call_async(s->manager->pid1, e->unit_path, "Unref", NULL, NULL);
         (void) systemd_reset_failed_unit_async(s->manager->pid1, e->unit, NULL, NULL);
         e->start_retries = 0;
-        if (s->state == SESSION_ACTIVE && !e->broken && !e->start_call && !e->retry_timer)
+        if ((s->state == SESSION_ACTIVE || s->state == SESSION_STARTING) && !e->broken && !e->start_call &&
+            !e->retry_timer)
                 (void) executor_start_unit(e);
+}
+
+static int on_fail_defer(sd_event_source *es, void *userdata) {
+        Executor *e = userdata;
+
+        session_executor_failed(e->session, "its executor failed to start 3 times"); /* frees e */
+        return 0;
 }
 
 /* Ends what the executor had (lost), and runs a new one, at most RESTARTS_PER_MINUTE times a
@@ -895,7 +917,7 @@ static void executor_fail(Executor *e, const char *reason) {
                                 (void) cgroup_kill_as(e->uid, c->exec->cgroup_dir, SIGKILL, NULL);
                         command_lose(c, reason);
                 }
-        if (s->state != SESSION_ACTIVE && s->state != SESSION_CLOSING)
+        if (s->state != SESSION_ACTIVE && s->state != SESSION_CLOSING && s->state != SESSION_STARTING)
                 return;
 
         memmove(e->failures + 1, e->failures, sizeof(e->failures) - sizeof(e->failures[0]));
@@ -907,6 +929,9 @@ static void executor_fail(Executor *e, const char *reason) {
                 LIST_FOREACH_SAFE(commands, c, next, s->commands)
                         if (c->exec && c->exec->state == EXEC_QUEUED)
                                 command_start_failed(c, "the session's executor keeps failing");
+                if (s->state == SESSION_STARTING && !e->fail_defer &&
+                    sd_event_add_defer(s->manager->event, &e->fail_defer, on_fail_defer, e) >= 0)
+                        (void) sd_event_source_set_enabled(e->fail_defer, SD_EVENT_ONESHOT);
         }
         /* gone already, or stopped first: note_state() starts the next one once it is down */
         if (e->running) {
@@ -1023,6 +1048,7 @@ Executor *executor_free(Executor *e) {
         sd_event_source_disable_unref(e->hello_timer);
         sd_event_source_disable_unref(e->flush_defer);
         sd_event_source_disable_unref(e->retry_timer);
+        sd_event_source_disable_unref(e->fail_defer);
         sd_bus_slot_unref(e->match_slot);
         pid1_call_cancel(e->start_call);
         pid1_call_cancel(e->state_call);

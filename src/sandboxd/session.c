@@ -431,8 +431,32 @@ static int on_slice_started(sd_bus_message *reply, void *userdata, sd_bus_error 
                 session_free(s); /* the waiters were told; the scope is free for a new try */
                 return 0;
         }
-        session_set_active(s);
+        if (!s->executor || s->executor_ready)
+                session_set_active(s); /* else once its executor runs: session_executor_ready() */
         return 0;
+}
+
+/* Exec mode "session": the session is active once its executor runs (its workspace is then
+ * its dynamic user's: PID 1 chowns it as the unit starts, which must not happen under a
+ * file upload or a command). */
+void session_executor_ready(Session *s) {
+        s->executor_ready = true;
+        if (s->state == SESSION_STARTING && !s->start_call)
+                session_set_active(s);
+}
+
+void session_executor_failed(Session *s, const char *why) {
+        if (s->state != SESSION_STARTING)
+                return;
+        log_error("Session %s cannot run its executor: %s", s->id, why);
+        free(s->error);
+        s->error = strdup(why);
+        session_set_state(s, SESSION_FAILED);
+        op_complete_all(&s->ready_ops, -EIO, s->error);
+        manager_notify_session_removed(s->manager, s);
+        /* its slice and whatever started in it go */
+        (void) systemd_stop_unit_async(s->manager->pid1, s->slice, NULL, NULL);
+        session_free(s);
 }
 
 static int refuse_overloaded(Manager *m, RequestError *e) {
@@ -738,8 +762,9 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                         goto fail;
                 session_add(m, s);
                 manager_notify_session_added(m, s);
-                session_set_active(s);
                 session_start_executor(s);
+                if (!s->executor)
+                        session_set_active(s); /* else once its executor runs */
         } else {
                 r = systemd_start_slice_async(m->pid1, &s->start_call, s->slice, "sandboxd session", &s->limits,
                                               on_slice_started, s);

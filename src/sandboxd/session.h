@@ -41,6 +41,7 @@ struct Session {
         NetworkMode network;
         ExecMode exec_mode;   /* unit: each command a transient unit; session: the executor's children */
         Executor *executor;   /* exec mode "session", while active or closing */
+        bool executor_ready;  /* it said READY once: the session is active from then on */
         char **net_deny;      /* the session's own denied domains (the baseline applies too) */
         char **net_allow;     /* non-NULL: allow-list mode */
         ProxyListener *proxy; /* mode proxy: where its commands' connections come in */
@@ -105,6 +106,12 @@ int session_start_proxy_units(Session *s);
  * session's sandbox; listen_dir: where sandboxd listens for it. */
 int session_start_executor_unit(Session *s, const char *unit, const char *listen_dir, Pid1Call **ret_call,
                                 sd_bus_message_handler_t cb, void *userdata);
+
+/* Exec mode "session": its executor said READY for the first time (the session becomes
+ * active), or cannot run at all (a starting session fails, and is freed: call it from a
+ * clean stack, not from one of the executor's callbacks). */
+void session_executor_ready(Session *s);
+void session_executor_failed(Session *s, const char *why);
 
 /* Rebuilds a session and its commands from the records, after a restart. */
 int session_recover(Manager *m, const char *dir, Session **ret);

@@ -83,7 +83,8 @@ def test_create_session(api, scope):
     assert abs(props["CreatedAt"] / 1e6 - time.time()) < 60
     assert props["LastActivity"] >= props["CreatedAt"]
     assert props["Frozen"] is False and props["CloseReason"] == ""
-    assert is_active("sandboxd-%s.slice" % sid) == "active"
+    # a pooled slice: PID 1 took its start, and makes it before any command of the session
+    wait_for(lambda: is_active("sandboxd-%s.slice" % sid) == "active", timeout=10, what="the slice")
 
     # one active session per scope, whichever front end asks
     assert B.manager("CreateSession", "ssa{sv}", user, ws, {}) == [sid, path]

@@ -87,7 +87,8 @@ def test_create_show_ls_rm(transport, api, scope):
 
     ctl("rm", sid, check=0)
     assert api.get_session(sid)["state"] == "closed"
-    assert "sandboxd-%s.slice" % sid not in units()
+    # the slice's stop is under way (in exec mode session it stops the executor first)
+    wait_for(lambda: "sandboxd-%s.slice" % sid not in units(), timeout=10, what="the slice to go")
 
 
 @both_transports

@@ -8,7 +8,7 @@ import pytest
 import sbxbus as B
 from conftest import (DEFAULT_CPU_QUOTA, DEFAULT_MEMORY_MAX, DEFAULT_TASKS_MAX, EXEC_MODE, MAX_CPU_QUOTA, MAX_MEMORY_MAX,
                       LOCAL_TENANT, MAX_TASKS_MAX, WORKSPACE_ROOT, assert_error, config_dropin, run, systemctl_show,
-                      unique_user, units)
+                      unique_user, units, wait_for)
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-test-sessions.conf"
 
@@ -28,6 +28,10 @@ def slice_of(session):
 
 
 def assert_slice(session, memory_max, cpu_quota, tasks_max):
+    # A slice of the pool is handed out once PID 1 took its start (the session's commands
+    # queue behind it there), which may be a moment before PID 1 made it.
+    wait_for(lambda: systemctl_show(slice_of(session), "ActiveState")["ActiveState"] == "active", timeout=10,
+             what="%s to be active" % slice_of(session))
     p = systemctl_show(slice_of(session), "ActiveState", "LoadState", "Slice", "MemoryMax", "CPUQuotaPerSecUSec",
                        "TasksMax")
     assert p["LoadState"] == "loaded" and p["ActiveState"] == "active", p

@@ -48,6 +48,15 @@ def held_start(sid):
     return [Client("POST", commands_path(sid) + "?wait=false", {"argv": ["true"], "request_id": "held"})]
 
 
+def held_on_pid1(user, ws, other):
+    """A Client that waits on PID 1: closing session OTHER, which has a running command
+    (unit mode: PID 1 stops its unit), or in session mode creating a session (it is active
+    once PID 1 started its executor)."""
+    if START_WAITS_ON_PID1:
+        return Client("DELETE", "/v1/sessions/" + other)
+    return Client("POST", "/v1/sessions", {"user": user, "workspace": ws + "-held"})
+
+
 def check_held(api, sid):
     """The command held at its start was recorded before PID 1 was asked, and ends with a
     result either way."""
@@ -98,8 +107,8 @@ def test_stop_while_requests_wait(api, scope):
     with bus_paused(api):
         # held_start: waits on PID 1 for its unit
         clients = held_start(sid) + [
-            # waits on PID 1 to stop the session's command
-            Client("DELETE", "/v1/sessions/" + other),
+            # waits on PID 1 (to stop the session's command, or to start an executor)
+            held_on_pid1(user, ws, other),
             # waits for a reader that never comes
             Client("POST", commands_path(sid, "deaf", "/stdin"), b"x" * PIPE_BYTES, OCTETS),
         ]
@@ -380,7 +389,7 @@ def test_systemctl_while_requests_wait(api, scope, how):
 
     pid = daemon_pid()
     with bus_paused(api):
-        clients = held_start(sid) + [Client("DELETE", "/v1/sessions/" + other)]
+        clients = held_start(sid) + [held_on_pid1(user, ws, other)]
         start_waiting(api, clients)
         if how == "stop":
             sh("systemctl", "stop", "sandboxd.service", timeout=60)
