@@ -57,12 +57,13 @@ struct Executor {
         uid_t uid;
         char *cgroup_dir;          /* the unit's cgroup in the unified (v2) hierarchy */
 
-        sd_bus_slot *match_slot;
+        int main_pidfd;            /* its main process, once it connected */
+        sd_event_source *main_io;
+        bool hello_check;          /* HELLO is late: the state read decides */
         Pid1Call *start_call, *state_call;
         UnitState state;
         uint32_t main_pid;
         bool running;              /* started by us (or found running), not yet seen to end */
-        bool stopping;             /* we asked PID 1 to stop it: its end is no news */
         bool broken;               /* failed too often: the session's commands fail */
         uint64_t failures[RESTARTS_PER_MINUTE];
         sd_event_source *hello_timer;
@@ -75,6 +76,8 @@ struct Executor {
 static void executor_fail(Executor *e, const char *reason);
 static void executor_restart(Executor *e);
 static int on_retry_timer(sd_event_source *es, uint64_t usec, void *userdata);
+static void executor_refresh(Executor *e);
+static int on_main_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdata);
 static void executor_flush_queue(Executor *e);
 static int executor_start_unit(Executor *e);
 static void exec_finish(Command *c, int32_t code, int32_t status, const ExecutorExited *x);
@@ -177,8 +180,8 @@ static int on_hello_timer(sd_event_source *es, uint64_t usec, void *userdata) {
         if (e->session->frozen) /* it cannot speak while frozen: wait */
                 return sd_event_add_time_relative(e->session->manager->event, &e->hello_timer, CLOCK_MONOTONIC,
                                                   HELLO_TIMEOUT_USEC, USEC_PER_SEC, on_hello_timer, e);
-        log_warning("The executor of session %s did not say hello in time.", e->session->id);
-        executor_fail(e, EXECUTOR_LOST_FAILED);
+        e->hello_check = true;
+        executor_refresh(e); /* note_state() decides */
         return 0;
 }
 
@@ -390,9 +393,16 @@ static void auth_decide(Executor *e) {
         e->uid = uid;
         (void) session_userdb_update(e->session);
         e->conn = CONN_HELLO;
+        if (e->main_pidfd < 0) {
+                e->main_pidfd = (int) syscall(SYS_pidfd_open, e->main_pid, 0);
+                if (e->main_pidfd < 0 ||
+                    sd_event_add_io(e->session->manager->event, &e->main_io, e->main_pidfd, EPOLLIN, on_main_pidfd, e) < 0) {
+                        /* it went already */
+                        e->main_pidfd = safe_close(e->main_pidfd);
+                        executor_fail(e, EXECUTOR_LOST_DIED);
+                }
+        }
 }
-
-static void executor_refresh(Executor *e);
 
 static int on_listen(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
         Executor *e = userdata;
@@ -745,8 +755,25 @@ void command_exec_free(Command *c) {
 
 /* --- the unit ---------------------------------------------------------------------------- */
 
+/* Its main process ended (the kernel says so, through a pidfd taken when it connected):
+ * whatever PID 1 makes of the unit now, this executor is gone. No D-Bus match per session:
+ * a host has more sessions than dbus-daemon allows match rules. */
+static int on_main_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        Executor *e = userdata;
+
+        e->main_io = sd_event_source_disable_unref(e->main_io);
+        e->main_pidfd = safe_close(e->main_pidfd);
+        log_warning("The executor of session %s (pid %u) is gone.", e->session->id, e->main_pid);
+        e->main_pid = 0;
+        executor_fail(e, EXECUTOR_LOST_DIED);
+        return 0;
+}
+
 static void note_state(Executor *e) {
         Session *s = e->session;
+        bool down = e->state.job_id == 0 && (streq(e->state.load_state, "not-found") ||
+                                             streq(e->state.active_state, "inactive") ||
+                                             streq(e->state.active_state, "failed"));
 
         if (e->state.control_group[0] == '/' && !e->cgroup_dir) {
                 (void) unit_cgroup_dir(e->state.control_group, &e->cgroup_dir);
@@ -756,35 +783,31 @@ static void note_state(Executor *e) {
                         s->cgroup = strndup(e->state.control_group, (size_t) (slash - e->state.control_group));
                 }
         }
-        if (e->state.main_pid != 0)
+        if (e->state.main_pid != 0 && e->main_pidfd < 0)
                 e->main_pid = e->state.main_pid;
-        if (streq(e->state.active_state, "activating") || streq(e->state.active_state, "active")) {
+        if (streq(e->state.active_state, "activating") || streq(e->state.active_state, "active"))
                 (void) session_userdb_update(s);
-                /* it runs: HELLO is due (PID 1 may have taken long to get here) */
-                if (e->conn < CONN_RESYNC)
-                        arm_hello_timer(e);
-        }
 
-        /* down, and no job that would change it (our start, queued but not run yet) */
-        if (e->state.job_id == 0 && (streq(e->state.load_state, "not-found") || streq(e->state.active_state, "inactive") ||
-                                     streq(e->state.active_state, "failed"))) {
-                if (!e->running && !e->stopping && e->start_call)
-                        return; /* our start is on its way */
-                e->main_pid = 0;
-                free(e->cgroup_dir);
-                e->cgroup_dir = NULL;
-                if (e->stopping) {
-                        e->stopping = false;
-                        e->running = false;
-                        executor_restart(e);
+        if (e->hello_check) {
+                /* its HELLO is late: fine while PID 1 is still starting it */
+                e->hello_check = false;
+                if (e->conn >= CONN_RESYNC)
+                        return;
+                if (!down && (e->state.job_id != 0 || streq(e->state.active_state, "activating") || e->start_call)) {
+                        arm_hello_timer(e);
                         return;
                 }
-                if (e->running || streq(e->state.load_state, "not-found")) {
-                        e->running = false;
-                        log_warning("The executor of session %s is gone (%s, %s).", s->id, e->state.active_state,
-                                    e->state.result);
-                        executor_fail(e, EXECUTOR_LOST_DIED);
-                }
+                log_warning("The executor of session %s did not say hello in time (%s).", s->id,
+                            e->state.active_state);
+                executor_fail(e, down ? EXECUTOR_LOST_DIED : EXECUTOR_LOST_FAILED);
+                return;
+        }
+        if (down && e->running && e->main_pidfd < 0 && !e->start_call) {
+                /* found down (at recovery, or it never connected) */
+                log_warning("The executor of session %s is gone (%s, %s).", s->id, e->state.active_state,
+                            e->state.result);
+                e->running = false;
+                executor_fail(e, EXECUTOR_LOST_DIED);
         }
 }
 
@@ -804,6 +827,7 @@ static int on_unit_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
         Executor *e = userdata;
 
         e->state_call = pid1_call_cancel(e->state_call);
+        e->state.job_id = 0;
         if (sd_bus_message_is_method_error(reply, NULL) || systemd_read_unit_state(reply, &e->state) < 0) {
                 auth_decide(e);
                 return 0;
@@ -828,24 +852,12 @@ static void executor_refresh(Executor *e) {
                 auth_decide(e);
 }
 
-static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        Executor *e = userdata;
-        const char *interface;
-
-        if (sd_bus_message_read(m, "s", &interface) < 0 || systemd_read_unit_state(m, &e->state) < 0) {
-                executor_refresh(e);
-                return 0;
-        }
-        note_state(e);
-        return 0;
-}
-
 static int on_unit_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Executor *e = userdata;
 
         e->start_call = pid1_call_cancel(e->start_call);
-        if (sd_bus_message_is_method_error(reply, "org.freedesktop.systemd1.UnitExists") && e->start_retries < 50) {
-                /* the previous one is still being unloaded: again in a moment */
+        if (sd_bus_message_is_method_error(reply, "org.freedesktop.systemd1.UnitExists") && e->start_retries < 100) {
+                /* the previous one is still being stopped or unloaded: again in a moment */
                 e->start_retries++;
                 (void) sd_event_add_time_relative(e->session->manager->event, &e->retry_timer, CLOCK_MONOTONIC,
                                                   100 * USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_retry_timer, e);
@@ -857,6 +869,7 @@ static int on_unit_started(sd_bus_message *reply, void *userdata, sd_bus_error *
                 return 0;
         }
         e->running = true;
+        arm_hello_timer(e);
         executor_refresh(e);
         return 0;
 }
@@ -873,26 +886,23 @@ static int executor_start_unit(Executor *e) {
         return 0;
 }
 
+/* Starts the next executor under the same name: its failed state goes first, and while
+ * PID 1 still has the previous unit (stopping, or not yet unloaded) it is asked again. */
+static void executor_restart(Executor *e) {
+        Session *s = e->session;
+
+        if (!(s->state == SESSION_ACTIVE || s->state == SESSION_STARTING) || e->broken || e->start_call)
+                return;
+        (void) systemd_reset_failed_unit_async(s->manager->pid1, e->unit, NULL, NULL);
+        (void) executor_start_unit(e);
+}
+
 static int on_retry_timer(sd_event_source *es, uint64_t usec, void *userdata) {
         Executor *e = userdata;
 
         e->retry_timer = sd_event_source_disable_unref(e->retry_timer);
-        if ((e->session->state == SESSION_ACTIVE || e->session->state == SESSION_STARTING) && !e->broken)
-                (void) executor_start_unit(e);
+        executor_restart(e);
         return 0;
-}
-
-/* The previous executor is down: our reference to it (AddRef=) and its failed state go,
- * so that PID 1 lets its name go, and a new one is started under that name. */
-static void executor_restart(Executor *e) {
-        Session *s = e->session;
-
-        (void) systemd_unit_call_async(s->manager->pid1, e->unit_path, "Unref", NULL, NULL);
-        (void) systemd_reset_failed_unit_async(s->manager->pid1, e->unit, NULL, NULL);
-        e->start_retries = 0;
-        if ((s->state == SESSION_ACTIVE || s->state == SESSION_STARTING) && !e->broken && !e->start_call &&
-            !e->retry_timer)
-                (void) executor_start_unit(e);
 }
 
 static int on_fail_defer(sd_event_source *es, void *userdata) {
@@ -902,8 +912,9 @@ static int on_fail_defer(sd_event_source *es, void *userdata) {
         return 0;
 }
 
-/* Ends what the executor had (lost), and runs a new one, at most RESTARTS_PER_MINUTE times a
- * minute; after that the session's commands fail until it closes. */
+/* Ends what the executor had (lost), stops its unit and runs a new one, at most
+ * RESTARTS_PER_MINUTE times a minute; after that the session's commands fail until it
+ * closes (a session still starting fails). */
 static void executor_fail(Executor *e, const char *reason) {
         Session *s = e->session;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
@@ -911,6 +922,11 @@ static void executor_fail(Executor *e, const char *reason) {
 
         conn_close(e);
         e->hello_timer = sd_event_source_disable_unref(e->hello_timer);
+        e->main_io = sd_event_source_disable_unref(e->main_io);
+        e->main_pidfd = safe_close(e->main_pidfd);
+        e->main_pid = 0;
+        free(e->cgroup_dir);
+        e->cgroup_dir = NULL;
         LIST_FOREACH_SAFE(commands, c, next, s->commands)
                 if (exec_is_live(c)) {
                         if (c->exec->cgroup_dir && e->uid > 0)
@@ -933,12 +949,13 @@ static void executor_fail(Executor *e, const char *reason) {
                     sd_event_add_defer(s->manager->event, &e->fail_defer, on_fail_defer, e) >= 0)
                         (void) sd_event_source_set_enabled(e->fail_defer, SD_EVENT_ONESHOT);
         }
-        /* gone already, or stopped first: note_state() starts the next one once it is down */
+        /* what is left of it goes (KillMode=control-group); the next start waits for that */
         if (e->running) {
-                e->stopping = true;
+                e->running = false;
                 (void) systemd_stop_unit_async(s->manager->pid1, e->unit, NULL, NULL);
-        } else
-                executor_restart(e);
+        }
+        e->start_retries = 0;
+        executor_restart(e);
 }
 
 /* --- life ------------------------------------------------------------------------------------ */
@@ -976,7 +993,7 @@ int executor_new(Session *s, bool recovering, Executor **ret) {
         if (!e)
                 return -ENOMEM;
         e->session = s;
-        e->listen_fd = e->fd = e->auth_fd = -EBADF;
+        e->listen_fd = e->fd = e->auth_fd = e->main_pidfd = -EBADF;
         if (asprintf(&e->unit, "sandboxd-%s-exec.service", s->id) < 0 ||
             asprintf(&e->dir, "%s/executor/%s", m->runtime_dir, s->id) < 0 ||
             asprintf(&e->socket_path, "%s/sock", e->dir) < 0) {
@@ -995,14 +1012,11 @@ int executor_new(Session *s, bool recovering, Executor **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(e->flush_defer, SD_EVENT_OFF);
-        r = systemd_match_unit_async(m->bus, &e->match_slot, e->unit_path, on_properties_changed, e);
-        if (r < 0)
-                goto fail;
         if (recovering) {
-                /* a reference of ours (AddRef= was the old sandboxd's), then what it is now */
-                (void) systemd_unit_call_async(m->pid1, e->unit_path, "Ref", NULL, NULL);
+                /* what it is now: it dials again, or it is gone */
                 e->running = true;
                 executor_refresh(e);
+                arm_hello_timer(e);
         } else {
                 r = executor_start_unit(e);
                 if (r < 0)
@@ -1028,7 +1042,8 @@ void executor_remove(Executor *e) {
         e->hello_timer = sd_event_source_disable_unref(e->hello_timer);
         e->flush_defer = sd_event_source_disable_unref(e->flush_defer);
         e->retry_timer = sd_event_source_disable_unref(e->retry_timer);
-        e->match_slot = sd_bus_slot_unref(e->match_slot);
+        e->main_io = sd_event_source_disable_unref(e->main_io);
+        e->main_pidfd = safe_close(e->main_pidfd);
         e->start_call = pid1_call_cancel(e->start_call);
         e->state_call = pid1_call_cancel(e->state_call);
         e->broken = true; /* nothing starts it again */
@@ -1049,7 +1064,8 @@ Executor *executor_free(Executor *e) {
         sd_event_source_disable_unref(e->flush_defer);
         sd_event_source_disable_unref(e->retry_timer);
         sd_event_source_disable_unref(e->fail_defer);
-        sd_bus_slot_unref(e->match_slot);
+        sd_event_source_disable_unref(e->main_io);
+        safe_close(e->main_pidfd);
         pid1_call_cancel(e->start_call);
         pid1_call_cancel(e->state_call);
         free(e->unit);

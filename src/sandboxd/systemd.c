@@ -448,12 +448,14 @@ int systemd_start_executor_async(Pid1Gate *g, Pid1Call **ret_call, const Executo
         if (r < 0)
                 return r;
 
-        /* No RuntimeMaxSec=: it lives as long as its session. Commands get their own stdio
+        /* No RuntimeMaxSec=: it lives as long as its session. No AddRef=: PID 1 tracks each
+         * reference with a match rule of its own on the bus, and a host has many more
+         * sessions than the 512 rules dbus-daemon allows a connection; sandboxd learns of
+         * the executor's end from its process (a pidfd) instead. Commands get their own stdio
          * from sandboxd with each request; the executor's stdout has nothing to say, and its
          * stderr goes to the journal so that its errors can be seen. */
         if ((r = append_string(m, "Description", s->description)) < 0 ||
             (r = append_string(m, "Type", "exec")) < 0 ||
-            (r = append_bool(m, "AddRef", true)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, SANDBOXD_EXECUTOR_PATH, 1,
                                        "sandboxd-executor", false)) < 0 ||
             (r = append_string(m, "WorkingDirectory", s->working_directory)) < 0 ||
