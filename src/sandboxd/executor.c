@@ -77,6 +77,7 @@ static void executor_fail(Executor *e, const char *reason);
 static void executor_restart(Executor *e);
 static int on_retry_timer(sd_event_source *es, uint64_t usec, void *userdata);
 static void executor_refresh(Executor *e);
+static void arm_hello_timer(Executor *e);
 static int on_main_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdata);
 static void executor_flush_queue(Executor *e);
 static int executor_start_unit(Executor *e);
@@ -180,6 +181,11 @@ static int on_hello_timer(sd_event_source *es, uint64_t usec, void *userdata) {
         if (e->session->frozen) /* it cannot speak while frozen: wait */
                 return sd_event_add_time_relative(e->session->manager->event, &e->hello_timer, CLOCK_MONOTONIC,
                                                   HELLO_TIMEOUT_USEC, USEC_PER_SEC, on_hello_timer, e);
+        if (e->auth_fd >= 0) {
+                /* it did dial: we wait for PID 1 to say who its main process is */
+                arm_hello_timer(e);
+                return 0;
+        }
         e->hello_check = true;
         executor_refresh(e); /* note_state() decides */
         return 0;
@@ -446,12 +452,13 @@ static void exec_finish(Command *c, int32_t code, int32_t status, const Executor
                 uint64_t v;
                 /* v2: its own cgroup counts its OOM kills (the dynamic user's, mode 0700) */
                 oom = cgroup_read_oom_kills_dir(s->executor->uid, x->cgroup_dir, &v) >= 0 && v > 0;
-        } else if (s->cgroup) {
+        }
+        if (s->cgroup) {
                 uint64_t v;
-                /* v1: the slice's limit was hit while it ran, as for a unit */
-                if (cgroup_read_oom_counter(s->cgroup, &v) >= 0 && v > s->oom_seen) {
-                        s->oom_seen = v;
-                        oom = true;
+                /* and as for a unit (v1: the only evidence): the slice's counter rose while it ran */
+                if (cgroup_read_oom_counter(s->cgroup, &v) >= 0) {
+                        oom = oom || v > s->oom_seen;
+                        s->oom_seen = MAX(s->oom_seen, v);
                 }
         }
         (void) command_result_from_exit(x->timed_out, code, status, oom, &res);

@@ -258,8 +258,10 @@ class Response:
 class Api:
     """sandboxd's HTTP API over the unix socket or TCP."""
 
-    def __init__(self, transport="unix", key=None, path=UNIX_SOCKET, host=TCP_HOST, port=TCP_PORT):
+    def __init__(self, transport="unix", key=None, path=UNIX_SOCKET, host=TCP_HOST, port=TCP_PORT,
+                 timeout=SOCKET_TIMEOUT):
         self.transport = transport
+        self.timeout = timeout
         self.key = key
         self.path = path
         self.host = host
@@ -296,7 +298,7 @@ class Api:
         body: dict/list (sent as JSON), str or bytes (sent as is), or an
         iterable of bytes with encode_chunked=True."""
         data = body if encode_chunked else self._encode(body)
-        conn = self.connection()
+        conn = self.connection(timeout=self.timeout)
         try:
             conn.request(method, path, body=data, headers=self._headers(headers, body),
                          encode_chunked=encode_chunked)
@@ -537,7 +539,8 @@ def command_running(cmd):
     """A process of CMD runs: its unit is active (unit mode), its cgroup holds a process."""
     if EXEC_MODE == "unit":
         return is_active(command_unit(cmd)) == "active"
-    return bool(cgroup_pids(command_cgroup(cmd)))
+    # "running" comes when the executor is handed the command, "cgroup" when it forked it
+    return bool(cmd.get("cgroup")) and bool(cgroup_pids(command_cgroup(cmd)))
 
 
 def command_main_pid(cmd):
