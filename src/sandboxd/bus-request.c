@@ -20,6 +20,18 @@ static int enter_option(sd_bus_message *m, const char *key, const char *type, Re
         return sd_bus_message_enter_container(m, 'v', type);
 }
 
+/* The string of option key: entered, read and left. */
+static int read_string_option(sd_bus_message *m, const char *key, const char **ret, RequestError *e) {
+        int r;
+
+        r = enter_option(m, key, "s", e);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "s", ret);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r;
+}
+
 /* Reads the variant of one option of an a{sv} (key is its name), entering and leaving it. */
 typedef int (*OptionFn)(sd_bus_message *m, const char *key, void *userdata, RequestError *e);
 
@@ -81,22 +93,14 @@ static int session_option(sd_bus_message *m, const char *key, void *userdata, Re
         } else if (streq(key, "network")) {
                 const char *mode;
 
-                r = enter_option(m, key, "s", e);
-                if (r >= 0)
-                        r = sd_bus_message_read(m, "s", &mode);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
+                r = read_string_option(m, key, &mode, e);
                 if (r >= 0)
                         r = request_parse_network_mode(mode, &req->network, e);
                 req->has_network_mode = r >= 0;
         } else if (streq(key, "exec_mode")) {
                 const char *mode;
 
-                r = enter_option(m, key, "s", e);
-                if (r >= 0)
-                        r = sd_bus_message_read(m, "s", &mode);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
+                r = read_string_option(m, key, &mode, e);
                 if (r >= 0)
                         r = request_parse_exec_mode(mode, &req->exec_mode, e);
                 req->has_exec_mode = r >= 0;

@@ -88,10 +88,12 @@ static void euid_leave(uid_t uid, uid_t saved) {
 }
 
 static int read_usage_dir(const char *dir, CgroupUsage *ret) {
-        CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
         uint64_t v;
         int r = -ENOENT;
 
+        if (read_keyed_file(dir, "", "memory.events", "oom_kill", &v) >= 0)
+                u.oom_kills = v, r = 0;
         if (read_keyed_file(dir, "", "cpu.stat", "usage_usec", &v) >= 0)
                 u.cpu_usec = v, r = 0;
         if (read_u64_file(dir, "", "memory.peak", &v) >= 0 || read_u64_file(dir, "", "memory.current", &v) >= 0)
@@ -116,22 +118,8 @@ int cgroup_read_usage_dir(uid_t uid, const char *dir, CgroupUsage *ret) {
         return r;
 }
 
-int cgroup_read_oom_kills_dir(uid_t uid, const char *dir, uint64_t *ret) {
-        uid_t saved;
-        int r;
-
-        if (!dir || dir[0] != '/' || uid == (uid_t) -1)
-                return -EINVAL;
-        r = euid_enter(uid, &saved);
-        if (r < 0)
-                return r;
-        r = read_keyed_file(dir, "", "memory.events", "oom_kill", ret);
-        euid_leave(uid, saved);
-        return r;
-}
-
 int cgroup_read_usage(const char *cgroup, CgroupUsage *ret) {
-        CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        CgroupUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
         uint64_t v;
         int r = -ENOENT;
 

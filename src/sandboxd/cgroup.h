@@ -21,6 +21,7 @@ typedef struct CgroupUsage {
         uint64_t cpu_usec;     /* UINT64_MAX: unknown */
         uint64_t memory_peak;  /* UINT64_MAX: unknown */
         uint64_t tasks;        /* UINT64_MAX: unknown */
+        uint64_t oom_kills;    /* v2 memory.events oom_kill of a directory (cgroup_read_usage_dir()); UINT64_MAX: unknown */
 } CgroupUsage;
 
 /* Fills what can be read now; a gone cgroup gives all UINT64_MAX and returns -ENOENT. */
@@ -45,8 +46,6 @@ int cgroup_session_view(const char *parent, const char *child, char ***ret_tmpfs
 /* The usage of the cgroup v2 directory `dir` (cpu.stat, memory.peak, pids.current): a
  * command's own cgroup below its session's executor. As cgroup_read_usage(). */
 int cgroup_read_usage_dir(uid_t uid, const char *dir, CgroupUsage *ret);
-/* The OOM kills below the cgroup v2 directory `dir` (memory.events oom_kill), read as uid. */
-int cgroup_read_oom_kills_dir(uid_t uid, const char *dir, uint64_t *ret);
 
 /* The directory of `cgroup` (a ControlGroup= value), or of its child `child` when not NULL,
  * in the cgroup v2 hierarchy: /sys/fs/cgroup/... on a pure v2 host, /sys/fs/cgroup/unified/...

@@ -449,9 +449,10 @@ static void exec_finish(Command *c, int32_t code, int32_t status, const Executor
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         if (x->cgroup_dir && (s->executor->flags & EXECUTOR_HELLO_CONTROLLERS)) {
-                uint64_t v;
+                CgroupUsage u;
                 /* v2: its own cgroup counts its OOM kills (the dynamic user's, mode 0700) */
-                oom = cgroup_read_oom_kills_dir(s->executor->uid, x->cgroup_dir, &v) >= 0 && v > 0;
+                oom = cgroup_read_usage_dir(s->executor->uid, x->cgroup_dir, &u) >= 0 && u.oom_kills != UINT64_MAX &&
+                      u.oom_kills > 0;
         }
         if (s->cgroup) {
                 uint64_t v;

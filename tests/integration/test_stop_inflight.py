@@ -57,6 +57,18 @@ def held_on_pid1(user, ws, other):
     return Client("POST", "/v1/sessions", {"user": user, "workspace": ws + "-held"})
 
 
+def check_other(api, other):
+    """Session OTHER after the stop: closed, its command stopped, where closing it was the
+    request held on PID 1 (unit mode); else untouched, its command running."""
+    if START_WAITS_ON_PID1:
+        wait_for(lambda: api.get("/v1/sessions/" + other).json["state"] == "closed", timeout=30,
+                 what="the session closed before the stop to end closed")
+        long = wait_terminal(api, other, "long")
+        assert (long["status"], long["reason"]) == ("signaled", "stopped"), long
+    else:
+        assert api.get(commands_path(other, "long")).json["status"] == "running"
+
+
 def check_held(api, sid):
     """The command held at its start was recorded before PID 1 was asked, and ends with a
     result either way."""
@@ -136,14 +148,7 @@ def test_stop_while_requests_wait(api, scope):
     assert api.get("/v1/health").status == 200  # socket activation starts it again
     wait_daemon_running(not_pid=pid)
     check_held(api, sid)
-    if START_WAITS_ON_PID1:
-        wait_for(lambda: api.get("/v1/sessions/" + other).json["state"] == "closed", timeout=30,
-                 what="the session closed before the stop to end closed")
-        long = wait_terminal(api, other, "long")
-        assert (long["status"], long["reason"]) == ("signaled", "stopped"), long
-    else:
-        # nobody closed it (the request held on PID 1 was a create): its command runs on
-        assert api.get(commands_path(other, "long")).json["status"] == "running"
+    check_other(api, other)
     r = api.get(commands_path(sid, "deaf"))
     assert r.status == 200 and r.json["terminal"] is False, r
     st = open_events(api, sid, "deaf", follower.stream.offset, timeout=5)
@@ -425,11 +430,5 @@ def test_systemctl_while_requests_wait(api, scope, how):
     long = snapshot(api, sid, "long")
     assert long["status"] == "running" and not long["terminal"], long
     check_held(api, sid)
-    if START_WAITS_ON_PID1:
-        wait_for(lambda: api.get("/v1/sessions/" + other).json["state"] == "closed", timeout=30,
-                 what="the session closed before the stop to end closed")
-        closed = wait_terminal(api, other, "long")
-        assert (closed["status"], closed["reason"]) == ("signaled", "stopped"), closed
-    else:
-        assert api.get(commands_path(other, "long")).json["status"] == "running"
+    check_other(api, other)
     assert api.post(commands_path(sid, "long", "/signal"), {"signal": "SIGKILL"}).status == 200
