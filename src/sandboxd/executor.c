@@ -29,9 +29,9 @@
 /* The executor says HELLO this long after its unit started or its connection dropped. */
 #define HELLO_TIMEOUT_USEC (30 * USEC_PER_SEC)
 /* ... and EXITED this long after the kernel said the command's process ended. */
-#define EXITED_TIMEOUT_USEC (2 * USEC_PER_SEC)
+#define EXITED_TIMEOUT_USEC (10 * USEC_PER_SEC)
 /* ... and STARTED this long after it was given the command (it ignores what it cannot read). */
-#define STARTED_TIMEOUT_USEC (5 * USEC_PER_SEC)
+#define STARTED_TIMEOUT_USEC (30 * USEC_PER_SEC)
 /* Restarts of a failing executor: at most this many a minute, then the session's commands fail. */
 #define RESTARTS_PER_MINUTE 3
 #define SIGKILL_INTERVAL_USEC (200 * USEC_PER_MSEC)
