@@ -378,8 +378,10 @@ static pid_t fork_into(int cgroup_fd) {
         } args = { .flags = CLONE_INTO_CGROUP_FLAG, .exit_signal = SIGCHLD, .cgroup = (uint64_t) cgroup_fd };
         long pid;
 
-        if (cgroup_fd < 0 || !clone3_works)
+        if (cgroup_fd < 0)
                 return fork();
+        if (!clone3_works)
+                return -2; /* known refused: the child moves itself (every command, not only the first) */
         pid = syscall(__NR_clone3, &args, sizeof(args));
         if (pid >= 0)
                 return (pid_t) pid;

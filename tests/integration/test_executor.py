@@ -36,6 +36,12 @@ def test_commands_are_children_of_the_executor(api, scope):
     # the session's dynamic uid, as a command unit of the session would have
     uid = int(out.strip().splitlines()[-1])
     assert uid == int(sh("stat", "-c", "%u", "/proc/%s" % props["MainPID"]).stdout), out
+    # every command in a cgroup of its own, the later ones too (the executor's seccomp refuses
+    # clone3: each child moves itself)
+    for n in (2, 3):
+        res = exec_result(api, sid, {"argv": ["sed", "-n", "s/^0:://p", "/proc/self/cgroup"]})
+        assert res["status"] == "succeeded" and res["cgroup"].startswith("c%d-" % n), res
+        assert res["stdout"] == "%s/%s\n" % (props["ControlGroup"], res["cgroup"]), res
 
 
 def test_results_are_the_same_as_in_unit_mode(api, scope):
