@@ -1191,10 +1191,13 @@ def main():
                      ", ".join("%s %d" % (s.name, r[s.name]["pool_misses"]) for s in sbx_live) or "-"))
                 total = lambda p: {k: ms(v["total"] if "total" in v else v["fresh"], p) for k, v in r.items()}
                 of = lambda what, p: {s.name: ms(r[s.name][what], p) for s in sbx_live}
-                table.add("%s: create + first exec p50" % name, total(50), "ms", key="create_first_p50_" + name)
+                # a session in exec mode session is active once its executor runs: its create
+                # takes that start, and its first command pays nothing for it
+                table.add("%s: create + first exec p50" % name, total(50), "ms", [("session", "unit", 1.20)],
+                          key="create_first_p50_" + name)
                 table.add("%s: create + first exec p95" % name, total(95), "ms", key="create_first_p95_" + name)
-                table.add("%s: session create p50" % name, of("create", 50), "ms",
-                          [("unit", None, 5), ("session", None, 5)], key="create_p50_" + name)
+                table.add("%s: session create p50" % name, of("create", 50), "ms", [("unit", None, 5)],
+                          key="create_p50_" + name)
                 table.add("%s: first exec p50" % name, of("first", 50), "ms", key="first_p50_" + name)
                 table.add("%s: later exec p50" % name, of("later", 50), "ms", key="later_p50_" + name)
                 table.add("%s: first / later exec p50" % name,
