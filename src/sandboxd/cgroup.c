@@ -271,23 +271,6 @@ int cgroup_executor_bind(const char *cgroup_parent, const char *slice, const cha
         return cgroup_unified_dir(cg, unit, ret);
 }
 
-int cgroup_is_populated(uid_t uid, const char *dir) {
-        uint64_t v;
-        uid_t saved;
-        int r;
-
-        if (!dir || dir[0] != '/' || uid == (uid_t) -1)
-                return -EINVAL;
-        r = euid_enter(uid, &saved);
-        if (r < 0)
-                return r;
-        r = read_keyed_file(dir, "", "cgroup.events", "populated", &v);
-        euid_leave(uid, saved);
-        if (r < 0)
-                return r;
-        return v != 0;
-}
-
 /* At most `max` pids of the cgroup.procs file in `dfd`; -E2BIG when there are more. */
 static int read_procs(int dfd, pid_t *pids, size_t max, size_t *ret_n) {
         _cleanup_fclose_ FILE *f = NULL;

@@ -58,9 +58,6 @@ int cgroup_unified_dir(const char *cgroup, const char *child, char **ret);
  * the v1 ones. `cgroup_parent` as for cgroup_session_view(). */
 int cgroup_executor_bind(const char *cgroup_parent, const char *slice, const char *unit, char **ret);
 
-/* 1 if processes live in the cgroup directory `dir` or below (cgroup.events "populated"),
- * 0 if not, -errno if it cannot be read. */
-int cgroup_is_populated(uid_t uid, const char *dir);
 
 #define CGROUP_KILL_PIDS_MAX  4096u
 #define CGROUP_KILL_DEPTH_MAX 8u

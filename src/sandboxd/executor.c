@@ -85,17 +85,6 @@ static void exec_finish(Command *c, int32_t code, int32_t status, const Executor
 
 /* --- helpers ------------------------------------------------------------------------ */
 
-static int unit_cgroup_dir(const char *control_group, char **ret) {
-        switch (cgroup_layout()) {
-        case CGROUP_UNIFIED:
-                return asprintf(ret, "/sys/fs/cgroup%s", control_group) < 0 ? -ENOMEM : 0;
-        case CGROUP_HYBRID:
-                return asprintf(ret, "/sys/fs/cgroup/unified%s", control_group) < 0 ? -ENOMEM : 0;
-        default:
-                return -EOPNOTSUPP;
-        }
-}
-
 static Command *find_command(Session *s, uint32_t n) {
         Command *c;
 
@@ -784,7 +773,7 @@ static void note_state(Executor *e) {
                                              streq(e->state.active_state, "failed"));
 
         if (e->state.control_group[0] == '/' && !e->cgroup_dir) {
-                (void) unit_cgroup_dir(e->state.control_group, &e->cgroup_dir);
+                (void) cgroup_unified_dir(e->state.control_group, NULL, &e->cgroup_dir);
                 if (!s->cgroup) {
                         /* the slice's cgroup is the parent of the unit's */
                         const char *slash = strrchr(e->state.control_group, '/');

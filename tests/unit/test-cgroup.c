@@ -96,30 +96,28 @@ static void test_paths(void) {
         ASSERT(!p);
 }
 
-static void test_populated(void) {
+/* What sandboxd reads of a command's cgroup in exec mode session: its OOM kills with its
+ * usage, from a directory that is the session's uid's, closed to others (the executor makes
+ * it under UMask=0077): read as that uid, even without CAP_DAC_*. */
+static void test_oom_kills_as_uid(void) {
+        CgroupUsage u;
         char d[512];
 
         sub("events", d, sizeof(d));
-        ASSERT(cgroup_is_populated(geteuid(), d) == -ENOENT);
-        write_file(d, "cgroup.events", "populated 1\nfrozen 0\n");
-        ASSERT(cgroup_is_populated(geteuid(), d) == 1);
-        write_file(d, "cgroup.events", "frozen 1\npopulated 0\n");
-        ASSERT(cgroup_is_populated(geteuid(), d) == 0);
-        write_file(d, "cgroup.events", "frozen 1\npopulatedx 1\n");
-        ASSERT(cgroup_is_populated(geteuid(), d) == -ENODATA);
-
-        /* a directory of the session's uid, closed to others (an executor's, made under
-         * UMask=0077): read as that uid, even without CAP_DAC_* */
-        write_file(d, "cgroup.events", "populated 1\n");
+        ASSERT(cgroup_read_usage_dir(geteuid(), d, &u) == -ENOENT);
+        ASSERT(u.oom_kills == UINT64_MAX);
+        write_file(d, "memory.events", "low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\noom_group_kill 1\n");
+        ASSERT(cgroup_read_usage_dir(geteuid(), d, &u) == 0);
+        ASSERT(u.oom_kills == 2);
         if (geteuid() != 0 || chown(d, 65534, 65534) < 0)
                 fprintf(stderr, "not root with CAP_CHOWN: a closed directory is not checked\n");
         else {
                 ASSERT(chmod(d, 0700) == 0);
-                ASSERT(cgroup_is_populated(65534, d) == 1);
-                ASSERT(cgroup_is_populated(65533, d) == -EACCES);
+                ASSERT(cgroup_read_usage_dir(65534, d, &u) == 0 && u.oom_kills == 2);
+                ASSERT(cgroup_read_usage_dir(65533, d, &u) < 0 && u.oom_kills == UINT64_MAX); /* closed to it */
                 ASSERT(geteuid() == 0);
         }
-        ASSERT(cgroup_is_populated(geteuid(), "relative") == -EINVAL);
+        ASSERT(cgroup_read_usage_dir(geteuid(), "relative", &u) == -EINVAL);
 }
 
 static void test_usage(void) {
@@ -281,7 +279,7 @@ int main(void) {
         ASSERT(mkdtemp(tmp));
         ASSERT(chmod(tmp, 0755) == 0); /* the uids the tests switch to look into it */
         test_paths();
-        test_populated();
+        test_oom_kills_as_uid();
         test_usage();
         test_kill();
         test_kill_bounds();
