@@ -349,7 +349,10 @@ static _Noreturn void child(const ExecutorSpec *spec, char **env, const int fds[
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         for (int sig = 1; sig < NSIG; sig++)
-                (void) signal(sig, SIG_DFL); /* SIGPIPE was ignored, and that would survive execve */
+                (void) signal(sig, SIG_DFL);
+        /* as PID 1 starts a unit's process (IgnoreSIGPIPE=yes, its default): a command writing
+         * to a pipe nobody reads (sandboxd away) gets EPIPE, not death */
+        (void) signal(SIGPIPE, SIG_IGN);
         (void) setsid();
         /* the unit starts us at -500 so that the kernel picks a command before us; the
          * command itself gets the default back */

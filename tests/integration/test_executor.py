@@ -55,6 +55,8 @@ def test_results_are_the_same_as_in_unit_mode(api, scope):
         {"argv": ["sh", "-c", "env | grep -v -e ^INVOCATION_ID= -e ^SYSTEMD_EXEC_PID= -e ^_= | sort; id -un; pwd; "
                   "ls -d /.tools /run/userdb; umask"]},
         {"argv": ["cat"], "stdin": {"text": "piped in"}},
+        # the signal dispositions PID 1 gives a unit's process (SIGPIPE ignored) and no mask
+        {"argv": ["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]},
         {"argv": ["sh", "-c", "sleep 5"], "timeout_ms": 500},
     ]
     results = {}
