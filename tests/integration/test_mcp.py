@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import unique_user
+from conftest import EXEC_MODE, unique_user
 
 SDK = os.environ.get("SANDBOXD_MCP_SDK")
 SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
@@ -114,7 +114,7 @@ def test_create_session_exec_mode(api):
     session, default, warp, num = out["calls"]
     assert session["body"]["ok"] and session["body"]["data"]["exec_mode"] == "session", session
     assert api.get_session(session["body"]["data"]["id"])["exec_mode"] == "session"
-    assert default["body"]["ok"] and default["body"]["data"]["exec_mode"] == "unit", default
+    assert default["body"]["ok"] and default["body"]["data"]["exec_mode"] == EXEC_MODE, default  # the lane's
     assert warp["isError"] is True and warp["body"]["error"]["code"] == "invalid_value", warp
     assert "exec_mode" in warp["body"]["error"]["message"], warp
     assert num["isError"] is True and "exec_mode" in num["body"]["error"]["message"], num
