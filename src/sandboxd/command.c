@@ -897,22 +897,6 @@ static int make_pipe(int *ret_read, int *ret_write, bool reader_nonblock) {
         return 0;
 }
 
-static int make_stdin_memfd(const char *data, size_t n) {
-        _cleanup_close_ int fd = -EBADF;
-        int r;
-
-        fd = memfd_create("sandboxd-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return -errno;
-        r = loop_write(fd, data, n);
-        if (r < 0)
-                return r;
-        if (lseek(fd, 0, SEEK_SET) < 0)
-                return -errno;
-        (void) fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-        return TAKE_FD(fd);
-}
-
 static Command *command_alloc(Session *s, unsigned n) {
         Command *c = calloc(1, sizeof(Command));
 
@@ -1096,7 +1080,7 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
         }
         switch (c->stdin_mode) {
         case STDIN_DATA:
-                in_fd = r = make_stdin_memfd(req->stdin_data, req->stdin_size);
+                in_fd = r = sealed_memfd("sandboxd-stdin", req->stdin_data ?: "", req->stdin_size);
                 break;
         case STDIN_STREAM:
                 r = make_pipe(&in_fd, &c->stdin_fd, false);

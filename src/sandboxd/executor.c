@@ -630,22 +630,13 @@ static void executor_flush_queue(Executor *e) {
 
 static int spec_memfd(const char *exe, const char *cwd, char * const *argv, char * const *env) {
         _cleanup_free_ char *spec = NULL;
-        _cleanup_close_ int fd = -EBADF;
         size_t size;
         int r;
 
         r = executor_spec_format(exe, cwd, argv, env, &spec, &size);
         if (r < 0)
                 return r;
-        fd = memfd_create("sandboxd-exec-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return -errno;
-        r = loop_write(fd, spec, size);
-        if (r < 0)
-                return r;
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
-                return -errno;
-        return TAKE_FD(fd);
+        return sealed_memfd("sandboxd-exec-spec", spec, size);
 }
 
 int executor_exec(Executor *e, Command *c, const char *exe, const char *cwd, char * const *argv, char * const *env,
