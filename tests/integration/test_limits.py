@@ -98,14 +98,17 @@ while True:
 """
 
 
-@pytest.mark.time_limit(90)
+@pytest.mark.time_limit(120)
 def test_fork_bomb_is_held_by_tasks_max(api, scope):
     s = api.create_session(scope[0], scope[1], limits={"tasks_max": 32})
     sid = s["id"]
     slice_ = "sandboxd-%s.slice" % sid
     assert systemctl_show(slice_, "TasksMax")["TasksMax"] == "32"
 
-    body = {"argv": ["python3", "-c", FORK_BOMB], "timeout_ms": 5000}
+    # 15 s: under TCG (the cgroup-v2 guest) with load beside it, python3 alone
+    # may take seconds to start, and 5 s once ended the bomb before its first
+    # refused fork
+    body = {"argv": ["python3", "-c", FORK_BOMB], "timeout_ms": 15000}
     events, rid, seen_tasks = [], None, []
     t0 = time.monotonic()
     for ev in api.stream(sid, body):
@@ -127,7 +130,7 @@ def test_fork_bomb_is_held_by_tasks_max(api, scope):
     assert ex["usage"]["tasks"] <= 32, ex
     assert seen_tasks and max(seen_tasks) <= 32, seen_tasks
     # ended by the timeout (and the stop that follows it), not left running
-    assert elapsed < 30, elapsed
+    assert elapsed < 45, elapsed
 
     # sandboxd still answers, nothing of the bomb is left, the session works
     r = api.get("/v1/health")
