@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from conftest import (EXEC_MODE, assert_well_formed, command_running, commands_path, daemon_pid, open_events, replay,
-                      sh, snapshot, start_command, stream_output, systemctl_show, wait_command_running,
+from conftest import (EXEC_MODE, WORKSPACE_HOST_ROOT, assert_well_formed, command_running, commands_path, daemon_pid, open_events, replay,
+                      scope_dir, sh, snapshot, start_command, stream_output, systemctl_show, wait_command_running,
                       wait_daemon_running, wait_for, wait_terminal)
 
 pytestmark = pytest.mark.restarts_daemon
@@ -141,11 +141,15 @@ def test_restart_of_the_daemon_loses_nothing(api, session):
 @pytest.mark.time_limit(60)
 def test_command_ending_while_the_daemon_is_stopped(api, session):
     sid = session["id"]
+    # Each command waits for a file the test creates in the workspace, not for a time:
+    # under load a "sleep 1" once ended before sandboxd had stopped.
+    ws = scope_dir(session, WORKSPACE_HOST_ROOT)
+    wait_file = "while [ ! -e %s ]; do sleep 0.05; done"
     # ends while sandboxd is stopped (writing on the way)
-    a = start_command(api, sid, {"argv": ["sh", "-c", "echo before; sleep 1; echo during; exit 7"],
+    a = start_command(api, sid, {"argv": ["sh", "-c", "echo before; %s; echo during; exit 7" % (wait_file % "go-a")],
                                  "request_id": "ends-while-down"})
     # still runs when sandboxd is back, and ends later
-    b = start_command(api, sid, {"argv": ["sh", "-c", "echo before; sleep 4; exit 9"],
+    b = start_command(api, sid, {"argv": ["sh", "-c", "echo before; %s; exit 9" % (wait_file % "go-b")],
                                  "request_id": "ends-after"})
     wait_for(lambda: snapshot(api, sid, "ends-while-down")["stdout"] == "before\n"
              and snapshot(api, sid, "ends-after")["stdout"] == "before\n", timeout=10,
@@ -156,6 +160,7 @@ def test_command_ending_while_the_daemon_is_stopped(api, session):
     sh("systemctl", "stop", "sandboxd.service")
     assert daemon_pid() == 0
     # the first ends while sandboxd is away, the second still runs
+    open(os.path.join(ws, "go-a"), "w").close()
     wait_for(lambda: not command_running(a), timeout=10, what="%s to end" % a["request_id"])
     assert command_running(b)
     if EXEC_MODE == "unit":
@@ -164,6 +169,8 @@ def test_command_ending_while_the_daemon_is_stopped(api, session):
         assert st["ExecMainStatus"] == "7", st
     sh("systemctl", "start", "sandboxd.service")
     wait_daemon_running(timeout=20)
+    assert snapshot(api, sid, "ends-after")["status"] == "running"
+    open(os.path.join(ws, "go-b"), "w").close()
 
     for rid, code in (("ends-while-down", 7), ("ends-after", 9)):
         snap = wait_terminal(api, sid, rid, timeout=20)
