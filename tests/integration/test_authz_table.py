@@ -347,6 +347,9 @@ def target(w, c, which, op, want):
     return w.sessions[owner.label], owner
 
 
+# 528 cells, each a process of its own (runuser, curl) or a D-Bus call: past the default
+# 120 s on a loaded machine
+@pytest.mark.time_limit(360)
 @pytest.mark.restarts_daemon
 def test_authz_table(world):
     w = world
