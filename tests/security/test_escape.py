@@ -289,7 +289,9 @@ print(json.dumps({"kids": kids, "err": err}))
 
 
 def test_cpu_quota(api, scope, secnet):
-    """A busy loop (two threads of it) over 3 s of wall time gets its quota, ± 10 %."""
+    """A busy loop (two threads of it) over 3 s of wall time gets no more than its quota
+    (+10 %). The quota is a ceiling: on a loaded host the loop may get less, so below it
+    the test asks only for a quarter of it (the loop did run)."""
     quota = 30
     user, ws = scope
     s = api.create_session(user, ws, limits={"cpu_quota": quota})
@@ -307,7 +309,8 @@ print(json.dumps({"wall": time.monotonic() - t0, "cpu": time.process_time() - c0
 """
     v, _ = py(api, s["id"], code)
     share = v["cpu"] / v["wall"]
-    assert abs(share - quota / 100) <= 0.1 * quota / 100, "CPU share %.3f for a quota of %d%%: %r" % (share, quota, v)
+    assert share <= 1.1 * quota / 100, "CPU share %.3f for a quota of %d%%: %r" % (share, quota, v)
+    assert share >= 0.25 * quota / 100, "CPU share %.3f for a quota of %d%%: %r" % (share, quota, v)
 
 
 def test_file_size_limit(api, sess):
