@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from conftest import (EXEC_MODE, WORKSPACE_HOST_ROOT, assert_well_formed, command_running, commands_path, daemon_pid, open_events, replay,
-                      scope_dir, sh, snapshot, start_command, stream_output, systemctl_show, wait_command_running,
-                      wait_daemon_running, wait_for, wait_terminal)
+from conftest import (EXEC_MODE, WORKSPACE_HOST_ROOT, assert_well_formed, command_running, commands_path, daemon_pid,
+                      open_events, replay, scope_dir, sh, snapshot, start_command, stream_output, systemctl_show,
+                      wait_command_running, wait_daemon_running, wait_for, wait_terminal)
 
 pytestmark = pytest.mark.restarts_daemon
 
@@ -144,12 +144,14 @@ def test_command_ending_while_the_daemon_is_stopped(api, session):
     # Each command waits for a file the test creates in the workspace, not for a time:
     # under load a "sleep 1" once ended before sandboxd had stopped.
     ws = scope_dir(session, WORKSPACE_HOST_ROOT)
-    wait_file = "while [ ! -e %s ]; do sleep 0.05; done"
+    def until(name):
+        return "while [ ! -e %s ]; do sleep 0.05; done" % name
+
     # ends while sandboxd is stopped (writing on the way)
-    a = start_command(api, sid, {"argv": ["sh", "-c", "echo before; %s; echo during; exit 7" % (wait_file % "go-a")],
+    a = start_command(api, sid, {"argv": ["sh", "-c", "echo before; %s; echo during; exit 7" % until("go-a")],
                                  "request_id": "ends-while-down"})
     # still runs when sandboxd is back, and ends later
-    b = start_command(api, sid, {"argv": ["sh", "-c", "echo before; %s; exit 9" % (wait_file % "go-b")],
+    b = start_command(api, sid, {"argv": ["sh", "-c", "echo before; %s; exit 9" % until("go-b")],
                                  "request_id": "ends-after"})
     wait_for(lambda: snapshot(api, sid, "ends-while-down")["stdout"] == "before\n"
              and snapshot(api, sid, "ends-after")["stdout"] == "before\n", timeout=10,
