@@ -14,6 +14,7 @@
 #include "files.h"
 #include "http.h"
 #include "http-json.h"
+#include "http-ws.h"
 #include "json-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -642,6 +643,31 @@ static int route_stdin(HttpRequest *r) {
         return MHD_YES;
 }
 
+/* A WebSocket on the command (http-ws.c): input needs what POST .../stdin needs, a read-only
+ * viewer what GET .../events needs (the route's operation). */
+static int route_tty(HttpRequest *r) {
+        Command *c = r->target_command;
+        Session *s = r->target;
+        const char *v = query(r, "offset"), *reason = NULL;
+        int readonly = query_bool(r, "readonly", false);
+        uint64_t offset = 0;
+
+        if (v && parse_uint64(v, &offset) < 0)
+                return http_queue_error(r, "invalid_value", "?offset= must be a byte offset of stdout (an integer).");
+        if (readonly < 0)
+                return http_queue_error(r, "invalid_value", "?readonly= must be 1 or 0.");
+        if (!readonly) {
+                if (authz_decide(&r->caller, http_transport(r), AUTHZ_STDIN,
+                                 &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant },
+                                 &reason) != AUTHZ_ALLOW)
+                        return http_queue_error(r, "forbidden", reason ?: "Not allowed to write to this command's stdin.");
+                if (c->stdin_mode != STDIN_STREAM)
+                        return http_queue_error(r, "stdin_not_streamed",
+                                                "The command was not started with \"stdin\":\"stream\": attach with ?readonly=1.");
+        }
+        return http_ws_upgrade(r, c, offset, readonly);
+}
+
 /* --- files ------------------------------------------------------------------- */
 
 /* A listing holds at most this many entries ("truncated":true beyond). */
@@ -1034,6 +1060,8 @@ const HttpRoute http_routes[] = {
           { POST(route_signal, AUTHZ_SIGNAL) } },
         { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
           { POST(route_stdin, AUTHZ_STDIN) } },
+        { "/v1/sessions/{sid}/commands/{rid}/tty", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { GET(route_tty, AUTHZ_GET) } },
         /* The top of the workspace, then a path in it ("files/" is the top too). A plain PUT
          * is an upload, which http_route_upload_begin() takes before its body. */
         { "/v1/sessions/{sid}/files", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES,

@@ -8,6 +8,7 @@
 #include "auth.h"
 #include "error-table.h"
 #include "http.h"
+#include "http-ws.h"
 #include "list.h"
 #include "log.h"
 #include "ndjson.h"
@@ -489,6 +490,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
         if (!r)
                 return;
         r->op = op_free(r->op);     /* its function is never called now */
+        if (r->ws)
+                http_ws_abandon(TAKE_PTR(r->ws)); /* it ended before its upgrade */
         file_op_detach(r->file_op); /* nor a file operation's */
         if (r->suspended) {
                 r->suspended = false;
@@ -665,7 +668,7 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         }
 
         s->daemon = MHD_start_daemon(
-                MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
+                MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0,
                 is_unix ? NULL : on_accept_policy, s,
                 on_request, s,
                 MHD_OPTION_LISTEN_SOCKET, fd,
@@ -735,6 +738,7 @@ HttpServer *http_server_free(HttpServer *s) {
         sd_event_source_disable_unref(s->io);
         sd_event_source_disable_unref(s->timer);
         sd_event_source_disable_unref(s->now);
+        http_ws_close_all(s); /* libmicrohttpd stops only once its upgraded connections are closed */
         if (s->daemon)
                 MHD_stop_daemon(s->daemon); /* frees every HttpConnection (NOTIFY_CONNECTION) */
         sd_event_source_disable_unref(s->auth_timer);

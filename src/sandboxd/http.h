@@ -15,6 +15,7 @@ typedef struct HttpRequest HttpRequest;
 typedef struct HttpRoute HttpRoute;
 
 typedef struct HttpConnection HttpConnection;
+typedef struct WsConn WsConn;
 
 struct HttpServer {
         Manager *manager;
@@ -30,6 +31,8 @@ struct HttpServer {
         unsigned n_unauthenticated;
         bool unauth_full_logged;
         sd_event_source *auth_timer;
+
+        WsConn *websockets; /* upgraded connections (http-ws.c) */
 };
 
 /* One HTTP request, from its first header to the response being done. */
@@ -67,6 +70,7 @@ struct HttpRequest {
         unsigned status;
 
         FileOp *file_op;           /* the file API's work, on its threads */
+        WsConn *ws;                /* a WebSocket, until its upgrade (http-ws.c) */
         Op *op;                    /* the core's operation it waits for (op.h): a session's start,
                                     * close, freeze or thaw, a command's start, stdin */
 };

@@ -112,6 +112,7 @@ struct Manager {
         unsigned n_polkit_waiting;   /* D-Bus calls whose question to polkit is not answered (polkit.c) */
         OutputPipe *output_pipes;    /* commands' events into pipes of D-Bus clients (Attach()) */
         unsigned n_output_pipes;
+        unsigned n_terminals;        /* attached terminals (terminal.h), of every session */
         bool bus_name_releasing;     /* exiting when idle: the name goes first */
 
         sd_event_source *idle_timer;

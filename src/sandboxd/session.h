@@ -81,6 +81,7 @@ struct Session {
         Command *commands;   /* newest first */
         Command *commands_by_id; /* request id -> the newest command of that id (hh of Command) */
         unsigned n_commands; /* unit counter: sandboxd-<id>-<n>.service */
+        unsigned n_terminals; /* clients attached to its commands as terminals (terminal.h) */
         SpoolAccount spool;  /* its commands' spool files (SpoolMaxPerSession=), within the manager's */
 
         LIST_FIELDS(Session, sessions);

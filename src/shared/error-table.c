@@ -23,6 +23,7 @@ static const ApiError table[] = {
         { "method_not_allowed", EINVAL, 405, NULL, SANDBOXD_ERROR_INVALID },
         { "unsupported_media_type", EINVAL, 415, NULL, SANDBOXD_ERROR_INVALID },
         { "payload_too_large", EFBIG, 413, E("FileTooLarge"), SANDBOXD_ERROR_TOO_LARGE },
+        { "upgrade_required", EPROTO, 426, NULL, SANDBOXD_ERROR_INVALID },
         { "invalid_offset", ERANGE, 416, E("InvalidOffset"), SANDBOXD_ERROR_RANGE },
         /* who asks */
         { "unauthorized", EKEYREJECTED, 401, NULL, SANDBOXD_ERROR_UNAUTHORIZED },
@@ -47,6 +48,7 @@ static const ApiError table[] = {
         { "too_many_running", EBUSY, 429, E("TooManyRunning"), SANDBOXD_ERROR_INVALID },
         { "too_many_commands", EBUSY, 429, E("TooManyCommands"), SANDBOXD_ERROR_INVALID },
         { "too_many_file_operations", EBUSY, 429, E("TooManyFileOperations"), SANDBOXD_ERROR_INVALID },
+        { "too_many_terminals", EBUSY, 429, NULL, SANDBOXD_ERROR_INVALID },
         { "spool_full", ENOSPC, 507, E("SpoolFull"), SANDBOXD_ERROR_SERVER },
         { "insufficient_storage", ENOSPC, 507, E("InsufficientStorage"), SANDBOXD_ERROR_SERVER },
         /* sandboxd, systemd, this host */
