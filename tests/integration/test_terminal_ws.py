@@ -1,0 +1,371 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""GET .../commands/{rid}/tty: a WebSocket on a command. Binary messages from the client go
+to its stdin, its stdout comes back in binary messages, the end is a text message with the
+exit event and close 1000. Clients: python3-websockets (asyncio), and a raw socket where a
+client must misbehave (a ping flood that reads nothing)."""
+
+import asyncio
+import base64
+import json
+import os
+import secrets
+import socket
+import struct
+import time
+
+import pytest
+import websockets
+
+from conftest import (TCP_HOST, TCP_PORT, UNIX_SOCKET, assert_error, commands_path, daemon_pid, snapshot,
+                      start_command, wait_for, wait_terminal)
+
+DEADLINE = 60.0  # seconds: generous, the suite runs under load
+
+
+def tty_path(sid, rid, query=""):
+    return commands_path(sid, rid, "/tty") + query
+
+
+async def ws_open(api, path, **kw):
+    headers = {"Authorization": "Bearer " + api.key} if api.key else {}
+    kw.setdefault("max_size", None)
+    kw.setdefault("ping_interval", None)
+    kw.setdefault("open_timeout", DEADLINE)
+    if api.transport == "unix":
+        return await websockets.unix_connect(api.path, "ws://localhost" + path, extra_headers=headers, **kw)
+    return await websockets.connect("ws://%s:%d%s" % (api.host, api.port, path), extra_headers=headers, **kw)
+
+
+class Received:
+    def __init__(self):
+        self.data = bytearray()
+        self.exit = None
+        self.texts = []
+        self.close_code = None
+        self.close_reason = None
+
+
+async def read_until(ws, got, pred, timeout=DEADLINE):
+    """Reads messages into GOT until PRED(got) or the close; returns GOT."""
+    deadline = time.monotonic() + timeout
+    while not pred(got):
+        left = deadline - time.monotonic()
+        assert left > 0, "timed out; got %r so far (exit %r)" % (bytes(got.data[-200:]), got.exit)
+        try:
+            m = await asyncio.wait_for(ws.recv(), left)
+        except websockets.ConnectionClosed as e:
+            got.close_code, got.close_reason = e.rcvd.code if e.rcvd else None, e.rcvd.reason if e.rcvd else None
+            break
+        if isinstance(m, bytes):
+            got.data += m
+        else:
+            got.texts.append(m)
+            ev = json.loads(m)
+            if ev.get("type") == "exit":
+                got.exit = ev
+    return got
+
+
+async def read_to_close(ws, timeout=DEADLINE):
+    return await read_until(ws, Received(), lambda g: g.close_code is not None, timeout)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def cat(api, sid):
+    return start_command(api, sid, {"argv": ["cat"], "stdin": "stream"})["request_id"]
+
+
+@pytest.fixture(params=["unix", "tcp"])
+def client(request):
+    """The API over the unix socket, or over TCP with a bearer key."""
+    return request.getfixturevalue("api" if request.param == "unix" else "tcp")
+
+
+@pytest.fixture
+def tsession(client, scope):
+    user, ws = scope
+    return client.create_session(user, ws)["id"]
+
+
+def test_echo_round_trip(client, tsession):
+    rid = cat(client, tsession)
+
+    async def go():
+        async with await ws_open(client, tty_path(tsession, rid)) as ws:
+            await ws.send(b"hello \x00\xff terminal\n")
+            got = await read_until(ws, Received(), lambda g: b"terminal\n" in g.data)
+            assert bytes(got.data) == b"hello \x00\xff terminal\n"
+            await ws.send(b"second\n")
+            await read_until(ws, got, lambda g: g.data.endswith(b"second\n"))
+            assert bytes(got.data) == b"hello \x00\xff terminal\nsecond\n"
+    run(go())
+
+
+def test_offset(api, session):
+    sid = session["id"]
+    rid = start_command(api, sid, {"argv": ["sh", "-c", "printf abcdef; read x; echo got $x"],
+                                   "stdin": "stream"})["request_id"]
+    wait_for(lambda: snapshot(api, sid, rid)["stdout"] == "abcdef", timeout=DEADLINE, what="abcdef")
+
+    async def go():
+        async with await ws_open(api, tty_path(sid, rid, "?offset=3")) as ws:
+            got = await read_until(ws, Received(), lambda g: len(g.data) >= 3)
+            assert bytes(got.data) == b"def"
+            await ws.send(b"x\n")
+            got = await read_until(ws, got, lambda g: g.close_code is not None)
+            assert bytes(got.data) == b"defgot x\n"
+            assert got.exit["status"] == "exited" and got.exit["exit_code"] == 0, got.exit
+            assert got.close_code == 1000, got.close_code
+    run(go())
+
+    assert_error(api.get(tty_path(sid, rid, "?offset=7"), headers=upgrade_headers()), 416, "invalid_offset")
+    assert_error(api.get(tty_path(sid, rid, "?offset=x"), headers=upgrade_headers()), 400, "invalid_value")
+
+
+def test_readonly_input_closes_1008(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+
+    async def go():
+        async with await ws_open(api, tty_path(sid, rid)) as writer, \
+                await ws_open(api, tty_path(sid, rid, "?readonly=1")) as viewer:
+            await writer.send(b"seen\n")
+            await read_until(viewer, Received(), lambda g: g.data == b"seen\n")
+            await viewer.send(b"typed\n")
+            got = await read_to_close(viewer)
+            assert got.close_code == 1008, got.close_code
+            # nothing of it reached the command; the writer goes on
+            await writer.send(b"after\n")
+            got = await read_until(writer, Received(), lambda g: g.data.endswith(b"after\n"))
+            assert bytes(got.data) == b"seen\nafter\n"
+    run(go())
+    assert b"typed" not in snapshot(api, sid, rid)["stdout"].encode()
+
+
+def test_two_writers_both_see_everything(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+
+    async def go():
+        async with await ws_open(api, tty_path(sid, rid)) as a, await ws_open(api, tty_path(sid, rid)) as b:
+            await a.send(b"from-a\n")
+            await read_until(b, Received(), lambda g: g.data == b"from-a\n")
+            await b.send(b"from-b\n")
+            ga = await read_until(a, Received(), lambda g: g.data == b"from-a\nfrom-b\n")
+            gb = await read_until(b, Received(), lambda g: g.data == b"from-a\nfrom-b\n")
+            assert ga.data == gb.data
+            # each frame goes in whole: interleaved senders never split one
+            frames = [bytes([65 + i]) * 4000 + b"\n" for i in range(8)]
+            await asyncio.gather(*(ws.send(f) for f, ws in zip(frames, [a, b] * 4)))
+            want = len(b"from-a\nfrom-b\n") + sum(len(f) for f in frames)
+            got = await read_until(a, Received(), lambda g: len(g.data) >= want - 14)
+            lines = bytes(got.data).split(b"\n")[:-1]
+            assert sorted(lines) == sorted(f[:-1] for f in frames)
+    run(go())
+
+
+def test_exit_frame_and_close(api, session):
+    sid = session["id"]
+    rid = start_command(api, sid, {"argv": ["sh", "-c", "read x; echo bye; exit 3"], "stdin": "stream"})["request_id"]
+
+    async def go():
+        async with await ws_open(api, tty_path(sid, rid)) as ws:
+            await ws.send(b"go\n")
+            return await read_to_close(ws)
+    got = run(go())
+    assert bytes(got.data) == b"bye\n"
+    assert got.exit and got.exit["type"] == "exit", got.texts
+    assert got.exit["status"] == "exited" and got.exit["exit_code"] == 3, got.exit
+    assert {"status", "exit_code", "signal", "reason"} <= set(got.exit), got.exit
+    assert got.close_code == 1000 and got.close_reason, (got.close_code, got.close_reason)
+
+
+def test_finished_command_replays_then_exits(api, session):
+    sid = session["id"]
+    rid = start_command(api, sid, ["sh", "-c", "printf 'line1\\nline2\\n'; exit 2"])["request_id"]
+    wait_terminal(api, sid, rid, timeout=DEADLINE)
+
+    async def go():
+        async with await ws_open(api, tty_path(sid, rid, "?readonly=1")) as ws:
+            return await read_to_close(ws)
+    got = run(go())
+    assert bytes(got.data) == b"line1\nline2\n"
+    assert got.exit["exit_code"] == 2 and got.close_code == 1000, (got.exit, got.close_code)
+
+
+def upgrade_headers(key=None):
+    return {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": key or base64.b64encode(secrets.token_bytes(16)).decode()}
+
+
+def test_refusals(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+    path = tty_path(sid, rid)
+    r = api.get(path)  # a plain GET
+    assert_error(r, 426, "upgrade_required")
+    assert r.headers.get("Upgrade", "").lower() == "websocket", r.headers
+    h = upgrade_headers()
+    h["Sec-WebSocket-Version"] = "8"
+    assert_error(api.get(path, headers=h), 426, "upgrade_required")
+    assert_error(api.get(path, headers=upgrade_headers("c2hvcnQ=")), 426, "upgrade_required")
+    assert_error(api.get(tty_path(sid, rid, "?readonly=maybe"), headers=upgrade_headers()), 400, "invalid_value")
+    # a command without a stdin stream: only a viewer may attach
+    rid2 = start_command(api, sid, ["sleep", "30"])["request_id"]
+    assert_error(api.get(tty_path(sid, rid2), headers=upgrade_headers()), 409, "stdin_not_streamed")
+    assert_error(api.get(tty_path(sid, "nosuchcommand"), headers=upgrade_headers()), 404, "not_found")
+
+
+def test_other_tenant_404(tcp, tcp2, scope):
+    user, ws = scope
+    sid = tcp.create_session(user, ws)["id"]
+    rid = cat(tcp, sid)
+    assert_error(tcp2.get(tty_path(sid, rid), headers=upgrade_headers()), 404, "not_found")
+    assert_error(tcp2.get(tty_path(sid, rid, "?readonly=1"), headers=upgrade_headers()), 404, "not_found")
+
+    async def go():
+        with pytest.raises(websockets.InvalidStatusCode) as e:
+            await ws_open(tcp2, tty_path(sid, rid))
+        assert e.value.status_code == 404
+    run(go())
+
+
+def test_too_many_per_session(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+
+    async def go():
+        conns = []
+        try:
+            for _ in range(16):
+                conns.append(await ws_open(api, tty_path(sid, rid, "?readonly=1")))
+            r = await asyncio.to_thread(api.get, tty_path(sid, rid, "?readonly=1"), headers=upgrade_headers())
+            assert_error(r, 429, "too_many_terminals")
+            # one goes: there is room again
+            await conns.pop().close()
+            for _ in range(int(DEADLINE * 10)):
+                try:
+                    conns.append(await ws_open(api, tty_path(sid, rid)))
+                    break
+                except websockets.InvalidStatusCode as e:
+                    assert e.status_code == 429
+                    await asyncio.sleep(0.1)
+            else:
+                pytest.fail("no room after a terminal closed")
+            await conns[-1].send(b"still\n")
+            await read_until(conns[-1], Received(), lambda g: g.data == b"still\n")
+        finally:
+            for c in conns:
+                await c.close()
+    run(go())
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def raw_handshake(path):
+    """A WebSocket over the unix socket, opened by hand: the socket, after the 101."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(DEADLINE)
+    s.connect(UNIX_SOCKET)
+    key = base64.b64encode(secrets.token_bytes(16)).decode()
+    s.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n\r\n" % (path, key)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return s
+
+
+def masked_frame(opcode, payload):
+    mask = secrets.token_bytes(4)
+    assert len(payload) < 126
+    body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return struct.pack("!BB", 0x80 | opcode, 0x80 | len(payload)) + mask + body
+
+
+@pytest.mark.time_limit(240)
+def test_ping_flood_bounded(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+    pid = daemon_pid()
+    before = rss_kib(pid)
+    s = raw_handshake(tty_path(sid, rid))
+    s.setblocking(False)
+    ping = masked_frame(0x9, b"p" * 125)
+    sent = 0
+    stalled_since = None
+    deadline = time.monotonic() + DEADLINE
+    # pings, never reading the pongs: sandboxd stops reading, the socket fills, sends block
+    while time.monotonic() < deadline and sent < 200000:
+        try:
+            sent += 1 if s.send(ping) == len(ping) else 0
+            stalled_since = None
+        except BlockingIOError:
+            stalled_since = stalled_since or time.monotonic()
+            if time.monotonic() - stalled_since > 3:
+                break
+            time.sleep(0.01)
+    assert sent > 1000, sent
+    # others are served meanwhile
+    rid2 = cat(api, sid)
+
+    async def other():
+        async with await ws_open(api, tty_path(sid, rid2)) as ws:
+            await ws.send(b"served\n")
+            await read_until(ws, Received(), lambda g: g.data == b"served\n")
+    run(other())
+    grown = rss_kib(pid) - before
+    assert grown < 16 * 1024, "sandboxd grew by %d KiB under %d pings" % (grown, sent)
+    s.close()
+
+
+@pytest.mark.time_limit(300)
+def test_slow_reader_gets_every_byte(api, session):
+    sid = session["id"]
+    total = 16 * 1024 * 1024
+    rid = start_command(api, sid, {"argv": ["sh", "-c", "read x; head -c %d /dev/zero | tr '\\0' a; echo" % total],
+                                   "stdin": "stream"})["request_id"]
+    pid = daemon_pid()
+    before = rss_kib(pid)
+
+    async def go():
+        # max_queue=1: the library stops reading the socket while a message waits for us
+        async with await ws_open(api, tty_path(sid, rid), max_queue=1, read_limit=2 ** 14) as ws:
+            await ws.send(b"go\n")
+            got = Received()
+            peak, last = 0, 0
+            await read_until(ws, got, lambda g: len(g.data) >= 1024 * 1024)
+            # stall: the command keeps writing, sandboxd must not buffer it for us
+            await asyncio.sleep(3)
+            peak = max(peak, rss_kib(pid) - before)
+            while True:
+                try:
+                    m = await asyncio.wait_for(ws.recv(), DEADLINE)
+                except websockets.ConnectionClosed as e:
+                    got.close_code = e.rcvd.code if e.rcvd else None
+                    break
+                if not isinstance(m, bytes):
+                    got.exit = json.loads(m)
+                    continue
+                got.data += m
+                if len(got.data) - last >= 1024 * 1024:
+                    last = len(got.data)
+                    peak = max(peak, rss_kib(pid) - before)
+                    await asyncio.sleep(0.05)  # a slow reader
+            return got, peak
+    got, peak = run(go())
+    assert got.close_code == 1000, got.close_code
+    assert len(got.data) == total + 1 and got.data.count(b"a") == total, len(got.data)
+    assert peak < 32 * 1024, "sandboxd grew by %d KiB for a slow reader" % peak
