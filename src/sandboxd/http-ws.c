@@ -34,6 +34,9 @@ struct WsConn {
         char *extra;               /* what the client sent after its headers, read before the socket */
         size_t extra_len, extra_pos;
         bool ending;               /* our close frame is queued */
+        uint16_t end_code;         /* ... or is, once what is queued before it went (wslay sends
+                                    * control frames first) */
+        const char *end_reason;
         bool more_output;          /* the log has more than was queued */
         LIST_FIELDS(WsConn, websockets);
 };
@@ -143,13 +146,19 @@ static void ws_end(WsConn *w, uint16_t code, const char *reason) {
                 (void) sd_event_source_set_description(w->close_timer, "http-websocket-close");
 }
 
+/* The close after the output and the exit: once they went. */
+static void ws_end_after_data(WsConn *w, uint16_t code, const char *reason) {
+        w->end_code = code;
+        w->end_reason = reason;
+}
+
 /* Queues output from the log while the client keeps up; the end once it is read. */
 static void ws_fill(WsConn *w) {
         char buf[WS_OUTPUT_CHUNK];
         ssize_t n;
 
         w->more_output = false;
-        while (!w->ending) {
+        while (!w->ending && w->end_code == 0) {
                 if (wslay_event_get_queued_msg_length(w->ctx) >= WS_SEND_QUEUE_MAX ||
                     wslay_event_get_queued_msg_count(w->ctx) >= WS_QUEUED_MSGS_MAX / 2) {
                         w->more_output = true;
@@ -170,10 +179,10 @@ static void ws_fill(WsConn *w) {
                         struct wslay_event_msg m = { WSLAY_TEXT_FRAME, (const uint8_t *) e, strlen(e) };
 
                         (void) wslay_event_queue_msg(w->ctx, &m);
-                        return ws_end(w, 1000, "command exited");
+                        return ws_end_after_data(w, 1000, "command exited");
                 }
                 if (n == -EPIPE)
-                        return ws_end(w, 1001, w->server->manager->stopping ? "sandboxd is stopping" : "command gone");
+                        return ws_end_after_data(w, 1001, w->server->manager->stopping ? "sandboxd is stopping" : "command gone");
                 log_warning_errno((int) n, "WebSocket: the output of a command cannot be read: %m");
                 return ws_end(w, 1011, "output cannot be read");
         }
@@ -192,6 +201,13 @@ static void ws_pump(WsConn *w) {
         if (wslay_event_want_write(w->ctx) && wslay_event_send(w->ctx) < 0) {
                 ws_free(w);
                 return;
+        }
+        if (w->end_code != 0 && !w->ending && wslay_event_get_queued_msg_count(w->ctx) == 0) {
+                ws_end(w, w->end_code, w->end_reason);
+                if (wslay_event_send(w->ctx) < 0) {
+                        ws_free(w);
+                        return;
+                }
         }
         if (!wslay_event_want_read(w->ctx) && !wslay_event_want_write(w->ctx)) {
                 ws_free(w); /* both closes went */

@@ -26,14 +26,15 @@ def tty_path(sid, rid, query=""):
     return commands_path(sid, rid, "/tty") + query
 
 
-async def ws_open(api, path, **kw):
+def ws_open(api, path, **kw):
+    """The client's connect: `async with ws_open(..) as ws`, or `ws = await ws_open(..)`."""
     headers = {"Authorization": "Bearer " + api.key} if api.key else {}
     kw.setdefault("max_size", None)
     kw.setdefault("ping_interval", None)
     kw.setdefault("open_timeout", DEADLINE)
     if api.transport == "unix":
-        return await websockets.unix_connect(api.path, "ws://localhost" + path, extra_headers=headers, **kw)
-    return await websockets.connect("ws://%s:%d%s" % (api.host, api.port, path), extra_headers=headers, **kw)
+        return websockets.unix_connect(api.path, "ws://localhost" + path, extra_headers=headers, **kw)
+    return websockets.connect("ws://%s:%d%s" % (api.host, api.port, path), extra_headers=headers, **kw)
 
 
 class Received:
@@ -94,7 +95,7 @@ def test_echo_round_trip(client, tsession):
     rid = cat(client, tsession)
 
     async def go():
-        async with await ws_open(client, tty_path(tsession, rid)) as ws:
+        async with ws_open(client, tty_path(tsession, rid)) as ws:
             await ws.send(b"hello \x00\xff terminal\n")
             got = await read_until(ws, Received(), lambda g: b"terminal\n" in g.data)
             assert bytes(got.data) == b"hello \x00\xff terminal\n"
@@ -111,17 +112,17 @@ def test_offset(api, session):
     wait_for(lambda: snapshot(api, sid, rid)["stdout"] == "abcdef", timeout=DEADLINE, what="abcdef")
 
     async def go():
-        async with await ws_open(api, tty_path(sid, rid, "?offset=3")) as ws:
+        async with ws_open(api, tty_path(sid, rid, "?offset=3")) as ws:
             got = await read_until(ws, Received(), lambda g: len(g.data) >= 3)
             assert bytes(got.data) == b"def"
             await ws.send(b"x\n")
             got = await read_until(ws, got, lambda g: g.close_code is not None)
             assert bytes(got.data) == b"defgot x\n"
-            assert got.exit["status"] == "exited" and got.exit["exit_code"] == 0, got.exit
+            assert got.exit["status"] == "succeeded" and got.exit["exit_code"] == 0, got.exit
             assert got.close_code == 1000, got.close_code
     run(go())
 
-    assert_error(api.get(tty_path(sid, rid, "?offset=7"), headers=upgrade_headers()), 416, "invalid_offset")
+    assert_error(api.get(tty_path(sid, rid, "?offset=100"), headers=upgrade_headers()), 416, "invalid_offset")
     assert_error(api.get(tty_path(sid, rid, "?offset=x"), headers=upgrade_headers()), 400, "invalid_value")
 
 
@@ -130,8 +131,8 @@ def test_readonly_input_closes_1008(api, session):
     rid = cat(api, sid)
 
     async def go():
-        async with await ws_open(api, tty_path(sid, rid)) as writer, \
-                await ws_open(api, tty_path(sid, rid, "?readonly=1")) as viewer:
+        async with ws_open(api, tty_path(sid, rid)) as writer, \
+                ws_open(api, tty_path(sid, rid, "?readonly=1")) as viewer:
             await writer.send(b"seen\n")
             await read_until(viewer, Received(), lambda g: g.data == b"seen\n")
             await viewer.send(b"typed\n")
@@ -150,12 +151,12 @@ def test_two_writers_both_see_everything(api, session):
     rid = cat(api, sid)
 
     async def go():
-        async with await ws_open(api, tty_path(sid, rid)) as a, await ws_open(api, tty_path(sid, rid)) as b:
+        async with ws_open(api, tty_path(sid, rid)) as a, ws_open(api, tty_path(sid, rid)) as b:
             await a.send(b"from-a\n")
-            await read_until(b, Received(), lambda g: g.data == b"from-a\n")
+            gb = await read_until(b, Received(), lambda g: g.data == b"from-a\n")
             await b.send(b"from-b\n")
             ga = await read_until(a, Received(), lambda g: g.data == b"from-a\nfrom-b\n")
-            gb = await read_until(b, Received(), lambda g: g.data == b"from-a\nfrom-b\n")
+            gb = await read_until(b, gb, lambda g: g.data == b"from-a\nfrom-b\n")
             assert ga.data == gb.data
             # each frame goes in whole: interleaved senders never split one
             frames = [bytes([65 + i]) * 4000 + b"\n" for i in range(8)]
@@ -172,13 +173,13 @@ def test_exit_frame_and_close(api, session):
     rid = start_command(api, sid, {"argv": ["sh", "-c", "read x; echo bye; exit 3"], "stdin": "stream"})["request_id"]
 
     async def go():
-        async with await ws_open(api, tty_path(sid, rid)) as ws:
+        async with ws_open(api, tty_path(sid, rid)) as ws:
             await ws.send(b"go\n")
             return await read_to_close(ws)
     got = run(go())
     assert bytes(got.data) == b"bye\n"
     assert got.exit and got.exit["type"] == "exit", got.texts
-    assert got.exit["status"] == "exited" and got.exit["exit_code"] == 3, got.exit
+    assert got.exit["status"] == "failed" and got.exit["exit_code"] == 3, got.exit
     assert {"status", "exit_code", "signal", "reason"} <= set(got.exit), got.exit
     assert got.close_code == 1000 and got.close_reason, (got.close_code, got.close_reason)
 
@@ -189,7 +190,7 @@ def test_finished_command_replays_then_exits(api, session):
     wait_terminal(api, sid, rid, timeout=DEADLINE)
 
     async def go():
-        async with await ws_open(api, tty_path(sid, rid, "?readonly=1")) as ws:
+        async with ws_open(api, tty_path(sid, rid, "?readonly=1")) as ws:
             return await read_to_close(ws)
     got = run(go())
     assert bytes(got.data) == b"line1\nline2\n"
@@ -308,7 +309,7 @@ def test_ping_flood_bounded(api, session):
     stalled_since = None
     deadline = time.monotonic() + DEADLINE
     # pings, never reading the pongs: sandboxd stops reading, the socket fills, sends block
-    while time.monotonic() < deadline and sent < 200000:
+    while time.monotonic() < deadline:
         try:
             sent += 1 if s.send(ping) == len(ping) else 0
             stalled_since = None
@@ -317,12 +318,13 @@ def test_ping_flood_bounded(api, session):
             if time.monotonic() - stalled_since > 3:
                 break
             time.sleep(0.01)
-    assert sent > 1000, sent
+    # sandboxd stopped reading a client that does not read its pongs: the sends blocked
+    assert stalled_since is not None and sent > 100, sent
     # others are served meanwhile
     rid2 = cat(api, sid)
 
     async def other():
-        async with await ws_open(api, tty_path(sid, rid2)) as ws:
+        async with ws_open(api, tty_path(sid, rid2)) as ws:
             await ws.send(b"served\n")
             await read_until(ws, Received(), lambda g: g.data == b"served\n")
     run(other())
@@ -342,7 +344,7 @@ def test_slow_reader_gets_every_byte(api, session):
 
     async def go():
         # max_queue=1: the library stops reading the socket while a message waits for us
-        async with await ws_open(api, tty_path(sid, rid), max_queue=1, read_limit=2 ** 14) as ws:
+        async with ws_open(api, tty_path(sid, rid), max_queue=1, read_limit=2 ** 14) as ws:
             await ws.send(b"go\n")
             got = Received()
             peak, last = 0, 0
