@@ -9,7 +9,7 @@ import pty
 import dbus
 
 import sbxbus as B
-from conftest import commands_path, wait_terminal
+from conftest import commands_path, wait_for, wait_terminal
 
 # TIOCSTI on fd 0, then on /dev/tty: a byte pushed into the input of the terminal named.
 TIOCSTI = ("import fcntl, termios, sys\n"
@@ -47,6 +47,9 @@ def test_callers_own_terminal_cannot_become_the_commands(api, scope, secnet):
     if pid == 0:  # leads a session whose terminal is the pty, and waits
         os.execvp("sleep", ["sleep", "120"])
     try:
+        # its stdin is the pty's slave once the child has set it up
+        wait_for(lambda: os.readlink("/proc/%d/fd/0" % pid).startswith("/dev/pts/"), timeout=30,
+                 what="the child on its terminal")
         slave = os.open("/proc/%d/fd/0" % pid, os.O_RDWR | os.O_NOCTTY)
         rid, cpath = B.manager("Exec", "sasa{sv}", s["id"], ["sh", "-c", "echo ran > ran.txt"],
                                {"stdin": dbus.types.UnixFd(slave), "stdout": dbus.types.UnixFd(slave),
