@@ -687,8 +687,8 @@ static int route_stdin(HttpRequest *r) {
         return MHD_YES;
 }
 
-/* A WebSocket on the command (http-ws.c): input needs what POST .../stdin needs, a read-only
- * viewer what GET .../events needs (the route's operation). */
+/* A WebSocket on a command on sandboxd's terminal (http-ws.c): input and resizing need what
+ * POST .../stdin needs, a read-only viewer what GET .../events needs (the route's operation). */
 static int route_tty(HttpRequest *r) {
         Command *c = r->target_command;
         Session *s = r->target;
@@ -700,15 +700,12 @@ static int route_tty(HttpRequest *r) {
                 return http_queue_error(r, "invalid_value", "?offset= must be a byte offset of stdout (an integer).");
         if (readonly < 0)
                 return http_queue_error(r, "invalid_value", "?readonly= must be 1 or 0.");
-        if (!readonly) {
-                if (authz_decide(&r->caller, http_transport(r), AUTHZ_STDIN,
-                                 &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant },
-                                 &reason) != AUTHZ_ALLOW)
-                        return http_queue_error(r, "forbidden", reason ?: "Not allowed to write to this command's stdin.");
-                if (c->stdin_mode != STDIN_STREAM)
-                        return http_queue_error(r, "stdin_not_streamed",
-                                                "The command was not started with \"stdin\":\"stream\": attach with ?readonly=1.");
-        }
+        if (!c->tty_master)
+                return http_queue_error(r, "not_a_terminal", "The command is not on a terminal of sandboxd's (no \"tty\" in its start).");
+        if (!readonly && authz_decide(&r->caller, http_transport(r), AUTHZ_STDIN,
+                                      &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant },
+                                      &reason) != AUTHZ_ALLOW)
+                return http_queue_error(r, "forbidden", reason ?: "Not allowed to write to this command's stdin.");
         return http_ws_upgrade(r, c, offset, readonly);
 }
 

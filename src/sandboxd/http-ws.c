@@ -17,6 +17,7 @@
 #include "json-util.h"
 #include "list.h"
 #include "log.h"
+#include "request.h"
 #include "terminal.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -56,7 +57,7 @@ static bool get_dimension(json_object *o, const char *key, unsigned *ret) {
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
                 return false;
         i = json_object_get_int64(v);
-        if (i < 1 || i > UINT16_MAX)
+        if (i < 1 || i > (int64_t) REQUEST_TTY_SIZE_MAX)
                 return false;
         *ret = (unsigned) i;
         return true;
@@ -96,7 +97,7 @@ void http_ws_classify(uint8_t opcode, const uint8_t *p, size_t n, bool readonly,
                         return refuse_msg(ret, 1007, "resize takes only rows and cols");
         }
         if (!get_dimension(o, "rows", &ret->rows) || !get_dimension(o, "cols", &ret->cols))
-                return refuse_msg(ret, 1007, "rows and cols must be integers from 1 to 65535");
+                return refuse_msg(ret, 1007, "rows and cols must be integers from 1 to 1000");
         ret->action = WS_ACTION_RESIZE;
 }
 
@@ -285,8 +286,9 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
                         log_debug_errno(r, "WebSocket: input dropped: %m");
                 break;
         case WS_ACTION_RESIZE:
-                /* Commands have pipes, not a terminal: nothing has a size. */
-                ws_end(w, 1003, "not a terminal");
+                r = terminal_resize(w->terminal, m.rows, m.cols);
+                if (r < 0) /* it ended: the exit follows */
+                        log_debug_errno(r, "WebSocket: resize dropped: %m");
                 break;
         case WS_ACTION_CLOSE:
                 ws_end(w, m.close_code, m.close_reason);

@@ -237,3 +237,12 @@ bool terminal_input_blocked(Terminal *t) {
         t->input_waiting = true;
         return true;
 }
+
+int terminal_resize(Terminal *t, unsigned rows, unsigned cols) {
+        assert(t);
+        if (t->readonly)
+                return -EROFS;
+        if (!t->command)
+                return -ESRCH;
+        return command_resize(t->command, rows, cols);
+}

@@ -65,6 +65,9 @@ ssize_t terminal_read(Terminal *t, char *buf, size_t max);
  * -EROFS read-only, -ENOTTY its stdin is not streamed, -EPIPE it is closed (or the command
  * ended, or is gone). */
 int terminal_write(Terminal *t, const void *p, size_t n);
+/* Sets the window size of the command's terminal (command_resize()). -EROFS read-only,
+ * -ENOTTY not on sandboxd's terminal, -ESRCH not running (or gone). */
+int terminal_resize(Terminal *t, unsigned rows, unsigned cols);
 /* Whether input should wait: the command's stdin has TERMINAL_INPUT_PENDING_MAX bytes not yet
  * in the pipe. If so, notify comes once it has less. */
 bool terminal_input_blocked(Terminal *t);

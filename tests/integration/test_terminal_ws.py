@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""GET .../commands/{rid}/tty: a WebSocket on a command. Binary messages from the client go
-to its stdin, its stdout comes back in binary messages, the end is a text message with the
-exit event and close 1000. Clients: python3-websockets (asyncio), and a raw socket where a
-client must misbehave (a ping flood that reads nothing)."""
+"""GET .../commands/{rid}/tty: a WebSocket on a command on sandboxd's terminal ("tty"). Binary
+messages from the client are typed into the terminal, what the command writes comes back in
+binary messages, {"type":"resize"} sets the window size, the end is a text message with the
+exit event and close 1000. Most commands here put their terminal in raw mode first (no echo,
+no \r added), so that bytes go through unchanged. Clients: python3-websockets (asyncio), and
+a raw socket where a client must misbehave (a ping flood that reads nothing)."""
 
 import asyncio
 import base64
@@ -75,8 +77,25 @@ def run(coro):
     return asyncio.run(coro)
 
 
+TTY = {"rows": 24, "cols": 80}
+READY = b"ready\n"
+
+
+def start_raw(api, sid, script):
+    """SCRIPT in sh on a terminal in raw mode, once it printed READY (the offset past it: len(READY))."""
+    rid = start_command(api, sid, {"argv": ["sh", "-c", "stty raw -echo; echo ready; " + script],
+                                   "tty": TTY})["request_id"]
+    wait_for(lambda: snapshot(api, sid, rid)["stdout"].startswith(READY.decode()), timeout=DEADLINE,
+             what="the terminal in raw mode")
+    return rid
+
+
 def cat(api, sid):
-    return start_command(api, sid, {"argv": ["cat"], "stdin": "stream"})["request_id"]
+    return start_raw(api, sid, "exec cat")
+
+
+def after_ready(sid, rid, query=""):
+    return tty_path(sid, rid, "?offset=%d%s" % (len(READY), "&" + query if query else ""))
 
 
 @pytest.fixture(params=["unix", "tcp"])
@@ -95,7 +114,7 @@ def test_echo_round_trip(client, tsession):
     rid = cat(client, tsession)
 
     async def go():
-        async with ws_open(client, tty_path(tsession, rid)) as ws:
+        async with ws_open(client, after_ready(tsession, rid)) as ws:
             await ws.send(b"hello \x00\xff terminal\n")
             got = await read_until(ws, Received(), lambda g: b"terminal\n" in g.data)
             assert bytes(got.data) == b"hello \x00\xff terminal\n"
@@ -107,12 +126,11 @@ def test_echo_round_trip(client, tsession):
 
 def test_offset(api, session):
     sid = session["id"]
-    rid = start_command(api, sid, {"argv": ["sh", "-c", "printf abcdef; read x; echo got $x"],
-                                   "stdin": "stream"})["request_id"]
-    wait_for(lambda: snapshot(api, sid, rid)["stdout"] == "abcdef", timeout=DEADLINE, what="abcdef")
+    rid = start_raw(api, sid, "printf abcdef; read x; echo got $x")
+    wait_for(lambda: snapshot(api, sid, rid)["stdout"] == "ready\nabcdef", timeout=DEADLINE, what="abcdef")
 
     async def go():
-        async with ws_open(api, tty_path(sid, rid, "?offset=3")) as ws:
+        async with ws_open(api, tty_path(sid, rid, "?offset=9")) as ws:
             got = await read_until(ws, Received(), lambda g: len(g.data) >= 3)
             assert bytes(got.data) == b"def"
             await ws.send(b"x\n")
@@ -131,8 +149,8 @@ def test_readonly_input_closes_1008(api, session):
     rid = cat(api, sid)
 
     async def go():
-        async with ws_open(api, tty_path(sid, rid)) as writer, \
-                ws_open(api, tty_path(sid, rid, "?readonly=1")) as viewer:
+        async with ws_open(api, after_ready(sid, rid)) as writer, \
+                ws_open(api, after_ready(sid, rid, "readonly=1")) as viewer:
             await writer.send(b"seen\n")
             await read_until(viewer, Received(), lambda g: g.data == b"seen\n")
             await viewer.send(b"typed\n")
@@ -151,7 +169,7 @@ def test_two_writers_both_see_everything(api, session):
     rid = cat(api, sid)
 
     async def go():
-        async with ws_open(api, tty_path(sid, rid)) as a, ws_open(api, tty_path(sid, rid)) as b:
+        async with ws_open(api, after_ready(sid, rid)) as a, ws_open(api, after_ready(sid, rid)) as b:
             await a.send(b"from-a\n")
             gb = await read_until(b, Received(), lambda g: g.data == b"from-a\n")
             await b.send(b"from-b\n")
@@ -170,10 +188,10 @@ def test_two_writers_both_see_everything(api, session):
 
 def test_exit_frame_and_close(api, session):
     sid = session["id"]
-    rid = start_command(api, sid, {"argv": ["sh", "-c", "read x; echo bye; exit 3"], "stdin": "stream"})["request_id"]
+    rid = start_raw(api, sid, "read x; echo bye; exit 3")
 
     async def go():
-        async with ws_open(api, tty_path(sid, rid)) as ws:
+        async with ws_open(api, after_ready(sid, rid)) as ws:
             await ws.send(b"go\n")
             return await read_to_close(ws)
     got = run(go())
@@ -186,14 +204,14 @@ def test_exit_frame_and_close(api, session):
 
 def test_finished_command_replays_then_exits(api, session):
     sid = session["id"]
-    rid = start_command(api, sid, ["sh", "-c", "printf 'line1\\nline2\\n'; exit 2"])["request_id"]
+    rid = start_command(api, sid, {"argv": ["sh", "-c", "printf 'line1\\nline2\\n'; exit 2"], "tty": TTY})["request_id"]
     wait_terminal(api, sid, rid, timeout=DEADLINE)
 
     async def go():
         async with ws_open(api, tty_path(sid, rid, "?readonly=1")) as ws:
             return await read_to_close(ws)
     got = run(go())
-    assert bytes(got.data) == b"line1\nline2\n"
+    assert bytes(got.data) == b"line1\r\nline2\r\n"  # a terminal's output: \n becomes \r\n
     assert got.exit["exit_code"] == 2 and got.close_code == 1000, (got.exit, got.close_code)
 
 
@@ -214,9 +232,10 @@ def test_refusals(api, session):
     assert_error(api.get(path, headers=h), 426, "upgrade_required")
     assert_error(api.get(path, headers=upgrade_headers("c2hvcnQ=")), 426, "upgrade_required")
     assert_error(api.get(tty_path(sid, rid, "?readonly=maybe"), headers=upgrade_headers()), 400, "invalid_value")
-    # a command without a stdin stream: only a viewer may attach
-    rid2 = start_command(api, sid, ["sleep", "30"])["request_id"]
-    assert_error(api.get(tty_path(sid, rid2), headers=upgrade_headers()), 409, "stdin_not_streamed")
+    # a command on pipes has no terminal to attach to
+    rid2 = start_command(api, sid, {"argv": ["cat"], "stdin": "stream"})["request_id"]
+    assert_error(api.get(tty_path(sid, rid2), headers=upgrade_headers()), 409, "not_a_terminal")
+    assert_error(api.get(tty_path(sid, rid2, "?readonly=1"), headers=upgrade_headers()), 409, "not_a_terminal")
     assert_error(api.get(tty_path(sid, "nosuchcommand"), headers=upgrade_headers()), 404, "not_found")
 
 
@@ -249,7 +268,7 @@ def test_too_many_per_session(api, session):
             await conns.pop().close()
             for _ in range(int(DEADLINE * 10)):
                 try:
-                    conns.append(await ws_open(api, tty_path(sid, rid)))
+                    conns.append(await ws_open(api, after_ready(sid, rid)))
                     break
                 except websockets.InvalidStatusCode as e:
                     assert e.status_code == 429
@@ -324,7 +343,7 @@ def test_ping_flood_bounded(api, session):
     rid2 = cat(api, sid)
 
     async def other():
-        async with ws_open(api, tty_path(sid, rid2)) as ws:
+        async with ws_open(api, after_ready(sid, rid2)) as ws:
             await ws.send(b"served\n")
             await read_until(ws, Received(), lambda g: g.data == b"served\n")
     run(other())
@@ -336,15 +355,14 @@ def test_ping_flood_bounded(api, session):
 @pytest.mark.time_limit(300)
 def test_slow_reader_gets_every_byte(api, session):
     sid = session["id"]
-    total = 16 * 1024 * 1024
-    rid = start_command(api, sid, {"argv": ["sh", "-c", "read x; head -c %d /dev/zero | tr '\\0' a; echo" % total],
-                                   "stdin": "stream"})["request_id"]
+    total = 8 * 1024 * 1024
+    rid = start_raw(api, sid, "read x; head -c %d /dev/zero | tr '\\0' a; echo" % total)
     pid = daemon_pid()
     before = rss_kib(pid)
 
     async def go():
         # max_queue=1: the library stops reading the socket while a message waits for us
-        async with ws_open(api, tty_path(sid, rid), max_queue=1, read_limit=2 ** 14) as ws:
+        async with ws_open(api, after_ready(sid, rid), max_queue=1, read_limit=2 ** 14) as ws:
             await ws.send(b"go\n")
             got = Received()
             peak, last = 0, 0
@@ -371,3 +389,82 @@ def test_slow_reader_gets_every_byte(api, session):
     assert got.close_code == 1000, got.close_code
     assert len(got.data) == total + 1 and got.data.count(b"a") == total, len(got.data)
     assert peak < 32 * 1024, "sandboxd grew by %d KiB for a slow reader" % peak
+
+
+def test_resize_and_stty_size(api, session):
+    sid = session["id"]
+    rid = start_raw(api, sid, "stty size; read x; stty size; read x; stty size")
+
+    async def go():
+        async with ws_open(api, after_ready(sid, rid)) as ws:
+            got = await read_until(ws, Received(), lambda g: g.data == b"24 80\n")
+            await ws.send(json.dumps({"type": "resize", "rows": 40, "cols": 120}))
+            await ws.send(b"\n")
+            await read_until(ws, got, lambda g: g.data == b"24 80\n40 120\n")
+            # a viewer may not resize: closed with 1008, the size stays
+            async with ws_open(api, after_ready(sid, rid, "readonly=1")) as viewer:
+                await viewer.send(json.dumps({"type": "resize", "rows": 10, "cols": 10}))
+                assert (await read_to_close(viewer)).close_code == 1008
+            await ws.send(b"\n")
+            got = await read_until(ws, got, lambda g: g.close_code is not None)
+            assert bytes(got.data) == b"24 80\n40 120\n40 120\n"
+            assert got.exit["exit_code"] == 0 and got.close_code == 1000
+    run(go())
+    assert snapshot(api, sid, rid)["tty"] == {"rows": 40, "cols": 120}
+
+
+@pytest.mark.parametrize("message, code", [
+    ('{"type":"resize","rows":0,"cols":80}', 1007),
+    ('{"type":"resize","rows":24,"cols":1001}', 1007),
+    ('{"type":"resize","rows":"24","cols":80}', 1007),
+    ('{"type":"resize","rows":24}', 1007),
+    ('{"type":"resize","rows":24,"cols":80,"x":1}', 1007),
+    ('not json', 1007),
+    ('{"type":"resize","rows":24,"cols":80} trailing', 1007),
+    ('{"type":"paste","data":"x"}', 1003),
+    ('{"type":"resize","rows":24,"cols":80,"pad":"%s"}' % ("x" * 2000), 1009),
+], ids=["rows0", "cols1001", "rows-string", "no-cols", "unknown-field", "not-json", "trailing", "unknown-type",
+        "too-long"])
+def test_bad_text_messages_close(api, session, message, code):
+    sid = session["id"]
+    rid = start_raw(api, sid, "stty size; read x; stty size")
+
+    async def go():
+        async with ws_open(api, after_ready(sid, rid)) as ws:
+            await read_until(ws, Received(), lambda g: g.data == b"24 80\n")
+            await ws.send(message)
+            return await read_to_close(ws)
+    assert run(go()).close_code == code
+    # nothing changed: the terminal keeps its size
+    assert snapshot(api, sid, rid)["tty"] == TTY
+
+
+def test_too_large_message_closes_1009(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+
+    async def go():
+        async with ws_open(api, after_ready(sid, rid)) as ws:
+            await ws.send(b"x" * (64 * 1024 + 1))
+            return await read_to_close(ws)
+    assert run(go()).close_code == 1009
+    assert snapshot(api, sid, rid)["stdout"] == READY.decode()
+
+
+def test_python_interactive(api, session):
+    sid = session["id"]
+    rid = start_command(api, sid, {"argv": ["python3", "-q", "-i"], "tty": TTY})["request_id"]
+
+    async def go():
+        async with ws_open(api, tty_path(sid, rid)) as ws:
+            got = await read_until(ws, Received(), lambda g: b">>> " in g.data)
+            await ws.send(b"import os; print(os.get_terminal_size(), 6 * 7)\r")
+            await read_until(ws, got, lambda g: b"42\r\n" in g.data)
+            assert b"columns=80, lines=24" in got.data, bytes(got.data)
+            await ws.send(json.dumps({"type": "resize", "rows": 33, "cols": 99}))
+            await ws.send(b"print(os.get_terminal_size())\r")
+            await read_until(ws, got, lambda g: b"columns=99, lines=33" in g.data)
+            await ws.send(b"raise SystemExit(5)\r")
+            got = await read_until(ws, got, lambda g: g.close_code is not None)
+            assert got.exit["exit_code"] == 5 and got.close_code == 1000, (got.exit, got.close_code)
+    run(go())
