@@ -296,6 +296,16 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
         }
 }
 
+int http_ws_context_new(const struct wslay_event_callbacks *callbacks, void *userdata, void **ret) {
+        wslay_event_context_ptr ctx;
+
+        if (wslay_event_context_server_init(&ctx, callbacks, userdata) < 0)
+                return -ENOMEM;
+        wslay_event_config_set_max_recv_msg_length(ctx, WS_MSG_MAX);
+        *ret = ctx;
+        return 0;
+}
+
 static const struct wslay_event_callbacks ws_callbacks = {
         .recv_callback = ws_recv,
         .send_callback = ws_send,
@@ -329,9 +339,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
         /* keystrokes and their echo go at once */
         if (!w->server->is_unix)
                 (void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (wslay_event_context_server_init(&w->ctx, &ws_callbacks, w) < 0)
+        if (http_ws_context_new(&ws_callbacks, w, (void **) &w->ctx) < 0)
                 goto fail;
-        wslay_event_config_set_max_recv_msg_length(w->ctx, WS_MSG_MAX);
         if (sd_event_add_io(m->event, &w->io, sock, EPOLLIN | EPOLLOUT, on_ws_io, w) < 0)
                 goto fail;
         (void) sd_event_source_set_description(w->io, "http-websocket");

@@ -50,4 +50,8 @@ typedef struct WsMessage {
         const char *close_reason;
 } WsMessage;
 
+/* A server context of wslay as sandboxd's WebSockets have it (messages up to WS_MSG_MAX). */
+struct wslay_event_callbacks;
+int http_ws_context_new(const struct wslay_event_callbacks *callbacks, void *userdata, void **ret);
+
 void http_ws_classify(uint8_t opcode, const uint8_t *p, size_t n, bool readonly, WsMessage *ret);
