@@ -8,6 +8,7 @@
 #include "log.h"
 #include "output-pipe.h"
 #include "polkit.h"
+#include "terminal-socket.h"
 #include "time-util.h"
 
 /* --- calls answered later ---------------------------------------------------------- */
@@ -73,6 +74,7 @@ void manager_bus_free(Manager *m) {
         while (m->bus_pending)
                 bus_pending_free(m->bus_pending);
         output_pipes_free_all(m);
+        terminal_sockets_free_all(m);
         polkit_free_all(m);
 }
 

@@ -401,3 +401,37 @@ int bus_request_read_write_options(sd_bus_message *m, mode_t *ret_mode, uint64_t
         *ret_size = o.size;
         return 0;
 }
+
+typedef struct TerminalOptions {
+        int readonly;
+        uint64_t offset;
+} TerminalOptions;
+
+static int terminal_option(sd_bus_message *m, const char *key, void *userdata, RequestError *e) {
+        TerminalOptions *o = userdata;
+        int r;
+
+        if (streq(key, "readonly")) {
+                r = enter_option(m, key, "b", e);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "b", &o->readonly);
+        } else if (streq(key, "offset")) {
+                r = enter_option(m, key, "t", e);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "t", &o->offset);
+        } else
+                return request_error(e, "unknown_field", "Unknown option '%.64s': OpenTerminal() knows readonly and offset.", key);
+        return r < 0 ? r : sd_bus_message_exit_container(m); /* the variant */
+}
+
+int bus_request_read_terminal_options(sd_bus_message *m, bool *ret_readonly, uint64_t *ret_offset, RequestError *e) {
+        TerminalOptions o = {};
+        int r;
+
+        r = read_options(m, terminal_option, &o, e);
+        if (r < 0)
+                return r;
+        *ret_readonly = o.readonly;
+        *ret_offset = o.offset;
+        return 0;
+}

@@ -24,3 +24,6 @@ int bus_request_read_command_options(sd_bus_message *m, CommandRequest *req, Req
  * the bytes the fd must give). *ret_mode is MODE_INVALID and *ret_size UINT64_MAX when not
  * given; both are written only on success. */
 int bus_request_read_write_options(sd_bus_message *m, mode_t *ret_mode, uint64_t *ret_size, RequestError *e);
+
+/* Command.OpenTerminal()'s options (a{sv}): "readonly" (b), "offset" (t, of its stdout). */
+int bus_request_read_terminal_options(sd_bus_message *m, bool *ret_readonly, uint64_t *ret_offset, RequestError *e);

@@ -49,6 +49,7 @@
 #define BUS_ERROR_EXISTS BUS_ERROR_PREFIX "Exists"
 #define BUS_ERROR_NOT_EMPTY BUS_ERROR_PREFIX "NotEmpty"
 #define BUS_ERROR_TOO_MANY_FILE_OPERATIONS BUS_ERROR_PREFIX "TooManyFileOperations"
+#define BUS_ERROR_TOO_MANY_TERMINALS BUS_ERROR_PREFIX "TooManyTerminals"
 #define BUS_ERROR_INSUFFICIENT_STORAGE BUS_ERROR_PREFIX "InsufficientStorage"
 
 /* The error of a RequestError (the codes the HTTP API sends in "error.code"): the D-Bus

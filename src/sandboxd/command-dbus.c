@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "bus-request.h"
 #include "bus-util.h"
 #include "command-dbus.h"
 #include "http-json.h"
@@ -13,6 +14,7 @@
 #include "polkit.h"
 #include "session-dbus.h"
 #include "session.h"
+#include "terminal-socket.h"
 
 Command *command_from_path(Manager *m, const char *path) {
         const char *rest, *num;
@@ -292,6 +294,42 @@ static int method_attach(sd_bus_message *call, void *userdata, sd_bus_error *err
         return r;
 }
 
+/* GET .../tty: the terminal's bytes both ways on a socket (terminal-socket.h), authorized as
+ * writing stdin, or as reading the events for a read-only one. */
+static int method_open_terminal(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+        Session *s = c->session;
+        RequestError e = {};
+        uint64_t offset;
+        bool readonly;
+        int fd = -EBADF, r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = bus_request_read_terminal_options(call, &readonly, &offset, &e);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+        r = bus_authorize(s->manager, call, readonly ? AUTHZ_GET : AUTHZ_STDIN, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (!c->tty_master)
+                return sd_bus_error_set(error, BUS_ERROR_NOT_A_TERMINAL,
+                                        "The command is not on a terminal of sandboxd's (no 'tty' option in its start).");
+        r = terminal_socket_new(s->manager, c, offset, readonly, &fd);
+        if (r == -EAGAIN)
+                return sd_bus_error_setf(error, BUS_ERROR_TOO_MANY_TERMINALS,
+                                         "Too many terminals are attached (%u a session, %u in all).",
+                                         TERMINALS_PER_SESSION_MAX, TERMINALS_MAX);
+        if (r == -ERANGE)
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_OFFSET,
+                                         "Offset %" PRIu64 " is past the end of the command's output.", offset);
+        if (r < 0)
+                return r;
+        r = sd_bus_reply_method_return(call, "h", fd);
+        close(fd);
+        return r;
+}
+
 static void on_stdin_written(Op *op, int r, const char *message, void *userdata) {
         BusPending *p = userdata;
 
@@ -396,6 +434,11 @@ const sd_bus_vtable command_vtable[] = {
                                 SD_BUS_ARGS("t", offset),
                                 SD_BUS_RESULT("h", events),
                                 method_attach,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("OpenTerminal",
+                                SD_BUS_ARGS("a{sv}", options),
+                                SD_BUS_RESULT("h", terminal),
+                                method_open_terminal,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("WriteStdin",
                                 SD_BUS_ARGS("ay", data, "b", eof),

@@ -26,6 +26,7 @@ typedef struct PoolSlot PoolSlot;
 typedef struct PolkitQuery PolkitQuery;
 typedef struct BusPending BusPending;
 typedef struct OutputPipe OutputPipe;
+typedef struct TerminalSocket TerminalSocket;
 typedef struct Proxy Proxy;
 typedef struct ProxyListener ProxyListener;
 
@@ -113,6 +114,7 @@ struct Manager {
         OutputPipe *output_pipes;    /* commands' events into pipes of D-Bus clients (Attach()) */
         unsigned n_output_pipes;
         unsigned n_terminals;        /* attached terminals (terminal.h), of every session */
+        TerminalSocket *terminal_sockets;        /* terminals of D-Bus clients (OpenTerminal()) */
         bool bus_name_releasing;     /* exiting when idle: the name goes first */
 
         sd_event_source *idle_timer;

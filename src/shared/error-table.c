@@ -49,7 +49,7 @@ static const ApiError table[] = {
         { "too_many_running", EBUSY, 429, E("TooManyRunning"), SANDBOXD_ERROR_INVALID },
         { "too_many_commands", EBUSY, 429, E("TooManyCommands"), SANDBOXD_ERROR_INVALID },
         { "too_many_file_operations", EBUSY, 429, E("TooManyFileOperations"), SANDBOXD_ERROR_INVALID },
-        { "too_many_terminals", EBUSY, 429, NULL, SANDBOXD_ERROR_INVALID },
+        { "too_many_terminals", EBUSY, 429, E("TooManyTerminals"), SANDBOXD_ERROR_INVALID },
         { "spool_full", ENOSPC, 507, E("SpoolFull"), SANDBOXD_ERROR_SERVER },
         { "insufficient_storage", ENOSPC, 507, E("InsufficientStorage"), SANDBOXD_ERROR_SERVER },
         /* sandboxd, systemd, this host */
