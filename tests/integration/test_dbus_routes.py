@@ -43,6 +43,7 @@ ROUTES = {
     ("POST", C + "/signal"): [(B.COMMAND, "Signal")],
     ("POST", C + "/stdin"): [(B.COMMAND, "WriteStdin")],
     ("POST", C + "/resize"): [(B.COMMAND, "Resize")],
+    ("GET", C + "/tty"): [(B.COMMAND, "OpenTerminal")],
 }
 for _files in (S + "/files", S + "/files/{path}"):
     ROUTES[("GET", _files)] = [(FILES, "Stat"), (FILES, "List"), (FILES, "Read")]

@@ -9,16 +9,18 @@ a raw socket where a client must misbehave (a ping flood that reads nothing)."""
 import asyncio
 import base64
 import json
-import os
 import secrets
 import socket
 import struct
 import time
 
+import dbus
 import pytest
 import websockets
 
-from conftest import (TCP_HOST, TCP_PORT, UNIX_SOCKET, assert_error, commands_path, daemon_pid, snapshot,
+import sbxbus as B
+
+from conftest import (UNIX_SOCKET, assert_error, commands_path, daemon_pid, restart_daemon, snapshot,
                       start_command, wait_for, wait_terminal)
 
 DEADLINE = 60.0  # seconds: generous, the suite runs under load
@@ -468,3 +470,102 @@ def test_python_interactive(api, session):
             got = await read_until(ws, got, lambda g: g.close_code is not None)
             assert got.exit["exit_code"] == 5 and got.close_code == 1000, (got.exit, got.close_code)
     run(go())
+
+
+# --- D-Bus: Command.OpenTerminal(), the same terminal on a socket pair
+
+def open_terminal(sid, rid, **options):
+    path = B.call("%s/session/%s" % (B.PATH, sid), B.SESSION, "GetCommand", "s", rid)[0]
+    opts = dbus.Dictionary({k: B.t(v) if k == "offset" else dbus.Boolean(v) for k, v in options.items()},
+                           signature="sv")
+    fd = B.call(path, B.COMMAND, "OpenTerminal", "a{sv}", opts)[0]
+    s = socket.socket(fileno=fd.take())
+    s.settimeout(DEADLINE)
+    return s
+
+
+def sock_read_until(s, pred, got=b""):
+    deadline = time.monotonic() + DEADLINE
+    while not pred(got):
+        assert time.monotonic() < deadline, got
+        chunk = s.recv(65536)
+        if not chunk:
+            return got, True
+        got += chunk
+    return got, False
+
+
+def test_dbus_open_terminal_with_a_websocket(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+    s = open_terminal(sid, rid, offset=len(READY))
+
+    async def go():
+        async with ws_open(api, after_ready(sid, rid)) as ws:
+            s.sendall(b"from dbus\n")
+            got = await read_until(ws, Received(), lambda g: g.data == b"from dbus\n")
+            await ws.send(b"from ws\n")
+            await read_until(ws, got, lambda g: g.data == b"from dbus\nfrom ws\n")
+    run(go())
+    data, eof = sock_read_until(s, lambda d: d == b"from dbus\nfrom ws\n")
+    assert data == b"from dbus\nfrom ws\n" and not eof
+    # the command ends: the socket ends
+    assert api.post(commands_path(sid, rid, "/signal"), {"signal": "SIGTERM"}).status == 200
+    data, eof = sock_read_until(s, lambda d: False, data)
+    assert eof and data == b"from dbus\nfrom ws\n"
+    s.close()
+
+
+def test_dbus_open_terminal_refusals(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+    viewer = open_terminal(sid, rid, readonly=True)
+    data, _ = sock_read_until(viewer, lambda d: d == READY)
+    viewer.sendall(b"typed\n")
+    data, eof = sock_read_until(viewer, lambda d: False, data)
+    assert eof and data == READY  # closed, nothing typed
+    assert snapshot(api, sid, rid)["stdout"] == READY.decode()
+    viewer.close()
+
+    path = B.call("%s/session/%s" % (B.PATH, sid), B.SESSION, "GetCommand", "s", rid)[0]
+    assert B.error_of(B.call, path, B.COMMAND, "OpenTerminal", "a{sv}",
+                      dbus.Dictionary({"offset": B.t(1000)}, signature="sv")) == B.ERROR + "InvalidOffset"
+    assert B.error_of(B.call, path, B.COMMAND, "OpenTerminal", "a{sv}",
+                      dbus.Dictionary({"size": B.t(1)}, signature="sv")) == B.ERROR + "UnknownOption"
+    assert B.error_of(B.call, path, B.COMMAND, "OpenTerminal", "a{sv}",
+                      dbus.Dictionary({"readonly": B.t(1)}, signature="sv")) == B.ERROR + "InvalidType"
+    pipe = start_command(api, sid, {"argv": ["cat"], "stdin": "stream"})["request_id"]
+    pipe_path = B.call("%s/session/%s" % (B.PATH, sid), B.SESSION, "GetCommand", "s", pipe)[0]
+    assert B.error_of(B.call, pipe_path, B.COMMAND, "OpenTerminal", "a{sv}",
+                      dbus.Dictionary({}, signature="sv")) == B.ERROR + "NotATerminal"
+
+    # 16 a session, shared with the WebSockets
+    socks = [open_terminal(sid, rid, readonly=True) for _ in range(16)]
+    assert B.error_of(B.call, path, B.COMMAND, "OpenTerminal", "a{sv}",
+                      dbus.Dictionary({}, signature="sv")) == B.ERROR + "TooManyTerminals"
+    assert_error(api.get(tty_path(sid, rid), headers=upgrade_headers()), 429, "too_many_terminals")
+    for x in socks:
+        x.close()
+    wait_for(lambda: api.get(tty_path(sid, rid, "?readonly=maybe"), headers=upgrade_headers()).status == 400
+             and open_terminal(sid, rid, readonly=True).close() is None, timeout=DEADLINE, what="room again")
+
+
+def test_sandboxd_stopping_closes_1001(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+
+    async def go():
+        async with ws_open(api, after_ready(sid, rid)) as ws:
+            await ws.send(b"before\n")
+            got = await read_until(ws, Received(), lambda g: g.data == b"before\n")
+            await asyncio.to_thread(restart_daemon)
+            got = await read_until(ws, got, lambda g: g.close_code is not None)
+            assert got.close_code == 1001, got.close_code
+    run(go())
+    # the command went on under systemd: a new attach finds it
+    async def again():
+        async with ws_open(api, after_ready(sid, rid)) as ws:
+            got = await read_until(ws, Received(), lambda g: g.data == b"before\n")
+            await ws.send(b"after\n")
+            await read_until(ws, got, lambda g: g.data == b"before\nafter\n")
+    run(again())
