@@ -25,15 +25,9 @@
 /* After our close frame, the client has this long to answer with its own. */
 #define WS_CLOSE_TIMEOUT_USEC (5U * 1000 * 1000)
 
-typedef struct WsConn WsConn;
-
 /* Answers the request: 101 and the WebSocket, or the refusal (426 not a WebSocket request,
  * 429 too many terminals, 400 bad offset). */
 int http_ws_upgrade(HttpRequest *r, Command *c, uint64_t offset, bool readonly);
-/* The request ended before its upgrade: what http_ws_upgrade() prepared goes. */
-void http_ws_abandon(WsConn *w);
-/* Closes every WebSocket of the server (1001), before it stops. */
-void http_ws_close_all(HttpServer *s);
 
 /* What a client's message asks for (the frame glue's one decision, fuzzed). */
 typedef enum WsAction {

@@ -8,7 +8,6 @@
 #include "auth.h"
 #include "error-table.h"
 #include "http.h"
-#include "http-ws.h"
 #include "list.h"
 #include "log.h"
 #include "ndjson.h"

@@ -106,6 +106,12 @@ static inline AuthzTransport http_transport(HttpRequest *r) {
         return r->server->is_unix ? AUTHZ_HTTP_UNIX : AUTHZ_HTTP_TCP;
 }
 
+/* WebSockets, in http-ws.c (http-ws.h): a request that ended before its upgrade lets go of
+ * what http_ws_upgrade() prepared; every WebSocket of a server is closed (1001) before it
+ * stops. */
+void http_ws_abandon(WsConn *w);
+void http_ws_close_all(HttpServer *s);
+
 /* The route table, in http-routes.c: every path and method served, as data. */
 typedef int (*HttpHandler)(HttpRequest *r);
 
