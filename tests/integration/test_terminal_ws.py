@@ -20,7 +20,7 @@ import websockets
 
 import sbxbus as B
 
-from conftest import (UNIX_SOCKET, assert_error, commands_path, daemon_pid, restart_daemon, snapshot,
+from conftest import (UNIX_SOCKET, assert_error, commands_path, config_dropin, daemon_pid, restart_daemon, snapshot,
                       start_command, wait_for, wait_terminal)
 
 DEADLINE = 60.0  # seconds: generous, the suite runs under load
@@ -569,3 +569,37 @@ def test_sandboxd_stopping_closes_1001(api, session):
             await ws.send(b"after\n")
             await read_until(ws, got, lambda g: g.data == b"before\nafter\n")
     run(again())
+
+
+def test_idle_terminal_outlives_connection_timeout(api, scope):
+    """ConnectionTimeoutSec= is for HTTP requests: a terminal nobody types in stays open."""
+    user, ws_name = scope
+    with config_dropin("/etc/sandboxd/sandboxd.conf.d/50-test-terminal-ws.conf") as write:
+        write("[HTTP]\nConnectionTimeoutSec=2s\n")
+        sid = api.create_session(user, ws_name)["id"]
+        rid = cat(api, sid)
+
+        async def go():
+            async with ws_open(api, after_ready(sid, rid)) as ws:
+                await asyncio.sleep(6)  # idle: three times the timeout
+                await ws.send(b"still here\n")
+                await read_until(ws, Received(), lambda g: g.data == b"still here\n")
+        run(go())
+
+
+def test_session_close_ends_terminals(api, session):
+    sid = session["id"]
+    rid = cat(api, sid)
+    s = open_terminal(sid, rid, offset=len(READY))
+
+    async def go():
+        async with ws_open(api, after_ready(sid, rid)) as ws:
+            r = await asyncio.to_thread(api.delete, "/v1/sessions/" + sid)
+            assert r.status in (200, 202), r
+            return await read_to_close(ws)
+    got = run(go())
+    # its command was stopped: the exit, then the close
+    assert got.close_code == 1000 and got.exit and got.exit["status"] != "succeeded", (got.close_code, got.exit)
+    data, eof = sock_read_until(s, lambda d: False)
+    assert eof and data == b""
+    s.close()
