@@ -702,10 +702,16 @@ static int route_tty(HttpRequest *r) {
                 return http_queue_error(r, "invalid_value", "?readonly= must be 1 or 0.");
         if (!c->tty_master)
                 return http_queue_error(r, "not_a_terminal", "The command is not on a terminal of sandboxd's (no \"tty\" in its start).");
-        if (!readonly && authz_decide(&r->caller, http_transport(r), AUTHZ_STDIN,
-                                      &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant },
-                                      &reason) != AUTHZ_ALLOW)
-                return http_queue_error(r, "forbidden", reason ?: "Not allowed to write to this command's stdin.");
+        if (!readonly) {
+                AuthzVerdict verdict = authz_decide(
+                        &r->caller, http_transport(r), AUTHZ_STDIN,
+                        &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);
+
+                if (verdict == AUTHZ_FORBIDDEN)
+                        return http_queue_error(r, "forbidden", reason ?: "Not allowed to write to this command's stdin.");
+                if (verdict != AUTHZ_ALLOW)
+                        return http_queue_error(r, "not_found", "No such session.");
+        }
         return http_ws_upgrade(r, c, offset, readonly);
 }
 
