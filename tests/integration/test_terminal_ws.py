@@ -312,9 +312,11 @@ def raw_handshake(path):
 
 def masked_frame(opcode, payload):
     mask = secrets.token_bytes(4)
-    assert len(payload) < 126
+    n = len(payload)
+    assert n < 65536
+    head = struct.pack("!BB", 0x80 | opcode, 0x80 | n) if n < 126 else struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
     body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    return struct.pack("!BB", 0x80 | opcode, 0x80 | len(payload)) + mask + body
+    return head + mask + body
 
 
 @pytest.mark.time_limit(240)
@@ -351,6 +353,45 @@ def test_ping_flood_bounded(api, session):
     run(other())
     grown = rss_kib(pid) - before
     assert grown < 16 * 1024, "sandboxd grew by %d KiB under %d pings" % (grown, sent)
+    s.close()
+
+
+@pytest.mark.time_limit(240)
+def test_input_backpressure(api, session):
+    """A command that reads nothing: its input waits in sandboxd up to 256 KiB, then the
+    client is not read any more (its sends block), and sandboxd does not grow."""
+    sid = session["id"]
+    rid = start_raw(api, sid, "sleep 600")
+    pid = daemon_pid()
+    before = rss_kib(pid)
+    s = raw_handshake(after_ready(sid, rid))
+    s.setblocking(False)
+    frame = masked_frame(0x2, b"k" * 60000)
+    sent, pos, stalled_since = 0, 0, None
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        try:
+            n = s.send(frame[pos:])
+            pos = (pos + n) % len(frame)
+            sent += n
+            stalled_since = None
+        except BlockingIOError:
+            stalled_since = stalled_since or time.monotonic()
+            if time.monotonic() - stalled_since > 3:
+                break
+            time.sleep(0.01)
+    assert stalled_since is not None, "sandboxd read %d bytes for a command that reads nothing" % sent
+    assert sent < 32 * 1024 * 1024, sent
+    grown = rss_kib(pid) - before
+    assert grown < 16 * 1024, "sandboxd grew by %d KiB holding input" % grown
+    # others are served meanwhile
+    rid2 = cat(api, sid)
+
+    async def other():
+        async with ws_open(api, after_ready(sid, rid2)) as ws:
+            await ws.send(b"served\n")
+            await read_until(ws, Received(), lambda g: g.data == b"served\n")
+    run(other())
     s.close()
 
 
