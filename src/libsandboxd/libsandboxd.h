@@ -269,6 +269,39 @@ int sandboxd_command_signal(sandboxd_client *c, const char *session, const char 
 int sandboxd_command_write_stdin(sandboxd_client *c, const char *session, const char *request_id,
                                  const void *data, size_t size, bool eof);
 
+/* --- terminals: a command started on a terminal (sandboxd_exec_set_tty) ------------------ */
+
+/* An interactive connection to such a command (over HTTP, the WebSocket at
+ * .../commands/RID/tty): its output from byte offset (0: all of it so far), then live; input
+ * unless readonly. Over D-Bus: -EOPNOTSUPP (start the command on a terminal of your own). */
+typedef struct sandboxd_terminal sandboxd_terminal;
+/* Called with output bytes; a negative return stops sandboxd_terminal_process() with it. */
+typedef int (*sandboxd_terminal_output_fn)(sandboxd_terminal *t, const void *data, size_t size, void *userdata);
+
+int sandboxd_terminal_open(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
+                           bool readonly, sandboxd_terminal **ret);
+sandboxd_terminal *sandboxd_terminal_free(sandboxd_terminal *t);
+/* Poll this fd for sandboxd_terminal_poll_events() (POLLIN, POLLOUT; 0 once it is over),
+ * then call sandboxd_terminal_process(). */
+int sandboxd_terminal_fd(const sandboxd_terminal *t);
+short sandboxd_terminal_poll_events(const sandboxd_terminal *t);
+/* Queue input, or a new window size; sent by sandboxd_terminal_process(). */
+int sandboxd_terminal_write(sandboxd_terminal *t, const void *data, size_t size);
+int sandboxd_terminal_resize(sandboxd_terminal *t, unsigned rows, unsigned cols);
+/* Bytes queued and not yet sent: stop reading your input while this is large. */
+size_t sandboxd_terminal_queued(const sandboxd_terminal *t);
+/* Leave the command running and close the connection (it ends in sandboxd_terminal_process()). */
+int sandboxd_terminal_detach(sandboxd_terminal *t);
+/* Sends and receives what it can without blocking; output goes to fn. 0: still open; 1: the
+ * connection is over (the command ended, or it was detached or closed); < 0: failed. */
+int sandboxd_terminal_process(sandboxd_terminal *t, sandboxd_terminal_output_fn fn, void *userdata);
+/* Once over: the command's result from its exit frame, handed to the caller; -ENODATA when
+ * the connection ended before the command did. */
+int sandboxd_terminal_take_result(sandboxd_terminal *t, sandboxd_result **ret);
+/* The close code sandboxd sent (1000 the command ended, 1001 sandboxd stopping, 1008
+ * refused input), 0 if none. */
+unsigned sandboxd_terminal_close_code(const sandboxd_terminal *t);
+
 /* --- files (paths are relative to the session's workspace) ----------------------------- */
 
 typedef enum sandboxd_file_type {
