@@ -49,6 +49,7 @@
 #define BUS_ERROR_NOT_EMPTY BUS_ERROR_PREFIX "NotEmpty"
 #define BUS_ERROR_TOO_MANY_FILE_OPERATIONS BUS_ERROR_PREFIX "TooManyFileOperations"
 #define BUS_ERROR_INSUFFICIENT_STORAGE BUS_ERROR_PREFIX "InsufficientStorage"
+#define BUS_ERROR_PORT_NOT_EXPOSED BUS_ERROR_PREFIX "PortNotExposed"
 
 /* The error of a RequestError (the codes the HTTP API sends in "error.code"): the D-Bus
  * name of the code's row in the error table, or e->bus_name; InvalidValue for a code that
