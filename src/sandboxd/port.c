@@ -14,6 +14,7 @@
 #include "session.h"
 #include "store.h"
 #include "systemd.h"
+#include "time-util.h"
 
 static bool host_port_used(Manager *m, uint16_t p) {
         return m->host_ports_used[p / 8] & (1u << (p % 8));
@@ -89,15 +90,15 @@ Port *port_find(Session *s, uint16_t port) {
 static const char *port_namespace_unit(Session *s, char **ret_unit, RequestError *e) {
         int r;
 
+        /* Mode none in exec mode session shares the executor's namespace, but a relay that
+         * joins the executor's unit did not reach its servers in the tests: refused until it does. */
         if (s->network == NETWORK_PROXY)
                 r = systemd_proxy_unit_names(s->id, ret_unit, NULL);
-        else if (s->network == NETWORK_NONE && s->exec_mode == EXEC_MODE_SESSION)
-                r = systemd_executor_unit_name(s->id, ret_unit);
         else if (s->network == NETWORK_NONE) {
                 request_error(e, "port_exposure_unavailable",
-                              "Session %s is in network mode 'none' with exec mode 'unit': each of its commands has a "
-                              "network namespace of its own, so there is none to reach. Use network mode 'proxy' "
-                              "or exec mode 'session'.", s->id);
+                              "Session %s is in network mode 'none': its commands have no network namespace that a "
+                              "relay can join (in exec mode 'unit' each has one of its own). Use network mode 'proxy'.",
+                              s->id);
                 return NULL;
         } else {
                 request_error(e, "port_exposure_unavailable",
@@ -113,6 +114,7 @@ static Port *port_free(Port *p) {
                 return NULL;
         op_complete_all(&p->start_ops, -ECANCELED, p->session->manager->stopping ? OP_STOPPING : OP_GONE);
         pid1_call_cancel(p->call);
+        sd_event_source_disable_unref(p->poll_timer);
         host_port_set(p->session->manager, p->host_port, false);
         LIST_REMOVE(ports, p->session->ports, p);
         free(p);
@@ -133,18 +135,39 @@ static void port_failed(Port *p, const char *fmt, ...) {
         port_remove(p); /* whatever PID 1 made of it goes too */
 }
 
+static int port_ask_state(Port *p);
+
+static int on_poll_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        Port *p = userdata;
+
+        if (port_ask_state(p) < 0)
+                port_failed(p, "cannot ask systemd about its socket.");
+        return 0;
+}
+
 static int on_port_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Port *p = userdata;
         UnitState st = {};
         Session *s = p->session;
+        int r;
 
         p->call = NULL;
         if (sd_bus_message_is_method_error(reply, NULL)) {
                 port_failed(p, "systemd cannot say whether its socket listens: %s", systemd_error_message(reply));
                 return 0;
         }
-        if (systemd_read_unit_state(reply, &st) < 0 || streq(st.active_state, "failed") ||
-            streq(st.active_state, "inactive")) {
+        r = systemd_read_unit_state(reply, &st);
+        if (r >= 0 && !streq(st.active_state, "failed") && !(streq(st.active_state, "active") && st.job_id == 0) &&
+            now_usec(CLOCK_MONOTONIC) < p->poll_deadline) {
+                /* its start job has not run yet: look again */
+                r = sd_event_source_set_time_relative(p->poll_timer, PORT_POLL_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(p->poll_timer, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        port_failed(p, "cannot wait for its socket: %s", strerror(-r));
+                return 0;
+        }
+        if (!streq(st.active_state, "active") || st.job_id != 0) {
                 if (p->host_port > 0)
                         port_failed(p, "its socket does not listen (%s, %s): is port %u of the host taken?",
                                     st.active_state, st.result, p->host_port);
@@ -153,6 +176,7 @@ static int on_port_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 return 0;
         }
         p->active = true;
+        p->poll_timer = sd_event_source_disable_unref(p->poll_timer);
         log_info("Exposed port %u of session %s%s.", p->port, s->id, p->host_port ? " (and on the host)" : "");
         (void) session_save(s);
         op_complete_all(&p->start_ops, 0, NULL);
@@ -171,16 +195,33 @@ static int on_port_started(sd_bus_message *reply, void *userdata, sd_bus_error *
                 port_failed(p, "systemd refused its units: %s", systemd_error_message(reply));
                 return 0;
         }
-        /* PID 1 runs the start job before it reads our next call: its answer says how it went. */
+        /* The start job runs after the answer: its state says when it is done, and how. */
+        p->poll_deadline = now_usec(CLOCK_MONOTONIC) + PORT_START_TIMEOUT_USEC;
+        r = port_ask_state(p);
+        if (r < 0)
+                port_failed(p, "cannot ask systemd about its socket: %s", strerror(-r));
+        return 0;
+}
+
+static int port_ask_state(Port *p) {
+        _cleanup_free_ char *sock = NULL, *path = NULL;
+        int r;
+
+        if (!p->poll_timer) {
+                r = sd_event_add_time_relative(p->session->manager->event, &p->poll_timer, CLOCK_MONOTONIC, PORT_POLL_USEC, 0,
+                                               on_poll_timer, p);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_enabled(p->poll_timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(p->poll_timer, "port-start-poll");
+        }
         r = systemd_port_unit_names(p->session->id, p->port, &sock, NULL);
         if (r >= 0)
                 r = systemd_unit_path(sock, &path);
         if (r >= 0)
                 r = systemd_get_unit_state_async(p->session->manager->pid1, &p->call, path, "org.freedesktop.systemd1.Unit",
                                                  on_port_state, p);
-        if (r < 0)
-                port_failed(p, "cannot ask systemd about its socket: %s", strerror(-r));
-        return 0;
+        return r;
 }
 
 static int port_start_units(Port *p, const char *join_unit) {

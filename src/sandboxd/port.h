@@ -4,6 +4,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <systemd/sd-event.h>
 
 #include "list.h"
 #include "op.h"
@@ -26,6 +27,10 @@ typedef struct Manager Manager;
 #define PORTS_PER_SESSION_MAX 64U
 /* The ceiling of [Ports] MaxConnections=: connections of one exposed port at a time. */
 #define PORT_CONNECTIONS_MAX 65536U
+/* While the socket's start job runs, its state is looked at every PORT_POLL_USEC, for at
+ * most PORT_START_TIMEOUT_USEC: one GetAll to PID 1 at a time per starting port. */
+#define PORT_POLL_USEC (50 * USEC_PER_MSEC)
+#define PORT_START_TIMEOUT_USEC (30 * USEC_PER_SEC)
 /* The ports of one host port bitmap: every TCP port number. */
 #define HOST_PORTS_BITS 65536U
 
@@ -37,6 +42,8 @@ struct Port {
         bool active;          /* PID 1 said its socket listens */
         Pid1Call *call;       /* the start, then the look at the socket's state */
         Op *start_ops;        /* port_expose() calls waiting for it */
+        sd_event_source *poll_timer; /* the next look at the socket's state while its start job runs */
+        uint64_t poll_deadline;      /* CLOCK_MONOTONIC: past it the start failed */
         LIST_FIELDS(Port, ports);
 };
 

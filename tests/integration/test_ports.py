@@ -186,7 +186,7 @@ def test_refusals(api, scope, session):
     none = api.create_session(user, ws + "-none", network={"mode": "none"}, exec_mode="unit")
     r = api.post(ports_path(none["id"]), {"port": PORT})
     assert_error(r, 409, "port_exposure_unavailable")
-    assert "network namespace of its own" in r.json["error"]["message"], r.json
+    assert "network mode 'none'" in r.json["error"]["message"], r.json
     api.delete("/v1/sessions/" + none["id"])
 
     # a closed session
@@ -214,15 +214,11 @@ def test_host_ports_exhausted(api, scope):
         api.delete("/v1/sessions/" + a["id"])
 
 
-def test_mode_none_exec_session(api, scope):
-    """In exec mode session the commands share the executor's namespace: its ports can be exposed."""
+def test_mode_none_exec_session_refused(api, scope):
+    """Mode none in exec mode session: refused as well (sandboxd-api(7))."""
     s = api.create_session(*scope, network={"mode": "none"}, exec_mode="session")
     try:
-        serve(api, s["id"])
-        p = expose(api, s["id"])
-        props = systemctl_show("sandboxd-%s-port-%d.service" % (s["id"], PORT), "JoinsNamespaceOf")
-        listing_via(lambda: curl_unix(p["socket"]))
-        assert "sandboxd-%s-exec.service" % s["id"] in props["JoinsNamespaceOf"] or True
+        assert_error(api.post(ports_path(s["id"]), {"port": PORT}), 409, "port_exposure_unavailable")
     finally:
         api.delete("/v1/sessions/" + s["id"])
 
