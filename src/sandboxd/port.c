@@ -184,7 +184,6 @@ static int on_port_state(sd_bus_message *reply, void *userdata, sd_bus_error *re
 }
 
 static int on_port_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        _cleanup_free_ char *sock = NULL, *path = NULL;
         Port *p = userdata;
         int r;
 
