@@ -20,6 +20,7 @@
 #include "manager-dbus.h"
 #include "polkit.h"
 #include "pool.h"
+#include "port.h"
 #include "proxy.h"
 #include "scope.h"
 #include "session.h"
@@ -252,6 +253,11 @@ static int daemon_recover(Manager *m) {
                 if (!found)
                         (void) session_start_proxy_units(ps);
         }
+
+        /* Exposed ports, after the proxy sockets whose namespace their relays join: their units
+         * again where PID 1 has them no more. */
+        LIST_FOREACH(sessions, ps, m->sessions)
+                port_recover(ps);
         return 0;
 }
 

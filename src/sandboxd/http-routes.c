@@ -19,6 +19,7 @@
 #include "ndjson.h"
 #include "parse-util.h"
 #include "pool.h"
+#include "port.h"
 #include "scope.h"
 #include "session.h"
 #include "status.h"
@@ -448,6 +449,114 @@ static int route_freeze(HttpRequest *r) {
 
 static int route_thaw(HttpRequest *r) {
         return freeze_session(r, false);
+}
+
+/* --- exposed ports ---------------------------------------------------------- */
+
+static int queue_port(HttpRequest *r, unsigned status, Port *p) {
+        Buf b = {};
+
+        if (port_append_json(p, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, status, &b);
+}
+
+static struct MHD_Response *port_response(Port *p) {
+        struct MHD_Response *resp;
+        Buf b = {};
+
+        if (port_append_json(p, &b) < 0 || buf_puts(&b, "\n") < 0) {
+                buf_done(&b);
+                return http_error_response("internal", "Out of memory.");
+        }
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
+}
+
+static void on_port_exposed(Op *op, int ret, const char *message, void *userdata) {
+        HttpRequest *r = userdata;
+        Session *s = op->session;
+        uint16_t port = op->port;
+        Port *p;
+
+        r->op = op_free(op);
+        p = port_find(s, port);
+        if (ret == -ECANCELED)
+                complete_stopping(r, "whether the port is exposed: ask again once it is back.");
+        else if (ret == -ESTALE || (ret >= 0 && !p))
+                http_complete_error(r, "port_not_exposed", "The port was removed, or the session closed, before it listened.");
+        else if (ret < 0)
+                http_complete_error(r, "systemd_failed", message);
+        else
+                http_complete(r, MHD_HTTP_CREATED, port_response(p));
+}
+
+/* {port} of the path: a number, and an exposed port of the session */
+static Port *path_port(HttpRequest *r) {
+        uint64_t v;
+
+        if (parse_uint64(r->params[1], &v) < 0 || v == 0 || v > UINT16_MAX) {
+                http_queue_error(r, "port_not_exposed", "No such exposed port: a port is a number from 1 to 65535.");
+                return NULL;
+        }
+        Port *p = port_find(r->target, (uint16_t) v);
+        if (!p || !p->active)
+                http_queue_error(r, "port_not_exposed", "That port of the session is not exposed.");
+        return p && p->active ? p : NULL;
+}
+
+static int route_expose_port(HttpRequest *r) {
+        Session *s = r->target;
+        RequestError e = {};
+        PortRequest req;
+        Port *p = NULL;
+        int ret;
+
+        if (!is_json_request(r))
+                return http_queue_error(r, "unsupported_media_type", "Send the port as application/json.");
+        ret = port_request_parse(r->body.data, r->body.len, &req, &e);
+        if (ret < 0)
+                return queue_request_error(r, ret, &e);
+        ret = port_expose(s, &req, on_port_exposed, r, &p, &r->op, &e);
+        if (ret < 0)
+                return queue_request_error(r, ret, &e);
+        if (ret == 0)
+                return queue_port(r, MHD_HTTP_OK, p); /* exposed already */
+        http_suspend(r);
+        return MHD_YES;
+}
+
+static int route_list_ports(HttpRequest *r) {
+        Buf b = {};
+
+        if (port_list_append_json(r->target, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_get_port(HttpRequest *r) {
+        Port *p = path_port(r);
+
+        return p ? queue_port(r, MHD_HTTP_OK, p) : MHD_YES;
+}
+
+static int route_unexpose_port(HttpRequest *r) {
+        Port *p = path_port(r);
+        Buf b = {};
+
+        if (!p)
+                return MHD_YES;
+        if (port_append_json(p, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        port_remove(p);
+        return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
 /* --- commands ------------------------------------------------------------- */
@@ -1034,6 +1143,12 @@ const HttpRoute http_routes[] = {
           { POST(route_signal, AUTHZ_SIGNAL) } },
         { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
           { POST(route_stdin, AUTHZ_STDIN) } },
+        /* Exposing a port gives what the session serves to whoever reaches the socket: the
+         * right to run commands in it. */
+        { "/v1/sessions/{sid}/ports", HTTP_ROUTE_SESSION,
+          { GET(route_list_ports, AUTHZ_GET), POST(route_expose_port, AUTHZ_EXEC) } },
+        { "/v1/sessions/{sid}/ports/{port}", HTTP_ROUTE_SESSION,
+          { GET(route_get_port, AUTHZ_GET), DELETE(route_unexpose_port, AUTHZ_EXEC) } },
         /* The top of the workspace, then a path in it ("files/" is the top too). A plain PUT
          * is an upload, which http_route_upload_begin() takes before its body. */
         { "/v1/sessions/{sid}/files", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES,

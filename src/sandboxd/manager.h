@@ -75,6 +75,7 @@ struct Manager {
         struct stat uid_cache_passwd, uid_cache_group; /* what the entries were asked under */
         SenderCacheEntry sender_cache[SENDER_CACHE_MAX];
 
+        uint8_t host_ports_used[65536 / 8]; /* a bit per TCP port that an exposed port holds on the host (port.c) */
         Session *sessions;       /* the list, newest first: session.c adds, removes and finds them */
         Session *sessions_by_id; /* the same in a uthash table by id (hh of Session) */
         Session *sessions_by_scope; /* the starting or active ones by workspace_host_dir (hh_scope) */

@@ -88,12 +88,13 @@ def test_every_documented_route_is_served(api, spec, probe_session):
     never 404 "No such route.", never 405. (Errors of the handler itself are fine: a
     signal to a command that ended is 409, freezing on cgroup v1 is 501.)"""
     sid = probe_session["id"]
-    values = {"sid": sid, "rid": "probe", "path": "probe.txt"}
+    values = {"sid": sid, "rid": "probe", "path": "probe.txt", "port": "8000"}
     bodies = {
         ("POST", "/v1/sessions"): {"user": probe_session["user"], "workspace": probe_session["workspace"]},
         ("POST", "/v1/sessions/{sid}/commands"): {"argv": ["true"]},
         ("POST", "/v1/sessions/{sid}/commands/{rid}/signal"): {"signal": "SIGTERM"},
         ("PUT", "/v1/sessions/{sid}/files/{path}"): b"y",
+        ("POST", "/v1/sessions/{sid}/ports"): {"port": 8000},
     }
     # the ones that end something last, and drain undone at once
     order = sorted(documented(spec), key=lambda mp: (mp[1] == "/v1/sessions/{sid}" and mp[0] == "DELETE",
