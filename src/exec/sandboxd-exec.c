@@ -9,6 +9,7 @@
  *     SANDBOXD_EXEC_ARGC=3
  *     SANDBOXD_EXEC_ARGV_0=python3  SANDBOXD_EXEC_ARGV_1=-c  SANDBOXD_EXEC_ARGV_2=...
  *     SANDBOXD_EXEC_USERDB=/run/userdb  (where sandboxd puts our user's record: wait for it)
+ *     SANDBOXD_EXEC_TTY=1  (stdin is a pty slave: lead a session and make it our terminal)
  *
  * Why not ExecStart= and Environment=: unit files under /run/systemd/transient are
  * world-readable (a command's secrets would be too), and systemd 252 cannot read a
@@ -23,11 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define EXIT_EXEC 203
+#define EXIT_STDIN 208
 #define PREFIX "SANDBOXD_EXEC_"
 #define ARGC_MAX 4096 /* REQUEST_ARGV_MAX */
 
@@ -76,6 +79,23 @@ static void wait_for_user_record(const char *dir) {
                 close(fd);
 }
 
+/* On a pseudo-terminal: the command leads a session of its own whose controlling terminal
+ * is its stdin, so that ^C reaches its foreground group, and it can push input (TIOCSTI)
+ * into no terminal but that one. PID 1 made us a session leader and may have made the
+ * terminal ours already (then TIOCSCTTY is a no-op); it fails if the terminal is another
+ * session's. */
+static int take_terminal(void) {
+        if (getsid(0) != getpid() && setsid() < 0) {
+                fprintf(stderr, "sandboxd-exec: cannot lead a session: %s\n", strerror(errno));
+                return -1;
+        }
+        if (ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0) {
+                fprintf(stderr, "sandboxd-exec: cannot make stdin the controlling terminal: %s\n", strerror(errno));
+                return -1;
+        }
+        return 0;
+}
+
 /* Drops every SANDBOXD_EXEC_* variable: the command sees only its own environment. */
 static void strip_environment(void) {
         size_t k = 0;
@@ -88,7 +108,8 @@ static void strip_environment(void) {
 }
 
 int main(int argc, char *argv[]) {
-        const char *path = getenv(PREFIX "PATH"), *n_s = getenv(PREFIX "ARGC"), *userdb = getenv(PREFIX "USERDB");
+        const char *path = getenv(PREFIX "PATH"), *n_s = getenv(PREFIX "ARGC"), *userdb = getenv(PREFIX "USERDB"),
+                   *tty = getenv(PREFIX "TTY");
         char **args, *end = NULL;
         unsigned long n;
 
@@ -115,6 +136,8 @@ int main(int argc, char *argv[]) {
                 args[i] = (char *) v; /* the strings stay where they are; only environ changes */
         }
 
+        if (tty && strcmp(tty, "1") == 0 && take_terminal() < 0)
+                return EXIT_STDIN;
         if (userdb && userdb[0] == '/')
                 wait_for_user_record(userdb);
         strip_environment();

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -365,6 +366,12 @@ static _Noreturn void child(const ExecutorSpec *spec, char **env, const int fds[
                 if (dup2(fds[1 + i], i) < 0)
                         _exit(EXECUTOR_EXIT_EXEC);
         (void) close_range(3, ~0U, 0);
+        /* on a pty: its controlling terminal, of the session it leads (setsid() above), so
+         * that ^C reaches its foreground group and TIOCSTI no terminal but this one */
+        if ((spec->flags & EXECUTOR_SPEC_TTY) && ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0) {
+                fprintf(stderr, "sandboxd-executor: cannot make stdin the controlling terminal: %s\n", strerror(errno));
+                _exit(EXECUTOR_EXIT_STDIN);
+        }
         if (chdir(spec->cwd) < 0)
                 _exit(EXECUTOR_EXIT_CHDIR);
         execve(spec->exe, spec->argv, env);

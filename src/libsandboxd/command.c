@@ -138,6 +138,29 @@ _public_ int sandboxd_exec_set_stdin_stream(sandboxd_exec *e, bool stream) {
         return exec_set(e, "stdin", json_object_new_string("stream"));
 }
 
+_public_ int sandboxd_exec_set_tty(sandboxd_exec *e, unsigned rows, unsigned cols) {
+        json_object *o;
+        int r;
+
+        if (!e || (rows == 0) != (cols == 0) || rows > 1000 || cols > 1000)
+                return -EINVAL;
+        if (rows == 0) {
+                json_object_object_del(e->body, "tty");
+                return 0;
+        }
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        r = object_set(o, "rows", json_object_new_int64(rows));
+        if (r >= 0)
+                r = object_set(o, "cols", json_object_new_int64(cols));
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        return exec_set(e, "tty", o);
+}
+
 _public_ int sandboxd_exec_set_output_fds(sandboxd_exec *e, int stdout_fd, int stderr_fd) {
         if (!e || (stdout_fd < 0) != (stderr_fd < 0))
                 return -EINVAL;
@@ -434,6 +457,29 @@ _public_ int sandboxd_command_signal(sandboxd_client *c, const char *session, co
         if (!body || object_set(body, "signal", json_object_new_string(name)) < 0)
                 return client_fail(c, -ENOMEM);
         r = url_command(&url, c, session, request_id, "signal");
+        if (r >= 0)
+                r = http_json(c, "POST", url.data, body, NULL, NULL);
+        buf_done(&url);
+        return client_done(c, r);
+}
+
+_public_ int sandboxd_command_resize(sandboxd_client *c, const char *session, const char *request_id, unsigned rows,
+                                     unsigned cols) {
+        _cleanup_(json_object_putp) json_object *body = NULL;
+        Buf url = {};
+        int r;
+
+        if (!c || !session || !request_id)
+                return -EINVAL;
+        client_begin(c);
+        if (rows < 1 || rows > 1000 || cols < 1 || cols > 1000)
+                return error_set(&c->error, SANDBOXD_ERROR_LOCAL, -EINVAL, "Rows and columns must be 1 to 1000.");
+        BUS_DISPATCH(c, bus_command_resize(c, session, request_id, rows, cols));
+        body = json_object_new_object();
+        if (!body || object_set(body, "rows", json_object_new_int64(rows)) < 0 ||
+            object_set(body, "cols", json_object_new_int64(cols)) < 0)
+                return client_fail(c, -ENOMEM);
+        r = url_command(&url, c, session, request_id, "resize");
         if (r >= 0)
                 r = http_json(c, "POST", url.data, body, NULL, NULL);
         buf_done(&url);

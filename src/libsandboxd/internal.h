@@ -203,6 +203,7 @@ int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *e
                  void *userdata, sandboxd_result **ret);
 int bus_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec *e, char **ret_request_id);
 int bus_command_signal(sandboxd_client *c, const char *session, const char *request_id, int sig);
+int bus_command_resize(sandboxd_client *c, const char *session, const char *request_id, unsigned rows, unsigned cols);
 
 int bus_command_attach(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
                        sandboxd_event_fn fn, void *userdata, sandboxd_result **ret);

@@ -237,6 +237,10 @@ int sandboxd_exec_set_timeout_ms(sandboxd_exec *e, uint64_t ms); /* 0: sandboxd'
 int sandboxd_exec_set_stdin(sandboxd_exec *e, const void *data, size_t size);
 int sandboxd_exec_set_stdin_stream(sandboxd_exec *e, bool stream); /* feed it with sandboxd_command_write_stdin() */
 int sandboxd_exec_set_request_id(sandboxd_exec *e, const char *request_id);
+/* Runs the command on a pseudo-terminal of sandboxd's of this size (1..1000 each; 0 and 0:
+ * on pipes again): its output is the stdout events, its input is streamed (feed it with
+ * sandboxd_command_write_stdin(); eof types ^D), resize it with sandboxd_command_resize(). */
+int sandboxd_exec_set_tty(sandboxd_exec *e, unsigned rows, unsigned cols);
 /* sandboxd_exec_run(): the command's output goes to these fds (both, or -1 and -1 for none)
  * instead of to fn as stdout and stderr events. Over D-Bus the command writes into them
  * itself (a terminal gets a pipe the library copies from) and sandboxd keeps none of it;
@@ -268,6 +272,10 @@ int sandboxd_command_list(sandboxd_client *c, const char *session, sandboxd_resu
 int sandboxd_command_signal(sandboxd_client *c, const char *session, const char *request_id, int sig);
 int sandboxd_command_write_stdin(sandboxd_client *c, const char *session, const char *request_id,
                                  const void *data, size_t size, bool eof);
+/* Sets the window size of a command started with sandboxd_exec_set_tty(); kind CONFLICT
+ * (code not_a_terminal) for a command on pipes. */
+int sandboxd_command_resize(sandboxd_client *c, const char *session, const char *request_id, unsigned rows,
+                            unsigned cols);
 
 /* --- terminals: a command started on a terminal (sandboxd_exec_set_tty) ------------------ */
 

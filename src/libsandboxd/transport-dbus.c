@@ -933,6 +933,14 @@ static int append_exec_options(sd_bus_message *m, json_object *body, int out_fd,
                 r = sd_bus_message_append(m, "{sv}", "timeout_ms", "t", (uint64_t) json_object_get_int64(v));
         if (r >= 0 && json_object_object_get_ex(body, "request_id", &v))
                 r = sd_bus_message_append(m, "{sv}", "request_id", "s", json_object_get_string(v));
+        if (r >= 0 && json_object_object_get_ex(body, "tty", &v)) {
+                json_object *rows = NULL, *cols = NULL;
+
+                (void) json_object_object_get_ex(v, "rows", &rows);
+                (void) json_object_object_get_ex(v, "cols", &cols);
+                r = sd_bus_message_append(m, "{sv}", "tty", "(qq)", (uint16_t) json_object_get_int(rows),
+                                          (uint16_t) json_object_get_int(cols));
+        }
         if (r >= 0 && json_object_object_get_ex(body, "stdin", &v) && json_object_is_type(v, json_type_string))
                 /* "stream": fed later by WriteStdin() */
                 r = sd_bus_message_append(m, "{sv}", "stdin", "s", json_object_get_string(v));
@@ -1328,6 +1336,21 @@ int bus_command_signal(sandboxd_client *c, const char *session, const char *rid,
         return r < 0 ? bus_error(c, r, &e) : 0;
 }
 
+
+int bus_command_resize(sandboxd_client *c, const char *session, const char *rid, unsigned rows, unsigned cols) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        client_begin(c);
+        r = find_command(c, session, rid, &path);
+        if (r < 0)
+                return r;
+        r = call_method(c, path, COMMAND_IFACE, "Resize", &e, &reply, "qq", (uint16_t) rows, (uint16_t) cols);
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(c, r, &e) : 0;
+}
 
 /* --- event streams: the NDJSON of Attach()'s pipe ----------------------------------------- */
 

@@ -186,14 +186,8 @@ static int read_fd(sd_bus_message *m, const char *key, int *ret, RequestError *e
         r = sd_bus_message_read(m, "h", &fd);
         if (r < 0)
                 return r;
-        /* Untrusted code never gets a caller's terminal: on one it could turn echo off, push
-         * input (TIOCSTI) and read what is typed after the call returns (bubblewrap's
-         * CVE-2017-5226). Either end of a pseudo-terminal answers isatty(). */
-        if (isatty(fd))
-                return request_error(e, "invalid_value",
-                                     "Option '%s' is a terminal: commands never get a caller's terminal, pass a pipe.",
-                                     key);
-        /* The message owns its fd: a copy of our own, which the request then owns. */
+        /* A terminal is checked with the rest (request_check_tty()): only a pty slave, and
+         * only with the 'tty' option. The message owns its fd: a copy of our own, which the request then owns. */
         fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
                 return -errno;
@@ -321,6 +315,17 @@ static int command_option(sd_bus_message *m, const char *key, void *userdata, Re
                         else
                                 req->has_stderr_fd = true;
                 }
+        } else if (streq(key, "tty")) {
+                uint16_t rows, cols;
+
+                r = enter_option(m, key, "(qq)", e);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "(qq)", &rows, &cols);
+                if (r >= 0) {
+                        req->has_tty = true;
+                        req->tty_rows = rows;
+                        req->tty_cols = cols;
+                }
         } else
                 r = request_error(e, "unknown_field", "Unknown option '%s'.", key);
         if (r < 0)
@@ -330,8 +335,12 @@ static int command_option(sd_bus_message *m, const char *key, void *userdata, Re
 
 int bus_request_read_command_options(sd_bus_message *m, CommandRequest *req, RequestError *e) {
         CommandOptions o = { .req = req };
+        int r;
 
-        return read_options(m, command_option, &o, e);
+        r = read_options(m, command_option, &o, e);
+        if (r < 0)
+                return r;
+        return request_check_tty(req, e);
 }
 
 int bus_request_read_command(sd_bus_message *m, CommandRequest *ret, RequestError *e) {

@@ -68,6 +68,15 @@ static int property_get_stdin(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_append(reply, "s", stdin_mode_to_string(c->stdin_mode));
 }
 
+/* (rows, cols) of its terminal; (0, 0) on pipes */
+static int property_get_tty(sd_bus *bus, const char *path, const char *interface, const char *property,
+                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+
+        return sd_bus_message_append(reply, "(qq)", (uint16_t) (c->tty ? c->tty_rows : 0),
+                                     (uint16_t) (c->tty ? c->tty_cols : 0));
+}
+
 /* exec mode "session": its own cgroup below the exec unit's, once it runs; "" otherwise */
 static int property_get_cgroup(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -182,6 +191,37 @@ static int method_signal(sd_bus_message *call, void *userdata, sd_bus_error *err
                 return r < 0 ? r : 1;
 
         r = command_signal(c, sig);
+        if (r == -ESRCH)
+                return sd_bus_error_set(error, BUS_ERROR_COMMAND_NOT_RUNNING, "The command has already finished.");
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, NULL);
+}
+
+/* POST .../resize {"rows", "cols"} */
+static int method_resize(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Command *c = userdata;
+        Session *s = c->session;
+        uint16_t rows, cols;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = sd_bus_message_read(call, "qq", &rows, &cols);
+        if (r < 0)
+                return r;
+        if (rows < 1 || rows > REQUEST_TTY_SIZE_MAX || cols < 1 || cols > REQUEST_TTY_SIZE_MAX)
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_VALUE, "Rows and columns must be 1 to %u, not %u and %u.",
+                                         REQUEST_TTY_SIZE_MAX, rows, cols);
+
+        r = bus_authorize(s->manager, call, AUTHZ_SIGNAL, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        r = command_resize(c, rows, cols);
+        if (r == -ENOTTY)
+                return sd_bus_error_set(error, BUS_ERROR_NOT_A_TERMINAL,
+                                        "The command is not on a terminal of sandboxd's (no 'tty' option in its start).");
         if (r == -ESRCH)
                 return sd_bus_error_set(error, BUS_ERROR_COMMAND_NOT_RUNNING, "The command has already finished.");
         if (r < 0)
@@ -321,6 +361,7 @@ const sd_bus_vtable command_vtable[] = {
         SD_BUS_PROPERTY("Argv", "as", NULL, offsetof(Command, argv), CONST),
         SD_BUS_PROPERTY("CreatedAt", "t", NULL, offsetof(Command, created_realtime_usec), CONST),
         SD_BUS_PROPERTY("Stdin", "s", property_get_stdin, 0, CONST),
+        SD_BUS_PROPERTY("Tty", "(qq)", property_get_tty, 0, 0),
         SD_BUS_PROPERTY("Cgroup", "s", property_get_cgroup, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_PROPERTY("Status", "s", property_get_status, 0, CHANGES),
         SD_BUS_PROPERTY("Terminal", "b", property_get_terminal, 0, CHANGES),
@@ -340,6 +381,11 @@ const sd_bus_vtable command_vtable[] = {
                                 SD_BUS_ARGS("s", signal),
                                 SD_BUS_NO_RESULT,
                                 method_signal,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Resize",
+                                SD_BUS_ARGS("q", rows, "q", cols),
+                                SD_BUS_NO_RESULT,
+                                method_resize,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Snapshot",
                                 SD_BUS_NO_ARGS,

@@ -10,7 +10,9 @@
 #include <netinet/in.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <termios.h>
 #include <systemd/sd-daemon.h>
 
 #include "bus-util.h"
@@ -36,6 +38,12 @@
 #define SAMPLE_INTERVAL_USEC (200 * USEC_PER_MSEC)
 
 static const char *const stream_names[_OUTPUT_STREAM_MAX] = { "stdout", "stderr" };
+
+/* The streams sandboxd reads: not the caller's own fds, and on its terminal only the master
+ * (as stdout: a terminal has one stream). */
+static bool stream_kept(const Command *c, OutputStream st) {
+        return !c->caller_fd[st] && !(c->tty_master && st == OUTPUT_STDERR);
+}
 
 bool command_status_is_running(const Command *c) {
         return c->result.status == COMMAND_RUNNING;
@@ -85,7 +93,8 @@ static int exec_env_path(Command *c, char *buf, size_t n) {
                        : -ENAMETOOLONG;
 }
 
-static int exec_env_write(Command *c, const char *exe, char * const *argv, char * const *env, char *path, size_t n) {
+static int exec_env_write(Command *c, const char *exe, char * const *argv, char * const *env, bool tty, char *path,
+                          size_t n) {
         _cleanup_close_ int fd = -EBADF;
         char dir[PATH_MAX];
         Buf b = {};
@@ -99,6 +108,8 @@ static int exec_env_write(Command *c, const char *exe, char * const *argv, char 
         if (r < 0)
                 return r;
         r = exec_env_format(&b, exe, argv, env);
+        if (r >= 0 && tty)
+                r = buf_printf(&b, EXEC_ENV_TTY "=1\n");
         if (r < 0)
                 goto finish;
         (void) unlink(path); /* a leftover of a command with this number that never started */
@@ -152,6 +163,16 @@ int command_save(Command *c) {
         json_put(o, "argv", json_object_get(argv), &oom);
         json_put(o, "created_usec", json_object_new_uint64(c->created_realtime_usec), &oom);
         json_put(o, "stdin", json_object_new_string(stdin_mode_to_string(c->stdin_mode)), &oom);
+        if (c->tty) {
+                json_object *t = json_object_new_object();
+
+                oom = oom || !t;
+                json_put(t, "rows", json_object_new_uint64(c->tty_rows), &oom);
+                json_put(t, "cols", json_object_new_uint64(c->tty_cols), &oom);
+                /* false: the caller's own pty slave, no master here */
+                json_put(t, "master", json_object_new_boolean(c->tty_master), &oom);
+                json_put(o, "tty", t, &oom);
+        }
         if (c->in_executor) {
                 json_put(o, "executor", json_object_new_boolean(true), &oom);
                 if (c->exec && c->exec->deadline_usec != USEC_INFINITY)
@@ -226,6 +247,8 @@ static int drain_stream(Command *c, OutputStream st) {
                         continue;
                 if (errno == EAGAIN)
                         return 0;
+                if (errno == EIO && c->tty_master)
+                        return 1; /* a pty master: every holder of the slave closed it */
                 log_warning_errno(-errno, "Failed to read %s of %s, ignoring: %m", stream_names[st], c->unit);
                 return 1;
         }
@@ -318,12 +341,22 @@ static int on_stdin_writable(sd_event_source *s, int fd, uint32_t revents, void 
         stdin_progress(c, done);
 
         if (c->stdin_pending.len == 0) {
-                if (c->stdin_eof)
+                if (c->stdin_eof && !c->tty_master)
                         stdin_close(c, 0, NULL);
                 else
                         (void) sd_event_source_set_enabled(c->stdin_io, SD_EVENT_OFF);
         }
         return 0;
+}
+
+/* The character a terminal reads as end of input (VEOF of its line discipline, ^D unless the
+ * command changed it); ^D when it is disabled or cannot be read. */
+static char tty_eof_char(Command *c) {
+        struct termios t;
+
+        if (tcgetattr(c->stdin_fd, &t) < 0 || t.c_cc[VEOF] == _POSIX_VDISABLE)
+                return 0x04;
+        return (char) t.c_cc[VEOF];
 }
 
 int command_write_stdin(Command *c, const void *p, size_t n, bool eof, OpFn fn, void *userdata, Op **ret) {
@@ -339,9 +372,15 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, OpFn fn, 
         if (!op)
                 return -ENOMEM;
         r = buf_append(&c->stdin_pending, p, n);
+        if (r >= 0 && eof && c->tty_master) {
+                /* a terminal is not closed: its end of input is a character, and it stays open */
+                char x = tty_eof_char(c);
+
+                r = buf_append(&c->stdin_pending, &x, 1);
+        }
         if (r < 0)
                 return r;
-        c->stdin_eof = eof;
+        c->stdin_eof = eof && !c->tty_master;
         op->until = c->stdin_pending.len;
         op_queue(&c->stdin_ops, op);
 
@@ -351,11 +390,39 @@ int command_write_stdin(Command *c, const void *p, size_t n, bool eof, OpFn fn, 
                         return r;
                 (void) sd_event_source_set_description(c->stdin_io, "command-stdin");
         }
-        r = sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
+        /* a terminal's input waits until its process has set it up (command_input_ready()) */
+        r = sd_event_source_set_enabled(c->stdin_io, !c->tty_master || c->input_ready ? SD_EVENT_ON : SD_EVENT_OFF);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(op);
         return 1;
+}
+
+void command_input_ready(Command *c) {
+        if (c->input_ready)
+                return;
+        c->input_ready = true;
+        if (c->stdin_io && c->stdin_pending.len > 0)
+                (void) sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
+}
+
+int command_resize(Command *c, unsigned rows, unsigned cols) {
+        struct winsize w = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+        int fd;
+
+        if (!c->tty_master)
+                return -ENOTTY;
+        if (!command_status_is_running(c))
+                return -ESRCH;
+        fd = c->stdin_fd >= 0 ? c->stdin_fd : c->fd[OUTPUT_STDOUT];
+        if (fd < 0)
+                return -ESRCH;
+        if (ioctl(fd, TIOCSWINSZ, &w) < 0)
+                return -errno;
+        c->tty_rows = rows;
+        c->tty_cols = cols;
+        (void) command_save(c);
+        return 0;
 }
 
 /* --- the end ------------------------------------------------------------------- */
@@ -644,11 +711,19 @@ static void note_user(Command *c) {
 
 void command_process_started(Command *c) {
         c->unit_running = true;
+        /* the executor's child touches no terminal settings: nothing to flush what we write */
+        if (c->in_executor)
+                command_input_ready(c);
         if (c->pending_signal > 0)
                 (void) command_signal(c, TAKE_SIGNAL(c->pending_signal));
 }
 
 static void note_running(Command *c) {
+        /* Type=exec: active once sandboxd-exec runs, after PID 1's setup_input() reset the
+         * terminal and flushed its input */
+        if (streq(c->state.active_state, "active") || streq(c->state.active_state, "deactivating") ||
+            unit_state_is_done(&c->state))
+                command_input_ready(c);
         if (c->unit_running || !(streq(c->state.active_state, "activating") || streq(c->state.active_state, "active") ||
                                  streq(c->state.active_state, "deactivating")))
                 return;
@@ -897,6 +972,30 @@ static int make_pipe(int *ret_read, int *ret_write, bool reader_nonblock) {
         return 0;
 }
 
+/* sandboxd's pseudo-terminal for c: the master (non-blocking) as c's stdout and, dup'd, its
+ * stdin; the slave, found from the master (no path looked up), in *ret_slave. */
+static int make_pty(Command *c, int *ret_slave) {
+        struct winsize w = { .ws_row = (unsigned short) c->tty_rows, .ws_col = (unsigned short) c->tty_cols };
+        _cleanup_close_ int master = -EBADF, slave = -EBADF, in = -EBADF;
+
+        master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        if (master < 0)
+                return -errno;
+        /* a new pty is locked until unlockpt(); grantpt() has nothing to do on devpts */
+        if (unlockpt(master) < 0 || ioctl(master, TIOCSWINSZ, &w) < 0)
+                return -errno;
+        slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+                return -errno;
+        in = fcntl(master, F_DUPFD_CLOEXEC, 3);
+        if (in < 0)
+                return -errno;
+        c->fd[OUTPUT_STDOUT] = TAKE_FD(master);
+        c->stdin_fd = TAKE_FD(in);
+        *ret_slave = TAKE_FD(slave);
+        return 0;
+}
+
 static Command *command_alloc(Session *s, unsigned n) {
         Command *c = calloc(1, sizeof(Command));
 
@@ -982,6 +1081,24 @@ static int command_open_output(Command *c, bool create) {
         return 0;
 }
 
+/* A command on a terminal gets TERM=xterm-256color unless its request names one. */
+#define TTY_DEFAULT_TERM "TERM=xterm-256color"
+static int env_default_term(char ***env) {
+        size_t n = strv_length(*env);
+        char **l;
+
+        for (size_t i = 0; i < n; i++)
+                if (startswith((*env)[i], "TERM="))
+                        return 0;
+        l = realloc(*env, (n + 2) * sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        *env = l;
+        l[n] = strdup(TTY_DEFAULT_TERM);
+        l[n + 1] = NULL;
+        return l[n] ? 0 : -ENOMEM;
+}
+
 int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata, Op **ret, RequestError *e) {
         Manager *m = s->manager;
         _cleanup_free_ char *cwd = NULL, *exe = NULL, *description = NULL;
@@ -1021,6 +1138,11 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
         r = command_build_env(s, s->n_commands + 1, req->env, &env);
         if (r < 0)
                 return r;
+        if (req->has_tty) {
+                r = env_default_term(&env);
+                if (r < 0)
+                        return r;
+        }
         /* The session's executor runs it, unless it is the purge: that runs while the
          * session closes, whatever became of the executor. */
         in_executor = s->executor && !streq_ptr(req->request_id, PURGE_REQUEST_ID);
@@ -1060,7 +1182,7 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
         r = command_open_output(c, true);
         if (r < 0)
                 goto fail;
-        r = c->in_executor ? 0 : exec_env_write(c, exe, req->argv, env, env_file, sizeof(env_file));
+        r = c->in_executor ? 0 : exec_env_write(c, exe, req->argv, env, req->has_tty, env_file, sizeof(env_file));
         if (r < 0) {
                 log_error_errno(r, "Failed to write the environment file of %s: %m", c->unit);
                 goto fail;
@@ -1069,16 +1191,30 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
         /* A stream the caller brought its own fd for goes there directly; we keep none of it. */
         c->caller_fd[OUTPUT_STDOUT] = req->has_stdout_fd;
         c->caller_fd[OUTPUT_STDERR] = req->has_stderr_fd;
+        c->tty = req->has_tty;
+        c->tty_master = req->has_tty && c->stdin_mode == STDIN_STREAM; /* else the caller's slave */
+        c->tty_rows = req->tty_rows;
+        c->tty_cols = req->tty_cols;
         r = 0;
-        if (!req->has_stdout_fd)
+        if (c->tty_master)
+                r = make_pty(c, &in_fd);
+        if (r >= 0 && !req->has_stdout_fd && !c->tty_master)
                 r = make_pipe(&c->fd[OUTPUT_STDOUT], &out_w, true);
-        if (r >= 0 && !req->has_stderr_fd)
+        if (r >= 0 && !req->has_stderr_fd && !c->tty_master)
                 r = make_pipe(&c->fd[OUTPUT_STDERR], &err_w, true);
         if (r < 0) {
-                log_error_errno(r, "Failed to create pipes for %s: %m", c->unit);
+                log_error_errno(r, "Failed to create %s for %s: %m", c->tty_master ? "a terminal" : "pipes", c->unit);
                 goto fail;
         }
-        switch (c->stdin_mode) {
+        if (c->tty_master) {
+                /* the slave is its stdin, stdout and stderr */
+                out_w = fcntl(in_fd, F_DUPFD_CLOEXEC, 3);
+                err_w = out_w >= 0 ? fcntl(in_fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+                if (err_w < 0) {
+                        r = log_error_errno(-errno, "Failed to duplicate the terminal of %s: %m", c->unit);
+                        goto fail;
+                }
+        } else switch (c->stdin_mode) {
         case STDIN_DATA:
                 in_fd = r = sealed_memfd("sandboxd-stdin", req->stdin_data ?: "", req->stdin_size);
                 break;
@@ -1098,14 +1234,15 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
                 goto fail;
         }
         for (OutputStream st = 0; st < _OUTPUT_STREAM_MAX; st++) {
-                if (c->caller_fd[st])
+                if (!stream_kept(c, st))
                         continue;
                 r = watch_stream(c, st);
                 if (r < 0)
                         goto fail;
                 fdstore_put(c, st, c->fd[st]);
         }
-        if (c->stdin_fd >= 0)
+        /* a terminal's master is stored once (as stdout); a recovery dups it for stdin */
+        if (c->stdin_fd >= 0 && !c->tty_master)
                 fdstore_put(c, 2, c->stdin_fd);
 
         if (c->in_executor) {
@@ -1188,7 +1325,7 @@ static int result_from_record(json_object *o, CommandResult *res) {
 }
 
 int command_record_decode(Session *s, json_object *o, Command **ret) {
-        json_object *argv;
+        json_object *argv, *tty;
         const char *request_id = store_get_string(o, "request_id");
         uint64_t n = store_get_u64(o, "n", 0);
         Command *c;
@@ -1211,6 +1348,18 @@ int command_record_decode(Session *s, json_object *o, Command **ret) {
         c->stdin_mode = stdin_mode_from_string(store_get_string(o, "stdin"));
         if (c->stdin_mode < 0)
                 c->stdin_mode = STDIN_NULL;
+        if (json_object_object_get_ex(o, "tty", &tty) && json_object_is_type(tty, json_type_object)) {
+                uint64_t rows = store_get_u64(tty, "rows", 0), cols = store_get_u64(tty, "cols", 0);
+
+                if (rows < 1 || rows > REQUEST_TTY_SIZE_MAX || cols < 1 || cols > REQUEST_TTY_SIZE_MAX) {
+                        r = -EBADMSG;
+                        goto fail;
+                }
+                c->tty = true;
+                c->tty_rows = (unsigned) rows;
+                c->tty_cols = (unsigned) cols;
+                c->tty_master = store_get_bool(tty, "master", false) && c->stdin_mode == STDIN_STREAM;
+        }
         if (json_object_object_get_ex(o, "argv", &argv) && json_object_is_type(argv, json_type_array)) {
                 size_t k = json_object_array_length(argv);
 
@@ -1290,7 +1439,7 @@ int command_recover(Session *s, json_object *o, Command **ret) {
                 goto done;
         }
 
-        if ((fds[0] < 0 && !c->caller_fd[0]) || (fds[1] < 0 && !c->caller_fd[1])) {
+        if ((fds[0] < 0 && stream_kept(c, OUTPUT_STDOUT)) || (fds[1] < 0 && stream_kept(c, OUTPUT_STDERR))) {
                 /* systemd dropped our pipe ends (sandboxd was stopped, not restarted). */
                 static const char lost[] = "{\"type\":\"notice\",\"message\":\"output written while sandboxd "
                                            "was stopped is lost\"}\n";
@@ -1305,7 +1454,12 @@ int command_recover(Session *s, json_object *o, Command **ret) {
                 if (r < 0)
                         goto fail;
         }
-        if (c->stdin_mode == STDIN_STREAM && fds[2] >= 0) {
+        if (c->tty_master && c->fd[OUTPUT_STDOUT] >= 0) {
+                /* the terminal's master, stored once: its write side again */
+                c->stdin_fd = fcntl(c->fd[OUTPUT_STDOUT], F_DUPFD_CLOEXEC, 3);
+                if (c->stdin_fd < 0)
+                        log_warning_errno(-errno, "Failed to duplicate the terminal of %s, its input is closed: %m", c->unit);
+        } else if (c->stdin_mode == STDIN_STREAM && fds[2] >= 0) {
                 c->stdin_fd = TAKE_FD(fds[2]);
                 (void) fcntl(c->stdin_fd, F_SETFL, O_NONBLOCK);
         }

@@ -49,6 +49,12 @@ struct Command {
         bool stdin_eof;        /* close once pending is written */
         Op *stdin_ops;         /* command_write_stdin(), each until its bytes are written */
 
+        /* On a pseudo-terminal: sandboxd's (tty_master: fd[OUTPUT_STDOUT] is the master, read
+         * side, stdin_fd a dup of it, no stderr), or the caller's slave given as its stdin. */
+        bool tty, tty_master;
+        unsigned tty_rows, tty_cols;
+        bool input_ready;      /* its process set up its terminal: held input may be written */
+
         sd_bus_slot *match_slot;
         bool start_unconfirmed; /* recovered while PID 1 had not answered its start */
         Pid1Call *start_call, *state_call;
@@ -112,6 +118,13 @@ int command_signal(Command *c, int sig);
  * are in the pipe (0), or the pipe closed first (-EPIPE: the command closed its stdin or
  * ended). -ENOTTY: not streamed; -EPIPE: its stdin is closed already. */
 int command_write_stdin(Command *c, const void *p, size_t n, bool eof, OpFn fn, void *userdata, Op **ret);
+/* Sets the window size of a command on sandboxd's terminal (the kernel sends SIGWINCH to its
+ * foreground process group). -ENOTTY: not on one of sandboxd's terminals; -ESRCH: it is not
+ * running. */
+int command_resize(Command *c, unsigned rows, unsigned cols);
+/* Its process is past the set-up of its stdin (PID 1 resets a terminal there, and may flush
+ * what was written to it): input held for it is written now. */
+void command_input_ready(Command *c);
 /* Stops a running command (its unit); the result follows as usual. */
 int command_stop(Command *c);
 

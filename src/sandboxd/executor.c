@@ -628,12 +628,12 @@ static void executor_flush_queue(Executor *e) {
         }
 }
 
-static int spec_memfd(const char *exe, const char *cwd, char * const *argv, char * const *env) {
+static int spec_memfd(const char *exe, const char *cwd, char * const *argv, char * const *env, uint32_t flags) {
         _cleanup_free_ char *spec = NULL;
         size_t size;
         int r;
 
-        r = executor_spec_format(exe, cwd, argv, env, &spec, &size);
+        r = executor_spec_format(exe, cwd, argv, env, flags, &spec, &size);
         if (r < 0)
                 return r;
         return sealed_memfd("sandboxd-exec-spec", spec, size);
@@ -655,7 +655,7 @@ int executor_exec(Executor *e, Command *c, const char *exe, const char *cwd, cha
         x->deadline_usec = timeout_usec == USEC_INFINITY ? USEC_INFINITY : now_usec(CLOCK_REALTIME) + timeout_usec;
         c->exec = x;
 
-        r = x->fds[0] = spec_memfd(exe, cwd, argv, env);
+        r = x->fds[0] = spec_memfd(exe, cwd, argv, env, c->tty ? EXECUTOR_SPEC_TTY : 0);
         if (r >= 0) {
                 int in[3] = { stdin_fd, stdout_fd, stderr_fd };
                 for (unsigned k = 0; k < 3 && r >= 0; k++)

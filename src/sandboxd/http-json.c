@@ -97,6 +97,10 @@ int command_append_json(Command *c, Buf *b, bool with_output) {
         }
         if (r >= 0)
                 r = buf_puts(b, "],");
+        if (r >= 0 && c->tty)
+                r = buf_printf(b, "\"tty\":{\"rows\":%u,\"cols\":%u},", c->tty_rows, c->tty_cols);
+        else if (r >= 0)
+                r = buf_puts(b, "\"tty\":null,");
         /* run by the session's executor: its own cgroup below the exec unit's, once it runs */
         if (r >= 0 && c->in_executor && c->cgroup && strrchr(c->cgroup, '/'))
                 r = buf_printf(b, "\"cgroup\":\"%s\",", strrchr(c->cgroup, '/') + 1);

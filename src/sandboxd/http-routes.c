@@ -717,6 +717,50 @@ static int route_signal(HttpRequest *r) {
         return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
+/* {"rows": R, "cols": C}, both, 1..REQUEST_TTY_SIZE_MAX */
+static int route_resize(HttpRequest *r) {
+        Command *c = r->target_command;
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        uint64_t size[2] = {};
+        bool seen[2] = {};
+        int ret;
+        Buf b = {};
+
+        o = r->body.len > 0 && !memchr(r->body.data, 0, r->body.len) ? json_tokener_parse(r->body.data) : NULL;
+        if (!o || !json_object_is_type(o, json_type_object))
+                return http_queue_error(r, "invalid_json", "Send {\"rows\": R, \"cols\": C}.");
+        json_object_object_foreach(o, key, val) {
+                unsigned k = streq(key, "rows") ? 0 : streq(key, "cols") ? 1 : 2;
+                int64_t v;
+
+                if (k == 2)
+                        return http_queue_error(r, "unknown_field", "Only 'rows' and 'cols' are allowed.");
+                if (!json_object_is_type(val, json_type_int))
+                        return http_queue_error(r, "invalid_type", "Fields 'rows' and 'cols' must be integers.");
+                errno = 0;
+                v = json_object_get_int64(val);
+                if (errno != 0 || v < 1 || v > (int64_t) REQUEST_TTY_SIZE_MAX)
+                        return http_queue_error(r, "invalid_value", "Fields 'rows' and 'cols' must be 1 to 1000.");
+                size[k] = (uint64_t) v;
+                seen[k] = true;
+        }
+        if (!seen[0] || !seen[1])
+                return http_queue_error(r, "missing_field", "Both 'rows' and 'cols' are required.");
+
+        ret = command_resize(c, (unsigned) size[0], (unsigned) size[1]);
+        if (ret == -ENOTTY)
+                return http_queue_error(r, "not_a_terminal", "The command is not on a terminal of sandboxd's (no \"tty\" in its start).");
+        if (ret == -ESRCH)
+                return http_queue_error(r, "not_running", "The command has already finished.");
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+
+        if (buf_printf(&b, "{\"request_id\":\"%s\",\"tty\":{\"rows\":%u,\"cols\":%u}}", c->request_id, c->tty_rows,
+                       c->tty_cols) < 0)
+                return MHD_NO;
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
 static void on_stdin_written(Op *op, int ret, const char *message, void *userdata) {
         HttpRequest *r = userdata;
         char json[128];
@@ -1143,6 +1187,8 @@ const HttpRoute http_routes[] = {
           { POST(route_signal, AUTHZ_SIGNAL) } },
         { "/v1/sessions/{sid}/commands/{rid}/stdin", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
           { POST(route_stdin, AUTHZ_STDIN) } },
+        { "/v1/sessions/{sid}/commands/{rid}/resize", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
+          { POST(route_resize, AUTHZ_SIGNAL) } },
         /* Exposing a port gives what the session serves to whoever reaches the socket: the
          * right to run commands in it. */
         { "/v1/sessions/{sid}/ports", HTTP_ROUTE_SESSION,

@@ -37,6 +37,7 @@ static const ApiError table[] = {
         { "not_running", ESRCH, 409, E("CommandNotRunning"), SANDBOXD_ERROR_CONFLICT },
         { "stdin_closed", EPIPE, 409, E("StdinClosed"), SANDBOXD_ERROR_CONFLICT },
         { "stdin_not_streamed", EBADF, 409, E("StdinNotStreamed"), SANDBOXD_ERROR_CONFLICT },
+        { "not_a_terminal", ENOTTY, 409, E("NotATerminal"), SANDBOXD_ERROR_CONFLICT },
         { "not_a_directory", ENOTDIR, 409, E("NotADirectory"), SANDBOXD_ERROR_CONFLICT },
         { "is_a_directory", EISDIR, 409, E("IsADirectory"), SANDBOXD_ERROR_CONFLICT },
         { "not_a_regular_file", EBADFD, 409, E("NotARegularFile"), SANDBOXD_ERROR_CONFLICT },

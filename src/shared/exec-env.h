@@ -14,5 +14,9 @@
  * quoted so that systemd reads back exactly the bytes given (newlines included). */
 int exec_env_format(Buf *b, const char *path, char * const *argv, char * const *env);
 
+/* Set (to 1) for a command on a pseudo-terminal: sandboxd-exec makes its stdin the
+ * controlling terminal of a session it leads, or exits with systemd's 208 (STDIN). */
+#define EXEC_ENV_TTY EXEC_ENV_PREFIX "TTY"
+
 /* Where a command finds the user records of its scope; sandboxd-exec waits for its own. */
 #define EXEC_USERDB_DIR "/run/userdb"

@@ -158,16 +158,16 @@ int executor_msg_decode(const void *p, size_t size, bool from_executor, Executor
 /* The spec */
 
 typedef struct SpecHead {
-        uint32_t magic, argc, envc, reserved;
+        uint32_t magic, argc, envc, flags;
 } SpecHead;
 
-int executor_spec_format(const char *exe, const char *cwd, char * const *argv, char * const *env, char **ret,
-                         size_t *ret_size) {
-        SpecHead head = { .magic = EXECUTOR_SPEC_MAGIC };
+int executor_spec_format(const char *exe, const char *cwd, char * const *argv, char * const *env, uint32_t flags,
+                         char **ret, size_t *ret_size) {
+        SpecHead head = { .magic = EXECUTOR_SPEC_MAGIC, .flags = flags };
         size_t size = sizeof(head), k;
         char *buf, *q;
 
-        if (!exe || !cwd || !argv || !ret || !ret_size)
+        if (!exe || !cwd || !argv || !ret || !ret_size || (flags & ~EXECUTOR_SPEC_FLAGS_ALL))
                 return -EINVAL;
         size += strlen(exe) + 1 + strlen(cwd) + 1;
         for (k = 0; argv[k]; k++) {
@@ -228,11 +228,12 @@ int executor_spec_parse(const char *buf, size_t size, ExecutorSpec *ret) {
                 return -EBADMSG;
         memcpy(&head, buf, sizeof(head));
         if (head.magic != EXECUTOR_SPEC_MAGIC || head.argc < 1 || head.argc > EXECUTOR_SPEC_ARGC_MAX ||
-            head.envc > EXECUTOR_SPEC_ENVC_MAX)
+            head.envc > EXECUTOR_SPEC_ENVC_MAX || (head.flags & ~EXECUTOR_SPEC_FLAGS_ALL))
                 return -EBADMSG;
 
         spec.argc = head.argc;
         spec.envc = head.envc;
+        spec.flags = head.flags;
         spec.argv = calloc(head.argc + 1, sizeof(char *));
         spec.env = calloc(head.envc + 1, sizeof(char *));
         if (!spec.argv || !spec.env) {

@@ -44,6 +44,7 @@
  * maps them to "setup-chdir", "setup-exec", ...). */
 #define EXECUTOR_EXIT_CHDIR 200
 #define EXECUTOR_EXIT_EXEC  203
+#define EXECUTOR_EXIT_STDIN 208
 
 /* Where the executor finds sandboxd's listener, inside its unit. */
 #define EXECUTOR_SOCKET_DIR  "/run/sandboxd-executor"
@@ -143,22 +144,27 @@ int executor_msg_decode(const void *p, size_t size, bool from_executor, Executor
 int executor_cgroup_name(uint32_t n, const uint8_t random[8], char ret[EXECUTOR_CGROUP_NAME_MAX]);
 
 /* The exec spec, in a sealed memfd (F_SEAL_SHRINK|GROW|WRITE|SEAL):
- *     u32 magic EXECUTOR_SPEC_MAGIC, u32 argc, u32 envc, u32 reserved,
+ *     u32 magic EXECUTOR_SPEC_MAGIC, u32 argc, u32 envc, u32 flags (EXECUTOR_SPEC_*, no other bit),
  *     then 2 + argc + envc NUL-terminated strings: exe, cwd, argv[0..argc), env[0..envc)
  * and nothing after the last NUL. exe and cwd absolute, argc >= 1, each env entry
  * NAME=value with a non-empty name. */
 #define EXECUTOR_SPEC_MAGIC UINT32_C(0x43455053) /* "SPEC" */
+/* stdin is a pty slave: the child makes it the controlling terminal of the session it
+ * leads (TIOCSCTTY), or exits EXECUTOR_EXIT_STDIN */
+#define EXECUTOR_SPEC_TTY UINT32_C(1)
+#define EXECUTOR_SPEC_FLAGS_ALL EXECUTOR_SPEC_TTY
 
 typedef struct ExecutorSpec {
         const char *exe, *cwd;
         uint32_t argc, envc;
+        uint32_t flags;
         char **argv; /* NULL-terminated, pointing into the buffer */
         char **env;
 } ExecutorSpec;
 
 /* Serializes; -E2BIG past EXECUTOR_SPEC_MAX or the counts. */
-int executor_spec_format(const char *exe, const char *cwd, char * const *argv, char * const *env, char **ret,
-                         size_t *ret_size);
+int executor_spec_format(const char *exe, const char *cwd, char * const *argv, char * const *env, uint32_t flags,
+                         char **ret, size_t *ret_size);
 /* Parses buf (size bytes, which it does not copy: argv/env point into it). -EBADMSG when it
  * is not exactly the format above. ret->argv/env are allocated (free with
  * executor_spec_done()). */

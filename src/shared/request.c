@@ -3,6 +3,9 @@
 #include <json-c/json.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "json-util.h"
@@ -457,6 +460,85 @@ static int parse_stdin(json_object *v, CommandRequest *c, RequestError *e) {
         return 0;
 }
 
+/* "tty": {"rows": R, "cols": C}, both required */
+static int parse_tty(json_object *v, CommandRequest *c, RequestError *e) {
+        bool rows = false, cols = false;
+        uint64_t x;
+        int r;
+
+        if (!json_object_is_type(v, json_type_object))
+                return request_error(e, "invalid_type", "Field 'tty' must be an object {\"rows\": ..., \"cols\": ...}.");
+        json_object_object_foreach(v, key, val) {
+                if (streq(key, "rows") || streq(key, "cols")) {
+                        bool is_rows = streq(key, "rows");
+
+                        r = get_uint(val, is_rows ? "tty.rows" : "tty.cols", 1, REQUEST_TTY_SIZE_MAX, &x, e);
+                        if (r < 0)
+                                return r;
+                        if (is_rows) {
+                                c->tty_rows = (unsigned) x;
+                                rows = true;
+                        } else {
+                                c->tty_cols = (unsigned) x;
+                                cols = true;
+                        }
+                } else
+                        return request_error(e, "unknown_field", "Unknown field 'tty.%.64s'; use 'rows' and 'cols'.", key);
+        }
+        if (!rows || !cols)
+                return request_error(e, "missing_field", "Field 'tty' needs both 'rows' and 'cols'.");
+        c->has_tty = true;
+        return 0;
+}
+
+bool fd_is_pty_slave(int fd, dev_t *ret_rdev) {
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) < 136 ||
+            major(st.st_rdev) > 143 || !isatty(fd))
+                return false;
+        if (ret_rdev)
+                *ret_rdev = st.st_rdev;
+        return true;
+}
+
+int request_check_tty(CommandRequest *c, RequestError *e) {
+        dev_t rdev = 0, other;
+
+        if (!c->has_tty) {
+                /* Untrusted code never gets a caller's terminal it does not lead: on one it
+                 * could turn echo off, push input (TIOCSTI) and read what is typed after the
+                 * call returns. Either end of a pseudo-terminal answers isatty(). */
+                if ((c->stdin_mode == STDIN_FD && isatty(c->stdin_fd)) || (c->has_stdout_fd && isatty(c->stdout_fd)) ||
+                    (c->has_stderr_fd && isatty(c->stderr_fd)))
+                        return request_error(e, "invalid_value",
+                                             "A file descriptor is a terminal: pass a pipe, or a pty slave with the 'tty' option.");
+                return 0;
+        }
+        if (request_check_uint("tty.rows", c->tty_rows, 1, REQUEST_TTY_SIZE_MAX, e) < 0 ||
+            request_check_uint("tty.cols", c->tty_cols, 1, REQUEST_TTY_SIZE_MAX, e) < 0)
+                return -EINVAL;
+        if (c->stdin_mode == STDIN_NULL)
+                c->stdin_mode = STDIN_STREAM;
+        switch (c->stdin_mode) {
+        case STDIN_STREAM:
+                if (c->has_stdout_fd || c->has_stderr_fd)
+                        return request_error(e, "invalid_value",
+                                             "With 'tty', stdout and stderr are the terminal's: give them only with a pty slave as stdin.");
+                return 0;
+        case STDIN_FD:
+                if (!fd_is_pty_slave(c->stdin_fd, &rdev))
+                        return request_error(e, "invalid_value", "With 'tty', a stdin file descriptor must be a pty slave.");
+                /* a terminal among the others must be that one */
+                if ((c->has_stdout_fd && isatty(c->stdout_fd) && (!fd_is_pty_slave(c->stdout_fd, &other) || other != rdev)) ||
+                    (c->has_stderr_fd && isatty(c->stderr_fd) && (!fd_is_pty_slave(c->stderr_fd, &other) || other != rdev)))
+                        return request_error(e, "invalid_value", "With 'tty', stdout and stderr may be no terminal but stdin's.");
+                return 0;
+        default:
+                return request_error(e, "invalid_value", "With 'tty', 'stdin' must be absent or \"stream\".");
+        }
+}
+
 void command_request_done(CommandRequest *r) {
         strv_free(r->argv);
         strv_free(r->env);
@@ -559,6 +641,8 @@ int command_request_parse(const char *body, size_t n, CommandRequest *ret, Reque
                                 r = request_check_request_id(c.request_id, e);
                 } else if (streq(key, "stdin"))
                         r = parse_stdin(v, &c, e);
+                else if (streq(key, "tty"))
+                        r = parse_tty(v, &c, e);
                 else
                         r = request_error(e, "unknown_field", "Unknown field '%s'.", key);
                 if (r < 0)
@@ -569,6 +653,9 @@ int command_request_parse(const char *body, size_t n, CommandRequest *ret, Reque
                 r = request_error(e, "missing_field", "Field 'argv' is required.");
                 goto fail;
         }
+        r = request_check_tty(&c, e);
+        if (r < 0)
+                goto fail;
 
         *ret = c;
         return 0;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/types.h>
+
 #include "macro.h"
 
 /* Untrusted request bodies are parsed here, once, into typed structs. Every problem is
@@ -72,6 +74,10 @@ typedef struct CommandRequest {
          * sandboxd keeps no output of that stream. Owned. */
         bool has_stdout_fd, has_stderr_fd;
         int stdout_fd, stderr_fd;
+        /* On a pseudo-terminal of this size (rows, cols): sandboxd's own, or the caller's
+         * pty slave given as stdin (D-Bus). Its stdin is always streamed or that fd. */
+        bool has_tty;
+        unsigned tty_rows, tty_cols;
         bool wait;         /* false: answer 202 at once (from ?wait=false) */
 } CommandRequest;
 
@@ -110,6 +116,12 @@ int request_check_argv(char * const *argv, RequestError *e);
 int request_check_env_name(const char *name, RequestError *e);
 int request_check_cwd(const char *cwd, RequestError *e);
 int request_check_request_id(const char *id, RequestError *e);
+/* What a terminal needs of the rest of the request, once all of it is read: its size in
+ * range, stdin absent (then streamed), "stream" or the caller's pty slave; and no caller fd
+ * that is a terminal without "tty" (bubblewrap's CVE-2017-5226, TIOCSTI). */
+int request_check_tty(CommandRequest *c, RequestError *e);
+/* fd is a slave of a Unix 98 pseudo-terminal (devpts: majors 136..143), not its master. */
+bool fd_is_pty_slave(int fd, dev_t *ret_rdev);
 
 #define REQUEST_ARGV_MAX 4096
 #define REQUEST_ENV_MAX 1024
@@ -122,3 +134,5 @@ int request_check_request_id(const char *id, RequestError *e);
 #define REQUEST_TASKS_MAX_MAX 1000000ULL
 #define REQUEST_TTL_S_MAX (365ULL * 86400)
 #define REQUEST_TIMEOUT_MS_MAX (UINT64_MAX / 1000000)
+/* A terminal's rows and columns, each. */
+#define REQUEST_TTY_SIZE_MAX 1000U

@@ -30,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
 
         assert(spec.argc >= 1 && spec.argc <= EXECUTOR_SPEC_ARGC_MAX && spec.envc <= EXECUTOR_SPEC_ENVC_MAX);
+        assert((spec.flags & ~EXECUTOR_SPEC_FLAGS_ALL) == 0);
         assert(spec.exe == buf + 16);
         next = check_string(buf, size, spec.exe);
         assert(spec.cwd == next);
@@ -48,10 +49,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         assert(spec.env[spec.envc] == NULL);
         assert(next == buf + size);
 
-        assert(executor_spec_format(spec.exe, spec.cwd, spec.argv, spec.env, &again, &again_size) == 0);
+        assert(executor_spec_format(spec.exe, spec.cwd, spec.argv, spec.env, spec.flags, &again, &again_size) == 0);
         assert(again_size == size);
-        assert(memcmp(again, buf, 12) == 0); /* magic, argc, envc; not the reserved word */
-        assert(memcmp(again + 16, buf + 16, size - 16) == 0);
+        assert(memcmp(again, buf, size) == 0); /* magic, argc, envc, flags and the strings */
         free(again);
         executor_spec_done(&spec);
         return 0;

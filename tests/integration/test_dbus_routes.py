@@ -42,6 +42,7 @@ ROUTES = {
     ("GET", C + "/events"): [(B.COMMAND, "Attach")],
     ("POST", C + "/signal"): [(B.COMMAND, "Signal")],
     ("POST", C + "/stdin"): [(B.COMMAND, "WriteStdin")],
+    ("POST", C + "/resize"): [(B.COMMAND, "Resize")],
 }
 for _files in (S + "/files", S + "/files/{path}"):
     ROUTES[("GET", _files)] = [(FILES, "Stat"), (FILES, "List"), (FILES, "Read")]

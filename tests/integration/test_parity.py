@@ -66,6 +66,7 @@ COMMAND_MAP = {
     "terminal": ("Terminal", same),
     "created_at_usec": ("CreatedAt", same),
     "stdin": ("Stdin", same),
+    "tty": ("Tty", lambda j, p: tuple(p) == ((0, 0) if j is None else (j["rows"], j["cols"]))),
     "cgroup": ("Cgroup", nullable("")),
     "argv": ("Argv", same),
     "status": ("Status", same),

@@ -240,7 +240,7 @@ static void test_spec_round_trip(void) {
         char *buf;
         size_t size;
 
-        ASSERT(executor_spec_format("/bin/sh", "/work", argv, env, &buf, &size) == 0);
+        ASSERT(executor_spec_format("/bin/sh", "/work", argv, env, 0, &buf, &size) == 0);
         ASSERT(size == 16 + 8 + 6 + 3 + 3 + 1 + 8 + 4 + 7 + 7);
         ASSERT(executor_spec_parse(buf, size, &spec) == 0);
         ASSERT_STREQ(spec.exe, "/bin/sh");
@@ -258,7 +258,7 @@ static void test_spec_round_trip(void) {
         free(buf);
 
         /* no environment at all */
-        ASSERT(executor_spec_format("/bin/true", "/", argv, NULL, &buf, &size) == 0);
+        ASSERT(executor_spec_format("/bin/true", "/", argv, NULL, 0, &buf, &size) == 0);
         ASSERT(executor_spec_parse(buf, size, &spec) == 0);
         ASSERT(spec.envc == 0 && spec.env && spec.env[0] == NULL);
         executor_spec_done(&spec);
@@ -344,10 +344,10 @@ static void test_spec_rules(void) {
         if (many) {
                 for (size_t i = 0; i <= EXECUTOR_SPEC_ARGC_MAX; i++)
                         many[i] = (char *) "a";
-                ASSERT(executor_spec_format("/x", "/", many, NULL, &big, &size) == -E2BIG);
-                ASSERT(executor_spec_format("/x", "/", (char *[]) { (char *) "a", NULL }, many, &big, &size) == -E2BIG);
+                ASSERT(executor_spec_format("/x", "/", many, NULL, 0, &big, &size) == -E2BIG);
+                ASSERT(executor_spec_format("/x", "/", (char *[]) { (char *) "a", NULL }, many, 0, &big, &size) == -E2BIG);
                 many[EXECUTOR_SPEC_ARGC_MAX] = NULL;
-                ASSERT(executor_spec_format("/x", "/", many, NULL, &big, &size) == 0);
+                ASSERT(executor_spec_format("/x", "/", many, NULL, 0, &big, &size) == 0);
                 ASSERT(parse(big, size) == 0);
                 free(big);
                 free(many);
@@ -359,7 +359,7 @@ static void test_spec_rules(void) {
 
                 memset(big, 'a', EXECUTOR_SPEC_MAX - 1);
                 big[EXECUTOR_SPEC_MAX - 1] = 0;
-                ASSERT(executor_spec_format("/x", "/", argv, NULL, &out, &size) == -E2BIG);
+                ASSERT(executor_spec_format("/x", "/", argv, NULL, 0, &out, &size) == -E2BIG);
                 free(big);
         }
 }
