@@ -37,6 +37,7 @@ struct sandboxd_client {
 struct sandboxd_exec {
         json_object *body; /* the request, as it will be sent */
         int output_fd[2];  /* stdout, stderr: where the output goes instead of events; -EBADF: none */
+        int terminal_fd;   /* over D-Bus, with tty: the caller's pty slave, all three; -EBADF: none */
 };
 
 /* --- errors.c: pure mappings ------------------------------------------------------------ */

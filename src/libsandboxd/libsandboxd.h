@@ -241,6 +241,12 @@ int sandboxd_exec_set_request_id(sandboxd_exec *e, const char *request_id);
  * on pipes again): its output is the stdout events, its input is streamed (feed it with
  * sandboxd_command_write_stdin(); eof types ^D), resize it with sandboxd_command_resize(). */
 int sandboxd_exec_set_tty(sandboxd_exec *e, unsigned rows, unsigned cols);
+/* With sandboxd_exec_set_tty(), over D-Bus: the command runs on the caller's own pseudo-
+ * terminal instead, fd being its slave (stdin, stdout and stderr; the caller keeps the
+ * master, sets its size and copies to and from it, as machinectl shell does); sandboxd keeps
+ * no output. Over HTTP sandboxd_exec_run() and _start() refuse it (-EOPNOTSUPP). The fd
+ * stays the caller's. */
+int sandboxd_exec_set_terminal_fd(sandboxd_exec *e, int fd);
 /* sandboxd_exec_run(): the command's output goes to these fds (both, or -1 and -1 for none)
  * instead of to fn as stdout and stderr events. Over D-Bus the command writes into them
  * itself (a terminal gets a pipe the library copies from) and sandboxd keeps none of it;
