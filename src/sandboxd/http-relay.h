@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "time-util.h"
+
+/* The relay of ANY /v1/sessions/{sid}/ports/{port}/<path> to the exposed port's unix
+ * socket: an HTTP front-end thing. libcurl's multi interface on the one sd-event loop
+ * carries ordinary requests, both ways streamed with bounded buffers and backpressure
+ * (CURLOPT_PAUSE up and down, the client's connection suspended); a WebSocket upgrade is
+ * its own connection, the upstream's answer read by http-head.c, then bytes copied both
+ * ways. The core only says which socket (port.c); who may ask is http-routes.c's. */
+
+typedef struct HttpRequest HttpRequest;
+typedef struct Manager Manager;
+typedef struct HttpRelay HttpRelay;
+typedef struct HttpRelayEngine HttpRelayEngine;
+
+/* Relays at a time of one session, and in all (each holds a connection to the upstream
+ * and up to two RELAY_BUFFER_MAX buffers): past them 429 too_many_relays. */
+#define RELAYS_PER_SESSION_MAX 64U
+#define RELAYS_MAX 512U
+/* Bytes held per direction of a relay: past it the side that writes is paused (curl) or
+ * suspended (the client) until the other side took some. */
+#define RELAY_BUFFER_MAX (256U * 1024U)
+/* No byte moved either way for this long: the relay ends (504 upstream_timeout before the
+ * upstream's head, the connection closed after it). */
+#define RELAY_IDLE_USEC (60 * USEC_PER_SEC)
+/* The upstream's response head, its headers together: more is 502 upstream_unavailable. */
+#define RELAY_HEAD_MAX (16U * 1024U)
+
+/* Starts relaying r (its session, port and method checked) to the unix socket at
+ * socket_path, the path and query after prefix ("/v1/sessions/<sid>/ports/<P>") of the
+ * raw request URI. Queues a refusal itself (429, 400); returns an MHD result. */
+int http_relay_begin(HttpRequest *r, const char *socket_path, const char *prefix);
+/* A piece of the request's body: takes what fits (*size left is what did not), suspending
+ * the request until the upstream took some. */
+int http_relay_data(HttpRequest *r, const char *data, size_t *size);
+/* The body is in: answer once the upstream's head came. */
+int http_relay_finish(HttpRequest *r);
+/* The request is over (on_completed()): the relay ends with it. */
+void http_relay_detach(HttpRequest *r);
+
+/* Relays of a session now (and in all), for the bounds. */
+unsigned http_relay_count(Manager *m, const char *session_id);
+
+HttpRelayEngine *http_relay_engine_free(HttpRelayEngine *e);
