@@ -50,6 +50,7 @@ Manager *daemon_free(Manager *m) {
         m->proxy = proxy_free(m->proxy);
         manager_bus_free(m);
         pool_free(m);
+        http_relay_close_tunnels(m);
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         m->n_http = 0;

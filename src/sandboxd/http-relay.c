@@ -2,10 +2,15 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "http.h"
+#include "http-head.h"
 #include "http-relay.h"
 #include "list.h"
 #include "log.h"
@@ -60,6 +65,18 @@ struct HttpRelay {
 
         uint64_t last_progress;
         sd_event_source *idle_timer;
+
+        /* A WebSocket upgrade: our own connection to the upstream, `up` the request's head
+         * then the client's bytes, `head` what the upstream answered, `down` its bytes. */
+        bool websocket;
+        int upstream_fd;
+        sd_event_source *upstream_io;
+        HttpHead *ws_head;
+        bool tunnel;                 /* upgraded: bytes both ways */
+        int client_fd;
+        sd_event_source *client_io;
+        struct MHD_UpgradeResponseHandle *urh;
+        bool client_eof, upstream_eof, client_shut, upstream_shut;
 
         LIST_FIELDS(HttpRelay, relays);
 };
@@ -188,6 +205,20 @@ static int engine_get(Manager *m, HttpRelayEngine **ret) {
         return 0;
 }
 
+static void tunnel_close(HttpRelay *rl);
+
+void http_relay_close_tunnels(Manager *m) {
+        HttpRelay *rl, *next;
+
+        if (!m->relay_engine)
+                return;
+        for (rl = m->relay_engine->relays; rl; rl = next) {
+                next = rl->relays_next;
+                /* may free rl, never another */
+                tunnel_close(rl);
+        }
+}
+
 HttpRelayEngine *http_relay_engine_free(HttpRelayEngine *e) {
         if (!e)
                 return NULL;
@@ -222,6 +253,11 @@ static void relay_unref(HttpRelay *rl) {
         if (rl->in_multi)
                 (void) curl_multi_remove_handle(rl->engine->multi, rl->easy);
         curl_easy_cleanup(rl->easy);
+        sd_event_source_disable_unref(rl->upstream_io);
+        sd_event_source_disable_unref(rl->client_io);
+        if (rl->upstream_fd >= 0)
+                (void) close(rl->upstream_fd);
+        free(rl->ws_head);
         curl_slist_free_all(rl->headers);
         sd_event_source_disable_unref(rl->idle_timer);
         buf_done(&rl->up);
@@ -241,7 +277,15 @@ static void relay_stop(HttpRelay *rl, CURLcode result) {
         rl->done = true;
         rl->result = result;
         rl->idle_timer = sd_event_source_disable_unref(rl->idle_timer);
+        if (rl->websocket && !rl->tunnel) {
+                rl->upstream_io = sd_event_source_disable_unref(rl->upstream_io);
+                if (rl->upstream_fd >= 0)
+                        (void) close(rl->upstream_fd);
+                rl->upstream_fd = -EBADF;
+        }
 }
+
+static struct MHD_Response *ws_response(HttpRelay *rl);
 
 static ssize_t relay_read(void *cls, uint64_t pos, char *buf, size_t max) {
         HttpRelay *rl = cls;
@@ -308,7 +352,7 @@ static bool relay_answer(HttpRelay *rl, unsigned *ret_status, struct MHD_Respons
 
         if (rl->head_done) {
                 *ret_status = rl->status;
-                *ret_resp = relay_response(rl);
+                *ret_resp = rl->websocket ? ws_response(rl) : relay_response(rl);
                 return true;
         }
         if (!rl->done)
@@ -609,6 +653,327 @@ static int relay_setup(HttpRelay *rl, HttpRequest *r, const char *socket_path, c
         return 0;
 }
 
+/* --- a WebSocket upgrade ---------------------------------------------------------- */
+
+typedef struct HeadCopy {
+        Buf *buf;
+        int error;
+} HeadCopy;
+
+static enum MHD_Result copy_ws_header(void *cls, enum MHD_ValueKind kind, const char *name, const char *value) {
+        HeadCopy *c = cls;
+
+        if (header_is_hop_by_hop(name) || strcasecmp(name, "Authorization") == 0 || strcasecmp(name, "Content-Length") == 0 ||
+            strncasecmp(name, "X-Forwarded-", 12) == 0)
+                return MHD_YES;
+        if (buf_printf(c->buf, "%s: %s\r\n", name, value ?: "") < 0) {
+                c->error = -ENOMEM;
+                return MHD_NO;
+        }
+        return MHD_YES;
+}
+
+static void tunnel_close(HttpRelay *rl) {
+        if (!rl->tunnel)
+                return;
+        rl->tunnel = false;
+        rl->client_io = sd_event_source_disable_unref(rl->client_io);
+        rl->upstream_io = sd_event_source_disable_unref(rl->upstream_io);
+        if (rl->upstream_fd >= 0)
+                (void) close(rl->upstream_fd);
+        rl->upstream_fd = -EBADF;
+        /* MHD closes the client's socket on its next run */
+        (void) MHD_upgrade_action(rl->urh, MHD_UPGRADE_ACTION_CLOSE);
+        rl->done = true;
+        relay_unref(rl);
+}
+
+/* Moves what it can from fd into b (bounded): 0, or -errno; *eof at the end. */
+static int pump_in(int fd, Buf *b, size_t *off, bool *eof) {
+        if (*off > 0 && *off == b->len)
+                *off = b->len = 0;
+        while (b->len < RELAY_BUFFER_MAX) {
+                ssize_t n;
+
+                if (buf_reserve(b, MIN(RELAY_BUFFER_MAX - b->len, (size_t) 65536)) < 0)
+                        return -ENOMEM;
+                n = read(fd, b->data + b->len, MIN(b->cap - b->len - 1, RELAY_BUFFER_MAX - b->len));
+                if (n < 0)
+                        return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                if (n == 0) {
+                        *eof = true;
+                        return 0;
+                }
+                b->len += (size_t) n;
+        }
+        return 0;
+}
+
+static int pump_out(int fd, Buf *b, size_t *off) {
+        while (*off < b->len) {
+                ssize_t n = send(fd, b->data + *off, b->len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+                if (n < 0)
+                        return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                *off += (size_t) n;
+        }
+        *off = b->len = 0;
+        return 0;
+}
+
+/* The tunnel's events from what each buffer holds: a full buffer stops reading its source. */
+static int tunnel_update(HttpRelay *rl) {
+        uint32_t c = 0, u = 0;
+
+        if (!rl->client_eof && rl->up.len < RELAY_BUFFER_MAX)
+                c |= EPOLLIN;
+        if (rl->down.len > rl->down_off)
+                c |= EPOLLOUT;
+        if (!rl->upstream_eof && rl->down.len < RELAY_BUFFER_MAX)
+                u |= EPOLLIN;
+        if (rl->up.len > rl->up_off)
+                u |= EPOLLOUT;
+        /* an end that came through: the other side's writing half closes too */
+        if (rl->client_eof && rl->up.len == rl->up_off && !rl->upstream_shut) {
+                (void) shutdown(rl->upstream_fd, SHUT_WR);
+                rl->upstream_shut = true;
+        }
+        if (rl->upstream_eof && rl->down.len == rl->down_off && !rl->client_shut) {
+                (void) shutdown(rl->client_fd, SHUT_WR);
+                rl->client_shut = true;
+        }
+        if (rl->upstream_shut && rl->client_shut)
+                return -ECONNRESET;
+        /* nothing to wait for on a side: off, or its hang-up would wake us without end */
+        if ((c ? sd_event_source_set_io_events(rl->client_io, c) : 0) < 0 ||
+            sd_event_source_set_enabled(rl->client_io, c ? SD_EVENT_ON : SD_EVENT_OFF) < 0 ||
+            (u ? sd_event_source_set_io_events(rl->upstream_io, u) : 0) < 0 ||
+            sd_event_source_set_enabled(rl->upstream_io, u ? SD_EVENT_ON : SD_EVENT_OFF) < 0)
+                return -EIO;
+        return 0;
+}
+
+static int on_tunnel_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        HttpRelay *rl = userdata;
+        int r = 0;
+
+        if (fd == rl->client_fd) {
+                if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                        r = pump_in(fd, &rl->up, &rl->up_off, &rl->client_eof);
+                if (r >= 0 && (revents & EPOLLOUT))
+                        r = pump_out(fd, &rl->down, &rl->down_off);
+        } else {
+                if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                        r = pump_in(fd, &rl->down, &rl->down_off, &rl->upstream_eof);
+                if (r >= 0 && (revents & EPOLLOUT))
+                        r = pump_out(fd, &rl->up, &rl->up_off);
+        }
+        /* and at once the other way, what just came in */
+        if (r >= 0)
+                r = pump_out(rl->upstream_fd, &rl->up, &rl->up_off);
+        if (r >= 0)
+                r = pump_out(rl->client_fd, &rl->down, &rl->down_off);
+        if (r >= 0)
+                r = tunnel_update(rl);
+        if (r < 0)
+                tunnel_close(rl);
+        return 0;
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *connection, void *req_cls, const char *extra_in,
+                       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
+        HttpRelay *rl = cls;
+        Manager *m = rl->engine->manager;
+        int r;
+
+        rl->n_ref++; /* the tunnel's, until tunnel_close() */
+        rl->tunnel = true;
+        rl->urh = urh;
+        rl->client_fd = sock;
+        rl->idle_timer = sd_event_source_disable_unref(rl->idle_timer);
+        rl->upstream_io = sd_event_source_disable_unref(rl->upstream_io);
+        (void) fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
+        rl->up.len = rl->up_off = 0;
+        if (extra_in_size > 0 && buf_append(&rl->up, extra_in, extra_in_size) < 0) {
+                tunnel_close(rl);
+                return;
+        }
+        r = sd_event_add_io(m->event, &rl->client_io, sock, EPOLLIN, on_tunnel_io, rl);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &rl->upstream_io, rl->upstream_fd, EPOLLIN, on_tunnel_io, rl);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(rl->client_io, "relay-ws-client");
+                (void) sd_event_source_set_description(rl->upstream_io, "relay-ws-upstream");
+                r = pump_out(sock, &rl->down, &rl->down_off);
+        }
+        if (r >= 0)
+                r = tunnel_update(rl);
+        if (r < 0) {
+                log_debug_errno(r, "Relay to session %s: the WebSocket tunnel failed: %m", rl->session_id);
+                tunnel_close(rl);
+        }
+}
+
+/* 101: MHD's upgrade with the upstream's fields; else its status, fields and the body read. */
+static struct MHD_Response *ws_response(HttpRelay *rl) {
+        HttpHead *h = rl->ws_head;
+        struct MHD_Response *resp;
+
+        if (h->status == 101)
+                resp = MHD_create_response_for_upgrade(on_upgrade, rl);
+        else
+                resp = MHD_create_response_from_buffer(rl->down.len, rl->down.data, MHD_RESPMEM_MUST_COPY);
+        if (!resp)
+                return NULL;
+        for (size_t i = 0; i < h->n_fields; i++) {
+                char name[128], value[HTTP_HEAD_MAX];
+                const HttpHeadField *f = &h->fields[i];
+
+                if (f->name_len >= sizeof(name))
+                        continue;
+                memcpy(name, f->name, f->name_len);
+                name[f->name_len] = 0;
+                memcpy(value, f->value, f->value_len);
+                value[f->value_len] = 0;
+                if (strcasecmp(name, "Content-Length") == 0 ||
+                    (header_is_hop_by_hop(name) && !(h->status == 101 && strcasecmp(name, "Upgrade") == 0)))
+                        continue;
+                (void) MHD_add_response_header(resp, name, value);
+        }
+        return resp;
+}
+
+/* What the upstream answered, in rl->head: 1 once answered (head, and for a refusal its
+ * body), 0 for more, < 0 for a bad answer. */
+static int ws_head_check(HttpRelay *rl) {
+        const HttpHeadField *f;
+        size_t body;
+        int r;
+
+        if (!rl->ws_head) {
+                rl->ws_head = malloc(sizeof(HttpHead));
+                if (!rl->ws_head)
+                        return -ENOMEM;
+        }
+        r = http_head_parse(rl->head.data, rl->head.len, rl->ws_head);
+        if (r <= 0)
+                return r;
+        body = rl->head.len - rl->ws_head->size;
+        if (rl->ws_head->status == 101)
+                return 1;
+        /* a refusal: its body, by its length or to the end (chunked bodies are not relayed) */
+        f = http_head_find(rl->ws_head, "Content-Length");
+        if (http_head_find(rl->ws_head, "Transfer-Encoding"))
+                body = 0;
+        else if (f) {
+                unsigned long long want = strtoull(f->value, NULL, 10);
+
+                if (want > RELAY_BUFFER_MAX)
+                        return -E2BIG;
+                if (body < want && !rl->upstream_eof)
+                        return 0;
+                body = MIN(body, (size_t) want);
+        } else if (!rl->upstream_eof)
+                return 0;
+        rl->down.len = 0;
+        if (buf_append(&rl->down, rl->head.data + rl->ws_head->size, body) < 0)
+                return -ENOMEM;
+        return 1;
+}
+
+static int on_ws_upstream(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        HttpRelay *rl = userdata;
+        int r = 0;
+
+        relay_touch(rl);
+        if (rl->up_off < rl->up.len) {
+                r = pump_out(fd, &rl->up, &rl->up_off);
+                if (r >= 0 && rl->up.len == 0)
+                        r = sd_event_source_set_io_events(es, EPOLLIN);
+        } else if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                if (rl->head.len >= HTTP_HEAD_MAX + RELAY_BUFFER_MAX)
+                        r = -E2BIG;
+                else {
+                        ssize_t n;
+
+                        r = buf_reserve(&rl->head, 16384);
+                        n = r < 0 ? -1 : read(fd, rl->head.data + rl->head.len,
+                                              MIN(rl->head.cap - rl->head.len - 1, HTTP_HEAD_MAX + RELAY_BUFFER_MAX - rl->head.len));
+                        if (n < 0 && r >= 0)
+                                r = errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                        else if (n == 0)
+                                rl->upstream_eof = true;
+                        else if (n > 0)
+                                rl->head.len += (size_t) n;
+                }
+                if (r >= 0)
+                        r = ws_head_check(rl);
+                if (r == 0 && rl->upstream_eof)
+                        r = -ECONNRESET;
+                if (r > 0) {
+                        if (rl->ws_head->status == 101) {
+                                /* what came after the head goes to the client first */
+                                rl->down.len = rl->down_off = 0;
+                                if (buf_append(&rl->down, rl->head.data + rl->ws_head->size,
+                                               rl->head.len - rl->ws_head->size) < 0)
+                                        r = -ENOMEM;
+                        }
+                        rl->status = rl->ws_head->status;
+                        rl->head_done = true;
+                        (void) sd_event_source_set_enabled(es, SD_EVENT_OFF);
+                        if (rl->ws_head->status != 101)
+                                relay_stop(rl, CURLE_OK);
+                        relay_answer_if_ready(rl);
+                        return 0;
+                }
+        }
+        if (r < 0) {
+                log_debug_errno(r, "Relay to session %s: the upstream's answer to the upgrade failed: %m", rl->session_id);
+                relay_stop(rl, CURLE_RECV_ERROR);
+                relay_answer_if_ready(rl);
+        }
+        return 0;
+}
+
+static int ws_setup(HttpRelay *rl, HttpRequest *r, const char *socket_path, const char *prefix, const char *rest) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        HeadCopy c = { .buf = &rl->up };
+        int fd;
+
+        rl->websocket = true;
+        rl->up_done = true;
+        if (buf_printf(&rl->up, "GET %s%s HTTP/1.1\r\n", rest[0] == '?' ? "/" : "", rest) < 0)
+                return -ENOMEM;
+        (void) MHD_get_connection_values(r->connection, MHD_HEADER_KIND, copy_ws_header, &c);
+        if (c.error < 0 ||
+            buf_printf(&rl->up, "Connection: Upgrade\r\nUpgrade: websocket\r\nX-Forwarded-Proto: http\r\n"
+                                "X-Forwarded-Prefix: %s\r\n\r\n", prefix) < 0)
+                return -ENOMEM;
+
+        if (strlen(socket_path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, socket_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        rl->upstream_fd = fd;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                /* a unix socket connects at once or not at all (EAGAIN: its backlog is full) */
+                log_debug_errno(errno, "Relay to session %s: connecting to %s failed: %m", rl->session_id, socket_path);
+                relay_stop(rl, CURLE_COULDNT_CONNECT);
+                return 0;
+        }
+        return sd_event_add_io(rl->engine->manager->event, &rl->upstream_io, fd, EPOLLOUT | EPOLLIN, on_ws_upstream, rl);
+}
+
+static bool request_is_websocket(HttpRequest *r) {
+        const char *u = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
+        const char *c = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
+
+        return streq(r->method, "GET") && u && c && http_value_has_token(u, strlen(u), "websocket") &&
+               http_value_has_token(c, strlen(c), "upgrade");
+}
+
 int http_relay_begin(HttpRequest *r, const char *socket_path, const char *prefix) {
         Manager *m = r->server->manager;
         HttpRelayEngine *e;
@@ -638,10 +1003,26 @@ int http_relay_begin(HttpRequest *r, const char *socket_path, const char *prefix
         rl->request = r;
         rl->connection = r->connection;
         rl->content_length = -1;
+        rl->upstream_fd = rl->client_fd = -EBADF;
         memcpy(rl->session_id, r->target->id, sizeof(rl->session_id));
         LIST_PREPEND(relays, e->relays, rl);
         e->n_relays++;
         r->relay = rl; /* http_relay_detach() frees it from now on */
+
+        relay_touch(rl);
+        if (request_is_websocket(r)) {
+                ret = ws_setup(rl, r, socket_path, prefix, rest);
+                if (ret < 0)
+                        return MHD_NO;
+                if (!rl->done) {
+                        ret = sd_event_add_time(m->event, &rl->idle_timer, CLOCK_MONOTONIC,
+                                                rl->last_progress + RELAY_IDLE_USEC, USEC_PER_SEC, on_idle_timer, rl);
+                        if (ret < 0)
+                                return MHD_NO;
+                }
+                log_debug("Relaying a WebSocket upgrade %s to %s.", r->url, socket_path);
+                return MHD_YES;
+        }
 
         rl->easy = curl_easy_init();
         if (!rl->easy)

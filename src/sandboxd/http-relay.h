@@ -46,4 +46,7 @@ void http_relay_detach(HttpRequest *r);
 /* Relays of a session now (and in all), for the bounds. */
 unsigned http_relay_count(Manager *m, const char *session_id);
 
+/* Before the HTTP servers stop: upgraded connections are closed (MHD would not). */
+void http_relay_close_tunnels(Manager *m);
+/* After them: every relay went with its request. */
 HttpRelayEngine *http_relay_engine_free(HttpRelayEngine *e);

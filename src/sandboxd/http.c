@@ -705,7 +705,7 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
         }
 
         s->daemon = MHD_start_daemon(
-                MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
+                MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0,
                 is_unix ? NULL : on_accept_policy, s,
                 on_request, s,
                 MHD_OPTION_LISTEN_SOCKET, fd,
