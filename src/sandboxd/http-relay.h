@@ -31,17 +31,8 @@ typedef struct HttpRelayEngine HttpRelayEngine;
 /* The upstream's response head, its headers together: more is 502 upstream_unavailable. */
 #define RELAY_HEAD_MAX (16U * 1024U)
 
-/* Starts relaying r (its session, port and method checked) to the unix socket at
- * socket_path, the path and query after prefix ("/v1/sessions/<sid>/ports/<P>") of the
- * raw request URI. Queues a refusal itself (429, 400); returns an MHD result. */
-int http_relay_begin(HttpRequest *r, const char *socket_path, const char *prefix);
-/* A piece of the request's body: takes what fits (*size left is what did not), suspending
- * the request until the upstream took some. */
-int http_relay_data(HttpRequest *r, const char *data, size_t *size);
-/* The body is in: answer once the upstream's head came. */
-int http_relay_finish(HttpRequest *r);
-/* The request is over (on_completed()): the relay ends with it. */
-void http_relay_detach(HttpRequest *r);
+/* The relay of one request (http_relay_begin() and the rest) is declared in http.h, for
+ * http.c, which calls it as it calls the file uploads. */
 
 /* Relays of a session now (and in all), for the bounds. */
 unsigned http_relay_count(Manager *m, const char *session_id);

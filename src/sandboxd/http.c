@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 
 #include "auth.h"
-#include "http-relay.h"
 #include "error-table.h"
 #include "http.h"
 #include "list.h"

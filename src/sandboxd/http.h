@@ -159,6 +159,19 @@ int http_route_upload_begin(HttpRequest *r);
 int http_route_upload_data(HttpRequest *r, const char *data, size_t n);
 int http_route_upload_finish(HttpRequest *r);
 
+/* The relay of a request to an exposed port, in http-relay.c (the bounds are in http-relay.h). */
+/* Starts relaying r (its session, port and method checked) to the unix socket at
+ * socket_path, the path and query after prefix ("/v1/sessions/<sid>/ports/<P>") of the
+ * raw request URI. Queues a refusal itself (429, 400); returns an MHD result. */
+int http_relay_begin(HttpRequest *r, const char *socket_path, const char *prefix);
+/* A piece of the request's body: takes what fits (*size left is what did not), suspending
+ * the request until the upstream took some. */
+int http_relay_data(HttpRequest *r, const char *data, size_t *size);
+/* The body is in: answer once the upstream's head came. */
+int http_relay_finish(HttpRequest *r);
+/* The request is over (on_completed()): the relay ends with it. */
+void http_relay_detach(HttpRequest *r);
+
 /* Relays to an exposed port: whether the request is one, then its start from the headers. */
 bool http_route_is_relay(HttpRequest *r);
 int http_route_relay_begin(HttpRequest *r);

@@ -263,3 +263,38 @@ def test_relay_held_request_answers_when_released(api, upstream):
         assert head.startswith("HTTP/1.1 200"), head
     finally:
         s.close()
+
+
+def test_relay_websocket_echo(api, tcp, scope):
+    """A WebSocket upgrade through the relay path (python3-websockets as client and server),
+    over the unix socket and over TCP with a key."""
+    import asyncio
+    import websockets
+
+    s = upstream_session(tcp, scope, ws=True)
+    sid = s["id"]
+    path = relay_path(sid, WS_PORT, "/ws?x=1")
+
+    async def echo(connect):
+        async with connect() as ws:
+            for msg in ("hello", "x" * 300000, b"\x00\x01binary"):
+                await ws.send(msg)
+                assert await asyncio.wait_for(ws.recv(), 60) == msg
+
+    def ready():
+        r = tcp.get(relay_path(sid, WS_PORT, "/"))
+        # websockets answers a plain GET with 426 (or 400): it listens
+        return r if r.status in (400, 426) else None
+    try:
+        wait_for(ready, timeout=90, interval=0.3, what="the WebSocket server through the relay")
+        asyncio.run(echo(lambda: websockets.unix_connect(UNIX_SOCKET, "ws://localhost" + path)))
+        asyncio.run(echo(lambda: websockets.connect("ws://%s:%d%s" % (tcp.host, tcp.port, path),
+                                                    extra_headers={"Authorization": "Bearer " + tcp.key})))
+        # a refused upgrade is an ordinary answer: nothing listens on 8000's neighbour
+        expose(tcp, sid, 8765)
+        r = tcp.get(relay_path(sid, 8765, "/ws"), headers={"Connection": "Upgrade", "Upgrade": "websocket",
+                                                          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+                                                          "Sec-WebSocket-Version": "13"})
+        assert_error(r, 502, "upstream_unavailable")
+    finally:
+        tcp.delete("/v1/sessions/" + sid)
