@@ -348,8 +348,6 @@ static struct MHD_Response *relay_response(HttpRelay *rl) {
 /* The answer, once the upstream's head came or the transfer ended without one: its
  * status and response; false while neither. */
 static bool relay_answer(HttpRelay *rl, unsigned *ret_status, struct MHD_Response **ret_resp) {
-        const char *code, *msg;
-
         if (rl->head_done) {
                 *ret_status = rl->status;
                 *ret_resp = rl->websocket ? ws_response(rl) : relay_response(rl);
@@ -358,19 +356,19 @@ static bool relay_answer(HttpRelay *rl, unsigned *ret_status, struct MHD_Respons
         if (!rl->done)
                 return false;
         if (rl->result == CURLE_OPERATION_TIMEDOUT) {
-                code = "upstream_timeout";
-                msg = "The exposed port's server did not answer in time.";
+                *ret_status = http_error_status("upstream_timeout");
+                *ret_resp = http_error_response("upstream_timeout", "The exposed port's server moved no byte for 60 s.");
         } else if (rl->result == CURLE_URL_MALFORMAT) {
-                code = "invalid_url";
-                msg = "The path or query cannot be relayed.";
+                *ret_status = http_error_status("invalid_url");
+                *ret_resp = http_error_response("invalid_url", "The path or query cannot be relayed.");
         } else {
-                code = "upstream_unavailable";
-                msg = rl->head_too_large ? "The exposed port's server sent a response head that is too large."
-                                         : "Nothing answered on the exposed port, or its server closed the connection "
-                                           "without an answer.";
+                *ret_status = http_error_status("upstream_unavailable");
+                *ret_resp = http_error_response(
+                        "upstream_unavailable",
+                        rl->head_too_large ? "The exposed port's server sent a response head that is too large."
+                                           : "Nothing answered on the exposed port, or its server closed the connection "
+                                             "without an answer.");
         }
-        *ret_status = http_error_status(code);
-        *ret_resp = http_error_response(code, msg);
         return true;
 }
 
