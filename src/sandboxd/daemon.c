@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "error-table.h"
 #include "http.h"
+#include "http-relay.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "polkit.h"
@@ -49,9 +50,11 @@ Manager *daemon_free(Manager *m) {
         m->proxy = proxy_free(m->proxy);
         manager_bus_free(m);
         pool_free(m);
+        http_relay_close_tunnels(m);
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         m->n_http = 0;
+        m->relay_engine = http_relay_engine_free(m->relay_engine);
         return manager_free(m);
 }
 

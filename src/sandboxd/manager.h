@@ -21,6 +21,7 @@ typedef struct Command Command;
 typedef struct Executor Executor;
 typedef struct UnitRelease UnitRelease;
 typedef struct HttpServer HttpServer;
+typedef struct HttpRelayEngine HttpRelayEngine;
 typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
 typedef struct PolkitQuery PolkitQuery;
@@ -69,6 +70,7 @@ struct Manager {
 
         HttpServer *http[HTTP_SERVERS_MAX];
         size_t n_http;
+        HttpRelayEngine *relay_engine; /* the relays to exposed ports (http-relay.c), made at the first */
         ApiKey *keys;
         size_t n_keys;
         UidCacheEntry uid_cache[UID_CACHE_MAX];

@@ -51,12 +51,16 @@ static const ApiError table[] = {
         { "too_many_commands", EBUSY, 429, E("TooManyCommands"), SANDBOXD_ERROR_INVALID },
         { "too_many_file_operations", EBUSY, 429, E("TooManyFileOperations"), SANDBOXD_ERROR_INVALID },
         { "too_many_ports", EBUSY, 429, E("TooManyPorts"), SANDBOXD_ERROR_INVALID },
+        { "too_many_relays", EBUSY, 429, NULL, SANDBOXD_ERROR_INVALID },
         { "spool_full", ENOSPC, 507, E("SpoolFull"), SANDBOXD_ERROR_SERVER },
         { "insufficient_storage", ENOSPC, 507, E("InsufficientStorage"), SANDBOXD_ERROR_SERVER },
         /* sandboxd, systemd, this host */
         { "draining", EAGAIN, 503, E("Draining"), SANDBOXD_ERROR_UNAVAILABLE },
         { "overloaded", EAGAIN, 503, E("Overloaded"), SANDBOXD_ERROR_UNAVAILABLE },
         { "host_ports_exhausted", EADDRNOTAVAIL, 503, E("HostPortsExhausted"), SANDBOXD_ERROR_UNAVAILABLE },
+        /* what an exposed port serves, relayed */
+        { "upstream_unavailable", ECONNREFUSED, 502, NULL, SANDBOXD_ERROR_UNAVAILABLE },
+        { "upstream_timeout", ETIMEDOUT, 504, NULL, SANDBOXD_ERROR_UNAVAILABLE },
         { "stopping", EAGAIN, 503, E("Stopping"), SANDBOXD_ERROR_UNAVAILABLE },
         { "unsupported", EOPNOTSUPP, 501, E("NotSupported"), SANDBOXD_ERROR_UNSUPPORTED },
         { "not_implemented", EOPNOTSUPP, 501, NULL, SANDBOXD_ERROR_UNSUPPORTED },
