@@ -41,8 +41,8 @@ typedef enum sandboxd_error_kind {
         SANDBOXD_ERROR_TOO_LARGE,    /* 413 (-EFBIG) */
         SANDBOXD_ERROR_RANGE,        /* 416: an offset past the end (-ERANGE) */
         SANDBOXD_ERROR_UNSUPPORTED,  /* 501: not on this host (-EOPNOTSUPP) */
-        SANDBOXD_ERROR_SYSTEMD,      /* 502: systemd refused (-EREMOTEIO) */
-        SANDBOXD_ERROR_UNAVAILABLE,  /* 503: draining, or systemd unreachable (-EAGAIN) */
+        SANDBOXD_ERROR_SYSTEMD,      /* 502: systemd refused (-EREMOTEIO), or an exposed port's server */
+        SANDBOXD_ERROR_UNAVAILABLE,  /* 503: draining, or systemd unreachable (-EAGAIN); 504 */
         SANDBOXD_ERROR_SERVER,       /* any other failure of the server (-EPROTO) */
         SANDBOXD_ERROR_CANCELLED,    /* a callback of the caller stopped the request (its error) */
         SANDBOXD_ERROR_LOCAL,        /* out of memory, a local file, a bad argument */

@@ -59,7 +59,7 @@ static const ApiError table[] = {
         { "overloaded", EAGAIN, 503, E("Overloaded"), SANDBOXD_ERROR_UNAVAILABLE },
         { "host_ports_exhausted", EADDRNOTAVAIL, 503, E("HostPortsExhausted"), SANDBOXD_ERROR_UNAVAILABLE },
         /* what an exposed port serves, relayed */
-        { "upstream_unavailable", ECONNREFUSED, 502, NULL, SANDBOXD_ERROR_UNAVAILABLE },
+        { "upstream_unavailable", ECONNREFUSED, 502, NULL, SANDBOXD_ERROR_SYSTEMD },
         { "upstream_timeout", ETIMEDOUT, 504, NULL, SANDBOXD_ERROR_UNAVAILABLE },
         { "stopping", EAGAIN, 503, E("Stopping"), SANDBOXD_ERROR_UNAVAILABLE },
         { "unsupported", EOPNOTSUPP, 501, E("NotSupported"), SANDBOXD_ERROR_UNSUPPORTED },
@@ -152,6 +152,7 @@ sandboxd_error_kind api_error_kind_from_http(long status) {
         case 502:
                 return SANDBOXD_ERROR_SYSTEMD;
         case 503:
+        case 504:
                 return SANDBOXD_ERROR_UNAVAILABLE;
         default:
                 if (status >= 200 && status < 300)
