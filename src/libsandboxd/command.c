@@ -19,7 +19,7 @@ _public_ int sandboxd_exec_new(sandboxd_exec **ret) {
                 free(e);
                 return -ENOMEM;
         }
-        e->output_fd[0] = e->output_fd[1] = -EBADF;
+        e->output_fd[0] = e->output_fd[1] = e->terminal_fd = -EBADF;
         *ret = e;
         return 0;
 }
@@ -161,6 +161,13 @@ _public_ int sandboxd_exec_set_tty(sandboxd_exec *e, unsigned rows, unsigned col
         return exec_set(e, "tty", o);
 }
 
+_public_ int sandboxd_exec_set_terminal_fd(sandboxd_exec *e, int fd) {
+        if (!e)
+                return -EINVAL;
+        e->terminal_fd = fd >= 0 ? fd : -EBADF;
+        return 0;
+}
+
 _public_ int sandboxd_exec_set_output_fds(sandboxd_exec *e, int stdout_fd, int stderr_fd) {
         if (!e || (stdout_fd < 0) != (stderr_fd < 0))
                 return -EINVAL;
@@ -237,6 +244,9 @@ _public_ int sandboxd_exec_run(sandboxd_client *c, const char *session, const sa
                 return -EINVAL;
         client_begin(c);
         BUS_DISPATCH(c, bus_exec_run(c, session, e, fn, userdata, ret));
+        if (e->terminal_fd >= 0)
+                return client_fail(c, error_set(&c->error, SANDBOXD_ERROR_LOCAL, -EOPNOTSUPP,
+                                                "A terminal of the caller's own goes over D-Bus only."));
         body = json_to_text(e->body);
         if (!body)
                 return client_fail(c, -ENOMEM);
@@ -258,6 +268,9 @@ _public_ int sandboxd_exec_start(sandboxd_client *c, const char *session, const 
                 return -EINVAL;
         client_begin(c);
         BUS_DISPATCH(c, bus_exec_start(c, session, e, ret_request_id));
+        if (e->terminal_fd >= 0)
+                return client_fail(c, error_set(&c->error, SANDBOXD_ERROR_LOCAL, -EOPNOTSUPP,
+                                                "A terminal of the caller's own goes over D-Bus only."));
         r = url_session(&url, c, session, "commands");
         if (r >= 0)
                 r = url_append_query(&url, "wait", "false");

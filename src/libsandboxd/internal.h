@@ -37,6 +37,7 @@ struct sandboxd_client {
 struct sandboxd_exec {
         json_object *body; /* the request, as it will be sent */
         int output_fd[2];  /* stdout, stderr: where the output goes instead of events; -EBADF: none */
+        int terminal_fd;   /* over D-Bus, with tty: the caller's pty slave, all three; -EBADF: none */
 };
 
 /* --- errors.c: pure mappings ------------------------------------------------------------ */
@@ -123,6 +124,30 @@ int result_from_json(json_object *o, sandboxd_result **ret);
 int file_info_from_json(json_object *o, const char *name, sandboxd_file_info **ret);
 int file_type_from_string(const char *s);
 int mode_from_json(json_object *v, unsigned *ret);
+
+/* --- ws-head.c: the answer to a WebSocket upgrade --------------------------------------- */
+
+/* The longest answer head we read (sandboxd's are a few hundred bytes). */
+#define WS_HEAD_MAX (16 * 1024)
+
+typedef struct WsHead {
+        int status;
+        bool upgraded;           /* 101 with Upgrade, Connection and the expected accept key */
+        size_t head_size;        /* bytes up to and including the empty line */
+        uint64_t content_length; /* UINT64_MAX: none given */
+} WsHead;
+
+/* Parses the head at the start of p[0..n): 0 incomplete, 1 complete (*ret filled),
+ * -EMSGSIZE past WS_HEAD_MAX, -EBADMSG malformed, -EPROTO a 101 without the handshake
+ * (accept: the Sec-WebSocket-Accept value expected). */
+int ws_parse_head(const char *p, size_t n, const char *accept, WsHead *ret);
+
+/* --- terminal.c ------------------------------------------------------------------------- */
+
+/* For the fuzzer: what a terminal does with p[0..n) as the frames after the head, with no
+ * connection (reading past them fails). *ret_used the bytes read, *ret_result whether an exit
+ * frame came. */
+int terminal_replay(const void *p, size_t n, size_t *ret_used, bool *ret_result);
 
 /* --- transport.c: one HTTP request ------------------------------------------------------ */
 

@@ -41,8 +41,8 @@ typedef enum sandboxd_error_kind {
         SANDBOXD_ERROR_TOO_LARGE,    /* 413 (-EFBIG) */
         SANDBOXD_ERROR_RANGE,        /* 416: an offset past the end (-ERANGE) */
         SANDBOXD_ERROR_UNSUPPORTED,  /* 501: not on this host (-EOPNOTSUPP) */
-        SANDBOXD_ERROR_SYSTEMD,      /* 502: systemd refused (-EREMOTEIO) */
-        SANDBOXD_ERROR_UNAVAILABLE,  /* 503: draining, or systemd unreachable (-EAGAIN) */
+        SANDBOXD_ERROR_SYSTEMD,      /* 502: systemd refused (-EREMOTEIO), or an exposed port's server */
+        SANDBOXD_ERROR_UNAVAILABLE,  /* 503: draining, or systemd unreachable (-EAGAIN); 504 */
         SANDBOXD_ERROR_SERVER,       /* any other failure of the server (-EPROTO) */
         SANDBOXD_ERROR_CANCELLED,    /* a callback of the caller stopped the request (its error) */
         SANDBOXD_ERROR_LOCAL,        /* out of memory, a local file, a bad argument */
@@ -241,6 +241,12 @@ int sandboxd_exec_set_request_id(sandboxd_exec *e, const char *request_id);
  * on pipes again): its output is the stdout events, its input is streamed (feed it with
  * sandboxd_command_write_stdin(); eof types ^D), resize it with sandboxd_command_resize(). */
 int sandboxd_exec_set_tty(sandboxd_exec *e, unsigned rows, unsigned cols);
+/* With sandboxd_exec_set_tty(), over D-Bus: the command runs on the caller's own pseudo-
+ * terminal instead, fd being its slave (stdin, stdout and stderr; the caller keeps the
+ * master, sets its size and copies to and from it, as machinectl shell does); sandboxd keeps
+ * no output. Over HTTP sandboxd_exec_run() and _start() refuse it (-EOPNOTSUPP). The fd
+ * stays the caller's. */
+int sandboxd_exec_set_terminal_fd(sandboxd_exec *e, int fd);
 /* sandboxd_exec_run(): the command's output goes to these fds (both, or -1 and -1 for none)
  * instead of to fn as stdout and stderr events. Over D-Bus the command writes into them
  * itself (a terminal gets a pipe the library copies from) and sandboxd keeps none of it;
@@ -276,6 +282,39 @@ int sandboxd_command_write_stdin(sandboxd_client *c, const char *session, const 
  * (code not_a_terminal) for a command on pipes. */
 int sandboxd_command_resize(sandboxd_client *c, const char *session, const char *request_id, unsigned rows,
                             unsigned cols);
+
+/* --- terminals: a command started on a terminal (sandboxd_exec_set_tty) ------------------ */
+
+/* An interactive connection to such a command (over HTTP, the WebSocket at
+ * .../commands/RID/tty): its output from byte offset (0: all of it so far), then live; input
+ * unless readonly. Over D-Bus: -EOPNOTSUPP (start the command on a terminal of your own). */
+typedef struct sandboxd_terminal sandboxd_terminal;
+/* Called with output bytes; a negative return stops sandboxd_terminal_process() with it. */
+typedef int (*sandboxd_terminal_output_fn)(sandboxd_terminal *t, const void *data, size_t size, void *userdata);
+
+int sandboxd_terminal_open(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
+                           bool readonly, sandboxd_terminal **ret);
+sandboxd_terminal *sandboxd_terminal_free(sandboxd_terminal *t);
+/* Poll this fd for sandboxd_terminal_poll_events() (POLLIN, POLLOUT; 0 once it is over),
+ * then call sandboxd_terminal_process(). */
+int sandboxd_terminal_fd(const sandboxd_terminal *t);
+short sandboxd_terminal_poll_events(const sandboxd_terminal *t);
+/* Queue input, or a new window size; sent by sandboxd_terminal_process(). */
+int sandboxd_terminal_write(sandboxd_terminal *t, const void *data, size_t size);
+int sandboxd_terminal_resize(sandboxd_terminal *t, unsigned rows, unsigned cols);
+/* Bytes queued and not yet sent: stop reading your input while this is large. */
+size_t sandboxd_terminal_queued(const sandboxd_terminal *t);
+/* Leave the command running and close the connection (it ends in sandboxd_terminal_process()). */
+int sandboxd_terminal_detach(sandboxd_terminal *t);
+/* Sends and receives what it can without blocking; output goes to fn. 0: still open; 1: the
+ * connection is over (the command ended, or it was detached or closed); < 0: failed. */
+int sandboxd_terminal_process(sandboxd_terminal *t, sandboxd_terminal_output_fn fn, void *userdata);
+/* Once over: the command's result from its exit frame, handed to the caller; -ENODATA when
+ * the connection ended before the command did. */
+int sandboxd_terminal_take_result(sandboxd_terminal *t, sandboxd_result **ret);
+/* The close code sandboxd sent (1000 the command ended, 1001 sandboxd stopping, 1008
+ * refused input), 0 if none. */
+unsigned sandboxd_terminal_close_code(const sandboxd_terminal *t);
 
 /* --- files (paths are relative to the session's workspace) ----------------------------- */
 

@@ -895,7 +895,7 @@ int bus_session_touch(sandboxd_client *c, const char *id) {
 
 /* The request body of POST .../commands (sandboxd_exec) as Exec's options a{sv}; out_fd,
  * err_fd: where the command writes (-1: sandboxd keeps the output). */
-static int append_exec_options(sd_bus_message *m, json_object *body, int out_fd, int err_fd) {
+static int append_exec_options(sd_bus_message *m, json_object *body, int in_fd, int out_fd, int err_fd) {
         json_object *v;
         int r;
 
@@ -941,7 +941,10 @@ static int append_exec_options(sd_bus_message *m, json_object *body, int out_fd,
                 r = sd_bus_message_append(m, "{sv}", "tty", "(qq)", (uint16_t) json_object_get_int(rows),
                                           (uint16_t) json_object_get_int(cols));
         }
-        if (r >= 0 && json_object_object_get_ex(body, "stdin", &v) && json_object_is_type(v, json_type_string))
+        if (r >= 0 && in_fd >= 0)
+                /* a pty slave of the caller's, with the option tty */
+                r = sd_bus_message_append(m, "{sv}", "stdin", "h", in_fd);
+        else if (r >= 0 && json_object_object_get_ex(body, "stdin", &v) && json_object_is_type(v, json_type_string))
                 /* "stream": fed later by WriteStdin() */
                 r = sd_bus_message_append(m, "{sv}", "stdin", "s", json_object_get_string(v));
         else if (r >= 0 && json_object_object_get_ex(body, "stdin", &v)) {
@@ -1000,7 +1003,7 @@ static int exec_call(sandboxd_client *c, const char *session, const sandboxd_exe
         if (r >= 0)
                 r = append_argv(m, spec->body);
         if (r >= 0)
-                r = append_exec_options(m, spec->body, out_fd, err_fd);
+                r = append_exec_options(m, spec->body, spec->terminal_fd, out_fd, err_fd);
         if (r < 0) {
                 sd_bus_message_unref(m);
                 return bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot build the call: %s", strerror(-r));
@@ -1029,7 +1032,7 @@ int bus_exec_start(sandboxd_client *c, const char *session, const sandboxd_exec 
         char *rid = NULL, *path = NULL;
         int r;
 
-        r = exec_call(c, session, spec, -1, -1, &rid, &path);
+        r = exec_call(c, session, spec, spec->terminal_fd, spec->terminal_fd, &rid, &path);
         if (r < 0)
                 return r;
         free(path);
@@ -1140,7 +1143,7 @@ int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *s
         int r;
 
         /* without output fds the caller wants the events */
-        if (spec->output_fd[0] < 0)
+        if (spec->output_fd[0] < 0 && spec->terminal_fd < 0)
                 return exec_events(c, session, spec, fn, userdata, ret);
         client_begin(c);
 
@@ -1150,9 +1153,16 @@ int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *s
         if (r < 0)
                 return bus_set_error(c, SANDBOXD_ERROR_TRANSPORT, r, "", "cannot subscribe to CommandFinished: %s",
                                  strerror(-r));
-        r = relay_open(&relay[0], spec->output_fd[0]);
-        if (r >= 0)
-                r = relay_open(&relay[1], spec->output_fd[1]);
+        if (spec->terminal_fd >= 0) {
+                /* the caller's own pty: the command writes into it, nothing to copy */
+                for (size_t i = 0; i < ELEMENTSOF(relay); i++)
+                        relay[i] = (Relay) { .target = spec->terminal_fd, .read_fd = -1, .pass_fd = spec->terminal_fd };
+                r = 0;
+        } else {
+                r = relay_open(&relay[0], spec->output_fd[0]);
+                if (r >= 0)
+                        r = relay_open(&relay[1], spec->output_fd[1]);
+        }
         if (r < 0) {
                 r = bus_set_error(c, SANDBOXD_ERROR_LOCAL, r, "", "cannot create a pipe: %s", strerror(-r));
                 goto finish;
@@ -1461,7 +1471,7 @@ static int exec_events(sandboxd_client *c, const char *session, const sandboxd_e
         int fd, r;
 
         client_begin(c);
-        r = exec_call(c, session, spec, -1, -1, &rid, &path);
+        r = exec_call(c, session, spec, spec->terminal_fd, spec->terminal_fd, &rid, &path);
         if (r < 0)
                 return r;
         if (set_current(c, session, rid, path) < 0)

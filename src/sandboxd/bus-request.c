@@ -435,3 +435,29 @@ int bus_request_read_terminal_options(sd_bus_message *m, bool *ret_readonly, uin
         *ret_offset = o.offset;
         return 0;
 }
+
+/* --- Session.ExposePort ----------------------------------------------------------------- */
+
+static int port_option(sd_bus_message *m, const char *key, void *userdata, RequestError *e) {
+        PortRequest *req = userdata;
+        int b = 0, r;
+
+        if (!streq(key, "host"))
+                return request_error(e, "unknown_field", "Unknown option '%.64s': ExposePort() knows host.", key);
+        r = enter_option(m, key, "b", e);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "b", &b);
+        req->host = b;
+        return r < 0 ? r : sd_bus_message_exit_container(m); /* the variant */
+}
+
+int bus_request_read_port_options(sd_bus_message *m, PortRequest *req, RequestError *e) {
+        PortRequest o = *req;
+        int r;
+
+        r = read_options(m, port_option, &o, e);
+        if (r < 0)
+                return r;
+        *req = o;
+        return 0;
+}

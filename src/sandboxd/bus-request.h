@@ -23,6 +23,8 @@ int bus_request_read_command_options(sd_bus_message *m, CommandRequest *req, Req
 /* Files.Write()'s options (a{sv}): "mode" (u, permission bits, at most 0777) and "size" (t,
  * the bytes the fd must give). *ret_mode is MODE_INVALID and *ret_size UINT64_MAX when not
  * given; both are written only on success. */
+/* ExposePort()'s options (a{sv}): "host" (b). Written into *req only on success. */
+int bus_request_read_port_options(sd_bus_message *m, PortRequest *req, RequestError *e);
 int bus_request_read_write_options(sd_bus_message *m, mode_t *ret_mode, uint64_t *ret_size, RequestError *e);
 
 /* Command.OpenTerminal()'s options (a{sv}): "readonly" (b), "offset" (t, of its stdout). */

@@ -51,6 +51,10 @@
 #define BUS_ERROR_TOO_MANY_FILE_OPERATIONS BUS_ERROR_PREFIX "TooManyFileOperations"
 #define BUS_ERROR_TOO_MANY_TERMINALS BUS_ERROR_PREFIX "TooManyTerminals"
 #define BUS_ERROR_INSUFFICIENT_STORAGE BUS_ERROR_PREFIX "InsufficientStorage"
+#define BUS_ERROR_PORT_NOT_EXPOSED BUS_ERROR_PREFIX "PortNotExposed"
+#define BUS_ERROR_PORT_EXPOSURE_UNAVAILABLE BUS_ERROR_PREFIX "PortExposureUnavailable"
+#define BUS_ERROR_TOO_MANY_PORTS BUS_ERROR_PREFIX "TooManyPorts"
+#define BUS_ERROR_HOST_PORTS_EXHAUSTED BUS_ERROR_PREFIX "HostPortsExhausted"
 
 /* The error of a RequestError (the codes the HTTP API sends in "error.code"): the D-Bus
  * name of the code's row in the error table, or e->bus_name; InvalidValue for a code that

@@ -55,6 +55,12 @@ void config_init(Config *c) {
                 .proxy_connect_timeout_usec = 30 * USEC_PER_SEC,
                 .proxy_idle_timeout_usec = 600 * USEC_PER_SEC,
                 .limit_fsize = UINT64_MAX,
+                .port_min = 1024,
+                .port_max = 65535,
+                .host_port_min = 40000,
+                .host_port_max = 40999,
+                .max_ports_per_session = 8,
+                .port_max_connections = 64,
         };
         /* Direct connections in mode host: not to this host's loopback services (sandboxd's
          * own API among them), link-local addresses (cloud metadata) or multicast. */
@@ -511,6 +517,39 @@ static int handler(void *userdata, const char *section, const char *key, const c
                                 c->proxy_connect_timeout_usec = v;
                         else
                                 c->proxy_idle_timeout_usec = v;
+                        return 1;
+                }
+        } else if (streq(section, "Ports")) {
+                if (streq(key, "Range") || streq(key, "HostRange")) {
+                        uint64_t lo, hi;
+                        const char *dash = strchr(value, '-');
+                        char first[16];
+
+                        if (!dash || (size_t) (dash - value) >= sizeof(first))
+                                return set_error(st, section, key, value, "expected a range of ports like 1024-65535");
+                        memcpy(first, value, (size_t) (dash - value));
+                        first[dash - value] = 0;
+                        if (parse_uint64(first, &lo) < 0 || parse_uint64(dash + 1, &hi) < 0 || lo == 0 || hi > 65535 ||
+                            lo > hi)
+                                return set_error(st, section, key, value, "expected a range of ports like 1024-65535");
+                        if (streq(key, "Range")) {
+                                c->port_min = (uint16_t) lo;
+                                c->port_max = (uint16_t) hi;
+                        } else {
+                                c->host_port_min = (uint16_t) lo;
+                                c->host_port_max = (uint16_t) hi;
+                        }
+                        return 1;
+                }
+                if (streq(key, "MaxPerSession") || streq(key, "MaxConnections")) {
+                        if (parse_uint64(value, &v) < 0 || v == 0 || v > (streq(key, "MaxPerSession") ? 64 : 65536))
+                                return set_error(st, section, key, value,
+                                                 streq(key, "MaxPerSession") ? "expected a number between 1 and 64"
+                                                                             : "expected a number between 1 and 65536");
+                        if (streq(key, "MaxPerSession"))
+                                c->max_ports_per_session = (unsigned) v;
+                        else
+                                c->port_max_connections = (unsigned) v;
                         return 1;
                 }
         } else if (streq(section, "Sandbox")) {

@@ -87,6 +87,12 @@ typedef struct Config {
         uint64_t proxy_connect_timeout_usec;
         uint64_t proxy_idle_timeout_usec;
 
+        /* [Ports]: exposing TCP ports of a session (port.h) */
+        uint16_t port_min, port_max;           /* Range=: what a session may expose */
+        uint16_t host_port_min, host_port_max; /* HostRange=: where sandboxd picks host ports from */
+        unsigned max_ports_per_session;        /* MaxPerSession= */
+        unsigned port_max_connections;         /* MaxConnections=: of each exposed port */
+
         /* [Sandbox]: the file system commands see */
         char **allow_read;   /* ReadOnlyPaths= */
         char **allow_write;  /* ReadWritePaths=, beyond the workspace, home and TMPDIR */

@@ -16,10 +16,12 @@
 #include "daemon.h"
 #include "error-table.h"
 #include "http.h"
+#include "http-relay.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "polkit.h"
 #include "pool.h"
+#include "port.h"
 #include "proxy.h"
 #include "scope.h"
 #include "session.h"
@@ -48,9 +50,11 @@ Manager *daemon_free(Manager *m) {
         m->proxy = proxy_free(m->proxy);
         manager_bus_free(m);
         pool_free(m);
+        http_relay_close_tunnels(m);
         for (size_t i = 0; i < m->n_http; i++)
                 http_server_free(m->http[i]);
         m->n_http = 0;
+        m->relay_engine = http_relay_engine_free(m->relay_engine);
         return manager_free(m);
 }
 
@@ -252,6 +256,11 @@ static int daemon_recover(Manager *m) {
                 if (!found)
                         (void) session_start_proxy_units(ps);
         }
+
+        /* Exposed ports, after the proxy sockets whose namespace their relays join: their units
+         * again where PID 1 has them no more. */
+        LIST_FOREACH(sessions, ps, m->sessions)
+                port_recover(ps);
         return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "encoding.h"
 #include "http-json.h"
 #include "ndjson.h"
+#include "systemd.h"
 
 static const char *const stream_names[_OUTPUT_STREAM_MAX] = { "stdout", "stderr" };
 
@@ -129,5 +130,51 @@ int command_append_json(Command *c, Buf *b, bool with_output) {
                 r = append_stream_snapshot(c, b, OUTPUT_STDERR);
         if (r >= 0)
                 r = buf_puts(b, "}");
+        return r;
+}
+
+int port_append_json(Port *p, Buf *b) {
+        _cleanup_free_ char *path = NULL, *unit = NULL;
+        int r;
+
+        r = port_socket_path(p, &path);
+        if (r >= 0)
+                r = systemd_port_unit_names(p->session->id, p->port, &unit, NULL);
+        if (r < 0)
+                return r;
+        r = buf_printf(b, "{\"port\":%u,\"socket\":", p->port);
+        if (r >= 0)
+                r = json_append_string(b, path, strlen(path));
+        if (r >= 0 && p->host_port > 0)
+                r = buf_printf(b, ",\"host_port\":%u,\"url\":\"http://127.0.0.1:%u/\"", p->host_port, p->host_port);
+        else if (r >= 0)
+                r = buf_puts(b, ",\"host_port\":null,\"url\":null");
+        if (r >= 0)
+                r = buf_printf(b, ",\"unit\":\"%s\",\"state\":\"%s\"}", unit, p->active ? "active" : "starting");
+        return r;
+}
+
+int port_list_append_json(Session *s, Buf *b) {
+        Port *p;
+        int r;
+
+        r = buf_puts(b, "{\"ports\":[");
+        /* the list is newest first; the answer goes by port number, smallest first */
+        for (unsigned last = 0; r >= 0;) {
+                Port *next = NULL;
+
+                LIST_FOREACH(ports, p, s->ports)
+                        if (p->port > last && (!next || p->port < next->port))
+                                next = p;
+                if (!next)
+                        break;
+                if (last > 0)
+                        r = buf_puts(b, ",");
+                if (r >= 0)
+                        r = port_append_json(next, b);
+                last = next->port;
+        }
+        if (r >= 0)
+                r = buf_puts(b, "]}");
         return r;
 }

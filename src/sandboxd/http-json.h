@@ -11,3 +11,6 @@
  * snapshot of its output if with_output). */
 int session_append_json(Session *s, Buf *b);
 int command_append_json(Command *c, Buf *b, bool with_output);
+/* An exposed port: {"port","socket","host_port","url","unit"}; a list: {"ports":[...]}. */
+int port_append_json(Port *p, Buf *b);
+int port_list_append_json(Session *s, Buf *b);

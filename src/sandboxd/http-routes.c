@@ -13,6 +13,7 @@
 #include "file-ops.h"
 #include "files.h"
 #include "http.h"
+#include "http-relay.h"
 #include "http-json.h"
 #include "http-ws.h"
 #include "json-util.h"
@@ -20,6 +21,7 @@
 #include "ndjson.h"
 #include "parse-util.h"
 #include "pool.h"
+#include "port.h"
 #include "scope.h"
 #include "session.h"
 #include "status.h"
@@ -449,6 +451,114 @@ static int route_freeze(HttpRequest *r) {
 
 static int route_thaw(HttpRequest *r) {
         return freeze_session(r, false);
+}
+
+/* --- exposed ports ---------------------------------------------------------- */
+
+static int queue_port(HttpRequest *r, unsigned status, Port *p) {
+        Buf b = {};
+
+        if (port_append_json(p, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, status, &b);
+}
+
+static struct MHD_Response *port_response(Port *p) {
+        struct MHD_Response *resp;
+        Buf b = {};
+
+        if (port_append_json(p, &b) < 0 || buf_puts(&b, "\n") < 0) {
+                buf_done(&b);
+                return http_error_response("internal", "Out of memory.");
+        }
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
+}
+
+static void on_port_exposed(Op *op, int ret, const char *message, void *userdata) {
+        HttpRequest *r = userdata;
+        Session *s = op->session;
+        uint16_t port = op->port;
+        Port *p;
+
+        r->op = op_free(op);
+        p = port_find(s, port);
+        if (ret == -ECANCELED)
+                complete_stopping(r, "whether the port is exposed: ask again once it is back.");
+        else if (ret == -ESTALE || (ret >= 0 && !p))
+                http_complete_error(r, "port_not_exposed", "The port was removed, or the session closed, before it listened.");
+        else if (ret < 0)
+                http_complete_error(r, "systemd_failed", message);
+        else
+                http_complete(r, MHD_HTTP_CREATED, port_response(p));
+}
+
+/* {port} of the path: a number, and an exposed port of the session */
+static Port *path_port(HttpRequest *r) {
+        uint64_t v;
+
+        if (parse_uint64(r->params[1], &v) < 0 || v == 0 || v > UINT16_MAX) {
+                http_queue_error(r, "port_not_exposed", "No such exposed port: a port is a number from 1 to 65535.");
+                return NULL;
+        }
+        Port *p = port_find(r->target, (uint16_t) v);
+        if (!p || !p->active)
+                http_queue_error(r, "port_not_exposed", "That port of the session is not exposed.");
+        return p && p->active ? p : NULL;
+}
+
+static int route_expose_port(HttpRequest *r) {
+        Session *s = r->target;
+        RequestError e = {};
+        PortRequest req;
+        Port *p = NULL;
+        int ret;
+
+        if (!is_json_request(r))
+                return http_queue_error(r, "unsupported_media_type", "Send the port as application/json.");
+        ret = port_request_parse(r->body.data, r->body.len, &req, &e);
+        if (ret < 0)
+                return queue_request_error(r, ret, &e);
+        ret = port_expose(s, &req, on_port_exposed, r, &p, &r->op, &e);
+        if (ret < 0)
+                return queue_request_error(r, ret, &e);
+        if (ret == 0)
+                return queue_port(r, MHD_HTTP_OK, p); /* exposed already */
+        http_suspend(r);
+        return MHD_YES;
+}
+
+static int route_list_ports(HttpRequest *r) {
+        Buf b = {};
+
+        if (port_list_append_json(r->target, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_get_port(HttpRequest *r) {
+        Port *p = path_port(r);
+
+        return p ? queue_port(r, MHD_HTTP_OK, p) : MHD_YES;
+}
+
+static int route_unexpose_port(HttpRequest *r) {
+        Port *p = path_port(r);
+        Buf b = {};
+
+        if (!p)
+                return MHD_YES;
+        if (port_append_json(p, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        port_remove(p);
+        return http_queue_json(r, MHD_HTTP_OK, &b);
 }
 
 /* --- commands ------------------------------------------------------------- */
@@ -1070,12 +1180,65 @@ int http_route_upload_finish(HttpRequest *r) {
         return queue_entry(r, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, r->upload_path, &st);
 }
 
+/* --- relays to exposed ports --------------------------------------------------- */
+
+bool http_route_is_relay(HttpRequest *r) {
+        return r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_RELAY);
+}
+
+static const HttpMethod *route_method(const HttpRoute *route, const char *method);
+
+/* From the headers: the session, the method, the port; then the relay, which takes the body. */
+int http_route_relay_begin(HttpRequest *r) {
+        _cleanup_free_ char *socket_path = NULL, *prefix = NULL;
+        struct MHD_Response *resp = NULL;
+        RequestError e = {};
+        unsigned status;
+        uint64_t v;
+        Port *p;
+
+        if (r->url_has_nul)
+                return http_refuse_upload_error(r, "invalid_url", "The URL contains a NUL byte (%00).");
+        status = http_route_resolve(r, &resp);
+        if (status > 0)
+                return http_refuse_upload(r, status, resp);
+        if (!route_method(r->route, r->method)) {
+                char allow[96], msg[160];
+
+                http_route_allow(r->route, allow, sizeof(allow));
+                snprintf(msg, sizeof(msg), "Method %s is not relayed; use %s.", r->method, allow);
+                resp = http_error_response("method_not_allowed", msg);
+                if (resp)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+                return http_refuse_upload(r, http_error_status("method_not_allowed"), resp);
+        }
+        if (session_check_active(r->target, &e) < 0)
+                return http_refuse_upload_error(r, e.code, e.message);
+        if (parse_uint64(r->params[1], &v) < 0 || v < 1 || v > 65535)
+                return http_refuse_upload_error(r, "port_not_exposed", "No such exposed port: a port is a number from 1 to 65535.");
+        p = port_find(r->target, (uint16_t) v);
+        if (!p)
+                return http_refuse_upload_error(r, "port_not_exposed", "That port of the session is not exposed.");
+        if (port_socket_path(p, &socket_path) < 0 ||
+            asprintf(&prefix, "/v1/sessions/%s/ports/%s", r->target->id, r->params[1]) < 0)
+                return MHD_NO;
+        session_touch(r->target);
+        return http_relay_begin(r, socket_path, prefix);
+}
+
+/* Relayed requests never get here: http.c hands them to http_route_relay_begin(). */
+static int route_relay(HttpRequest *r) {
+        return http_queue_error(r, "internal", "A relayed request reached the dispatch.");
+}
+
 /* --- dispatch ------------------------------------------------------------- */
 
 #define GET(h, op) { "GET", h, op }
 #define POST(h, op) { "POST", h, op }
 #define PUT(h, op) { "PUT", h, op }
 #define DELETE(h, op) { "DELETE", h, op }
+#define PATCH(h, op) { "PATCH", h, op }
+#define OPTIONS(h, op) { "OPTIONS", h, op }
 #define ANYONE _AUTHZ_OP_INVALID
 
 /* Every route served. The first pattern that matches the path wins; then the method picks
@@ -1111,6 +1274,17 @@ const HttpRoute http_routes[] = {
           { POST(route_resize, AUTHZ_SIGNAL) } },
         { "/v1/sessions/{sid}/commands/{rid}/tty", HTTP_ROUTE_SESSION | HTTP_ROUTE_COMMAND,
           { GET(route_tty, AUTHZ_GET) } },
+        /* Exposing a port gives what the session serves to whoever reaches the socket: the
+         * right to run commands in it. */
+        { "/v1/sessions/{sid}/ports", HTTP_ROUTE_SESSION,
+          { GET(route_list_ports, AUTHZ_GET), POST(route_expose_port, AUTHZ_EXEC) } },
+        /* What the port serves, relayed: "ports/P/" and below (a trailing slash), before the
+         * port itself ("ports/P"). */
+        { "/v1/sessions/{sid}/ports/{port}/{path}", HTTP_ROUTE_SESSION | HTTP_ROUTE_TAIL | HTTP_ROUTE_RELAY,
+          { GET(route_relay, AUTHZ_EXEC), POST(route_relay, AUTHZ_EXEC), PUT(route_relay, AUTHZ_EXEC),
+            PATCH(route_relay, AUTHZ_EXEC), DELETE(route_relay, AUTHZ_EXEC), OPTIONS(route_relay, AUTHZ_EXEC) } },
+        { "/v1/sessions/{sid}/ports/{port}", HTTP_ROUTE_SESSION,
+          { GET(route_get_port, AUTHZ_GET), DELETE(route_unexpose_port, AUTHZ_EXEC) } },
         /* The top of the workspace, then a path in it ("files/" is the top too). A plain PUT
          * is an upload, which http_route_upload_begin() takes before its body. */
         { "/v1/sessions/{sid}/files", HTTP_ROUTE_SESSION | HTTP_ROUTE_FILES,
@@ -1125,10 +1299,19 @@ const size_t http_routes_n = ELEMENTSOF(http_routes);
 
 const HttpRoute *http_route_find(const RoutePath *path, const char *ret_params[static ROUTE_PARAMS_MAX],
                                  size_t *ret_n_params) {
-        for (size_t i = 0; i < http_routes_n; i++)
-                if (route_pattern_match(http_routes[i].pattern, FLAGS_SET(http_routes[i].flags, HTTP_ROUTE_TAIL), path,
-                                        ret_params, ret_n_params))
-                        return &http_routes[i];
+        for (size_t i = 0; i < http_routes_n; i++) {
+                if (!route_pattern_match(http_routes[i].pattern, FLAGS_SET(http_routes[i].flags, HTTP_ROUTE_TAIL), path,
+                                         ret_params, ret_n_params))
+                        continue;
+                /* a relay's tail follows a slash: "ports/8000" is the port, "ports/8000/" its "/" */
+                if (FLAGS_SET(http_routes[i].flags, HTTP_ROUTE_RELAY)) {
+                        const char *tail = ret_params[*ret_n_params - 1];
+
+                        if (tail == path->path || tail[-1] != '/')
+                                continue;
+                }
+                return &http_routes[i];
+        }
         return NULL;
 }
 

@@ -18,6 +18,7 @@ struct HttpConnection {
         HttpServer *server;
         int fd;
         bool url_has_nul;
+        char *raw_uri;        /* the request target of the request being parsed, as sent */
         bool unauthenticated; /* in server->unauthenticated */
         uint64_t deadline;    /* CLOCK_MONOTONIC: closed then, unless authenticated */
         LIST_FIELDS(HttpConnection, unauth);
@@ -403,6 +404,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 }
                 *con_cls = r;
                 r->url_has_nul = take_url_has_nul(connection);
+                {
+                        HttpConnection *c = connection_of(connection);
+
+                        if (c)
+                                r->raw_uri = TAKE_PTR(c->raw_uri);
+                }
                 if (http_route_match(r) < 0)
                         return MHD_NO;
                 if (!server->is_unix) {
@@ -428,6 +435,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                         return http_route_upload_begin(r);
                 }
 
+                /* A relay to an exposed port starts from the headers; its body is streamed. */
+                if (http_route_is_relay(r)) {
+                        r->relaying = r->streaming = true;
+                        if (!request_authorize(r, &status, &resp))
+                                return http_refuse_upload(r, status, resp);
+                        if (m->stopping)
+                                return http_refuse_upload_error(r, "stopping", STOPPING_MESSAGE);
+                        return http_route_relay_begin(r);
+                }
+
                 /* Refuse an announced oversize body before reading it. */
                 cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl && strtoull(cl, NULL, 10) > m->config.max_body_bytes)
@@ -436,6 +453,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         }
 
         if (*upload_data_size > 0) {
+                if (r->relay && !r->response)
+                        return http_relay_data(r, upload_data, upload_data_size);
                 if (r->streaming) {
                         if (r->upload)
                                 (void) http_route_upload_data(r, upload_data, *upload_data_size);
@@ -459,6 +478,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (r->suspended)
                 return MHD_YES;
 
+        if (r->relay)
+                return http_relay_finish(r);
+        if (r->relaying)
+                return MHD_NO; /* refused without an answer: out of memory */
         if (r->streaming)
                 return http_route_upload_finish(r);
 
@@ -492,6 +515,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
         if (r->ws)
                 http_ws_abandon(TAKE_PTR(r->ws)); /* it ended before its upgrade */
         file_op_detach(r->file_op); /* nor a file operation's */
+        http_relay_detach(r);
         if (r->suspended) {
                 r->suspended = false;
                 r->server->manager->n_http_waiting--;
@@ -510,6 +534,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
         free(r->tenant);
         free(r->caller_name);
         free(r->upload_path);
+        free(r->raw_uri);
         free(r);
         *con_cls = NULL;
 }
@@ -541,6 +566,8 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
                         if (server->n_unauthenticated == 0)
                                 server->unauth_full_logged = false;
                 }
+                if (c)
+                        free(c->raw_uri);
                 free(c);
                 *socket_context = NULL;
                 /* The last connection of a burst is gone: give back what its buffers took
@@ -549,6 +576,18 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
                         (void) malloc_trim(0);
         }
         manager_check_idle(m);
+}
+
+/* The request target as sent, before MHD decodes it: a relay passes it on unchanged. Bounded
+ * by MHD's memory limit of the connection; NULL returned leaves the request's context alone. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connection) {
+        HttpConnection *c = connection_of(connection);
+
+        if (c) {
+                free(c->raw_uri);
+                c->raw_uri = strdup(uri); /* NULL: a relay refuses the request */
+        }
+        return NULL;
 }
 
 /* MHD's own decoding, noting a %00: it would silently cut the path or value short there. */
@@ -680,6 +719,7 @@ int http_server_new(Manager *m, int fd, bool is_unix, HttpServer **ret) {
                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                 MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
+                MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
                 /* SIGPIPE is ignored (daemon_startup()): lets MHD send files with sendfile(). */
                 MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int) 1,
                 MHD_OPTION_END);

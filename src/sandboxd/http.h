@@ -16,6 +16,7 @@ typedef struct HttpRoute HttpRoute;
 
 typedef struct HttpConnection HttpConnection;
 typedef struct WsConn WsConn;
+typedef struct HttpRelay HttpRelay;
 
 struct HttpServer {
         Manager *manager;
@@ -68,6 +69,11 @@ struct HttpRequest {
         /* Set by an asynchronous handler before it resumes the connection. */
         struct MHD_Response *response;
         unsigned status;
+
+        /* A relay to an exposed port (http-relay.c): from its headers on, the body streamed up. */
+        HttpRelay *relay;
+        bool relaying;
+        char *raw_uri;             /* the request target as sent, path and query */
 
         FileOp *file_op;           /* the file API's work, on its threads */
         WsConn *ws;                /* a WebSocket, until its upgrade (http-ws.c) */
@@ -122,9 +128,11 @@ typedef enum HttpRouteFlags {
         HTTP_ROUTE_COMMAND = 1 << 3, /* the second is a command of that session, else 404 */
         HTTP_ROUTE_TAIL    = 1 << 4, /* the last placeholder takes the rest of the path */
         HTTP_ROUTE_FILES   = 1 << 5, /* the file API: a PUT streams its body to a file */
+        HTTP_ROUTE_RELAY   = 1 << 6, /* relayed to an exposed port from its headers on; its tail
+                                      * follows a slash ("ports/P/"), "ports/P" is the port */
 } HttpRouteFlags;
 
-#define HTTP_METHODS_MAX 4
+#define HTTP_METHODS_MAX 7
 
 typedef struct HttpMethod {
         const char *name;     /* GET also serves HEAD */
@@ -160,3 +168,20 @@ bool http_route_is_upload(HttpRequest *r);
 int http_route_upload_begin(HttpRequest *r);
 int http_route_upload_data(HttpRequest *r, const char *data, size_t n);
 int http_route_upload_finish(HttpRequest *r);
+
+/* The relay of a request to an exposed port, in http-relay.c (the bounds are in http-relay.h). */
+/* Starts relaying r (its session, port and method checked) to the unix socket at
+ * socket_path, the path and query after prefix ("/v1/sessions/<sid>/ports/<P>") of the
+ * raw request URI. Queues a refusal itself (429, 400); returns an MHD result. */
+int http_relay_begin(HttpRequest *r, const char *socket_path, const char *prefix);
+/* A piece of the request's body: takes what fits (*size left is what did not), suspending
+ * the request until the upstream took some. */
+int http_relay_data(HttpRequest *r, const char *data, size_t *size);
+/* The body is in: answer once the upstream's head came. */
+int http_relay_finish(HttpRequest *r);
+/* The request is over (on_completed()): the relay ends with it. */
+void http_relay_detach(HttpRequest *r);
+
+/* Relays to an exposed port: whether the request is one, then its start from the headers. */
+bool http_route_is_relay(HttpRequest *r);
+int http_route_relay_begin(HttpRequest *r);

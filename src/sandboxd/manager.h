@@ -21,6 +21,7 @@ typedef struct Command Command;
 typedef struct Executor Executor;
 typedef struct UnitRelease UnitRelease;
 typedef struct HttpServer HttpServer;
+typedef struct HttpRelayEngine HttpRelayEngine;
 typedef struct ApiKey ApiKey;
 typedef struct PoolSlot PoolSlot;
 typedef struct PolkitQuery PolkitQuery;
@@ -70,12 +71,14 @@ struct Manager {
 
         HttpServer *http[HTTP_SERVERS_MAX];
         size_t n_http;
+        HttpRelayEngine *relay_engine; /* the relays to exposed ports (http-relay.c), made at the first */
         ApiKey *keys;
         size_t n_keys;
         UidCacheEntry uid_cache[UID_CACHE_MAX];
         struct stat uid_cache_passwd, uid_cache_group; /* what the entries were asked under */
         SenderCacheEntry sender_cache[SENDER_CACHE_MAX];
 
+        uint8_t host_ports_used[65536 / 8]; /* a bit per TCP port that an exposed port holds on the host (port.c) */
         Session *sessions;       /* the list, newest first: session.c adds, removes and finds them */
         Session *sessions_by_id; /* the same in a uthash table by id (hh of Session) */
         Session *sessions_by_scope; /* the starting or active ones by workspace_host_dir (hh_scope) */

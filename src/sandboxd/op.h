@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "list.h"
 
@@ -44,6 +45,7 @@ typedef enum OpKind {
         OP_SESSION_FREEZE, /* a freeze or thaw is over */
         OP_COMMAND_START,  /* PID 1 answered a command's start */
         OP_COMMAND_STDIN,  /* bytes given to a command's stdin are in the pipe */
+        OP_PORT_START,     /* an exposed port's socket listens */
         _OP_KIND_MAX,
 } OpKind;
 
@@ -56,6 +58,7 @@ struct Op {
         Command *command; /* OP_COMMAND_*: the command (NULL in a failed start's function: it is gone) */
         bool purge;       /* OP_SESSION_CLOSE: the purge was asked for; the result says how it went */
         size_t until;     /* OP_COMMAND_STDIN: done once this many more bytes were written */
+        uint16_t port;    /* OP_PORT_START: its number */
         LIST_FIELDS(Op, ops);
 };
 

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "bus-api.h"
 #include "polkit.h"
+#include "port.h"
 #include "session-dbus.h"
 #include "time-util.h"
 #include "validate.h"
@@ -555,6 +556,135 @@ static int method_get_command(sd_bus_message *call, void *userdata, sd_bus_error
         return sd_bus_reply_method_return(call, "o", path);
 }
 
+/* --- exposed ports ------------------------------------------------------------------------- */
+
+static int reply_port(sd_bus_message *call, Port *p) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = port_socket_path(p, &path);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "qsq", p->port, path, p->host_port);
+}
+
+static void on_port_exposed(Op *op, int r, const char *message, void *userdata) {
+        BusPending *p = userdata;
+        Session *s = op->session;
+        Port *port = port_find(s, op->port);
+
+        p->op = op_free(op);
+        if (r == -ECANCELED) {
+                bus_pending_fail_stopping(p);
+                return;
+        }
+        if (r < 0 || !port) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                if (r == -ESTALE || r >= 0)
+                        (void) sd_bus_error_setf(&e, BUS_ERROR_PORT_NOT_EXPOSED,
+                                                 "The port was removed, or session %s closed, before it listened.", s->id);
+                else
+                        (void) sd_bus_error_setf(&e, BUS_ERROR_SYSTEMD_FAILED, "systemd failed: %s", message);
+                bus_pending_fail(p, 0, &e);
+                sd_bus_error_free(&e);
+                return;
+        }
+        r = reply_port(p->call, port);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer ExposePort, ignoring: %m");
+        bus_pending_free(p);
+}
+
+static int method_expose_port(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+        PortRequest req = {};
+        RequestError e = {};
+        BusPending *p;
+        Port *port = NULL;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = sd_bus_message_read(call, "q", &req.port);
+        if (r < 0)
+                return r;
+        r = bus_request_read_port_options(call, &req, &e);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+        if (req.port == 0)
+                return sd_bus_error_set(error, BUS_ERROR_INVALID_VALUE, "Port 0 cannot be exposed.");
+        r = bus_authorize(s->manager, call, AUTHZ_EXEC, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+
+        r = bus_pending_new(s->manager, call, s, &p);
+        if (r < 0)
+                return r;
+        r = port_expose(s, &req, on_port_exposed, p, &port, &p->op, &e);
+        if (r <= 0)
+                bus_pending_free(p);
+        if (r < 0)
+                return bus_error_set_request(error, r, &e);
+        if (r == 0)
+                return reply_port(call, port); /* exposed already */
+        return 1;
+}
+
+static int method_list_ports(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Session *s = userdata;
+        Port *p;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = bus_authorize(s->manager, call, AUTHZ_GET, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(qsq)");
+        LIST_FOREACH(ports, p, s->ports) {
+                _cleanup_free_ char *path = NULL;
+
+                if (r < 0)
+                        break;
+                if (!p->active)
+                        continue;
+                r = port_socket_path(p, &path);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "(qsq)", p->port, path, p->host_port);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_unexpose_port(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+        uint16_t port;
+        Port *p;
+        int r;
+
+        POLKIT_SCOPE(s->manager, call);
+
+        r = sd_bus_message_read(call, "q", &port);
+        if (r < 0)
+                return r;
+        r = bus_authorize(s->manager, call, AUTHZ_EXEC, s->user, s->workspace, s, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        p = port_find(s, port);
+        if (!p || !p->active)
+                return sd_bus_error_setf(error, BUS_ERROR_PORT_NOT_EXPOSED, "Port %u of session %s is not exposed.", port,
+                                         s->id);
+        port_remove(p);
+        return sd_bus_reply_method_return(call, NULL);
+}
+
 #define CHANGES SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 #define CONST SD_BUS_VTABLE_PROPERTY_CONST
 
@@ -611,6 +741,21 @@ const sd_bus_vtable session_vtable[] = {
                                 SD_BUS_ARGS("s", request_id),
                                 SD_BUS_RESULT("o", command),
                                 method_get_command,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ExposePort",
+                                SD_BUS_ARGS("q", port, "a{sv}", options),
+                                SD_BUS_RESULT("q", port, "s", socket, "q", host_port),
+                                method_expose_port,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListPorts",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(qsq)", ports),
+                                method_list_ports,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnexposePort",
+                                SD_BUS_ARGS("q", port),
+                                SD_BUS_NO_RESULT,
+                                method_unexpose_port,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END
 };

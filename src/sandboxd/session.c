@@ -174,6 +174,8 @@ int session_save(Session *s) {
         json_put(o, "from_pool", json_object_new_boolean(s->from_pool), &oom);
         json_put(o, "network", network_to_json(s), &oom);
         json_put(o, "exec_mode", json_object_new_string(exec_mode_to_string(s->exec_mode)), &oom);
+        if (s->ports && s->state == SESSION_ACTIVE)
+                json_put(o, "ports", port_list_to_json(s), &oom);
 
         if (oom)
                 return log_warning_errno(-ENOMEM, "Failed to save the record of session %s, ignoring: %m", s->id);
@@ -806,6 +808,8 @@ void session_cancel_ops(Session *s, const char *message) {
                 freeze_done(s, -ECANCELED, message);
         LIST_FOREACH(commands, c, s->commands)
                 command_cancel_ops(c, message);
+        for (Port *p = s->ports; p; p = p->ports_next)
+                op_complete_all(&p->start_ops, -ECANCELED, message);
 }
 
 Session *session_free(Session *s) {
@@ -828,6 +832,8 @@ Session *session_free(Session *s) {
                 proxy_listener_free(s->proxy);
         else
                 proxy_listener_close(s->proxy);
+        /* the units of its ports stay with PID 1, for the next sandboxd */
+        port_free_all(s);
         executor_free(s->executor);
         pid1_call_cancel(s->start_call);
         pid1_call_cancel(s->freeze_call);
@@ -961,6 +967,8 @@ static void session_closing_step(Session *s) {
                                    c->result.reason, c->result.exit_code, PURGE_REQUEST_ID);
         }
 
+        /* before the slice: their sockets are outside it */
+        port_remove_all(s);
         r = systemd_stop_unit_async(s->manager->pid1, s->slice, on_slice_stopped, s);
         if (r < 0)
                 log_warning_errno(r, "Failed to stop %s, ignoring: %m", s->slice);
@@ -1398,6 +1406,13 @@ int session_record_decode(Session *s, json_object *o, const Config *c) {
                         if (s->exec_mode < 0)
                                 return -EBADMSG;
                 }
+        }
+        {
+                json_object *v;
+
+                /* Its exposed ports; their units are PID 1's (port_recover()). */
+                if (json_object_object_get_ex(o, "ports", &v) && (r = port_list_from_json(s, v)) < 0)
+                        return r;
         }
         return 0;
 }

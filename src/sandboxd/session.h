@@ -8,6 +8,7 @@
 #include "command.h"
 #include "manager.h"
 #include "op.h"
+#include "port.h"
 #include "request.h"
 
 typedef enum SessionState {
@@ -45,6 +46,7 @@ struct Session {
         char **net_deny;      /* the session's own denied domains (the baseline applies too) */
         char **net_allow;     /* non-NULL: allow-list mode */
         ProxyListener *proxy; /* mode proxy: where its commands' connections come in */
+        Port *ports;          /* its exposed ports (port.h), newest first */
         bool proxy_unit_started;
         SessionState state;
         char *error;          /* why the slice could not be created */

@@ -591,6 +591,118 @@ int systemd_start_proxy_async(Pid1Gate *g, Pid1Call **ret_call, const char *sess
         return pid1_call(g, ret_call, m, cb, userdata);
 }
 
+int systemd_port_unit_names(const char *session_id, uint16_t port, char **ret_socket, char **ret_service) {
+        _cleanup_free_ char *sock = NULL, *svc = NULL;
+
+        if (asprintf(&sock, "sandboxd-%s-port-%u.socket", session_id, port) < 0 ||
+            asprintf(&svc, "sandboxd-%s-port-%u.service", session_id, port) < 0)
+                return -ENOMEM;
+        if (ret_socket)
+                *ret_socket = TAKE_PTR(sock);
+        if (ret_service)
+                *ret_service = TAKE_PTR(svc);
+        return 0;
+}
+
+static int append_port_service(sd_bus_message *m, const char *service, const PortUnitSpec *p) {
+        char conns[64], target[64], user[32];
+        const char *argv[] = { SOCKET_PROXYD_PATH, "--exit-idle-time=60s", conns, target, NULL };
+        int r;
+
+        snprintf(conns, sizeof(conns), "--connections-max=%u", p->max_connections);
+        snprintf(target, sizeof(target), "127.0.0.1:%u", p->port);
+        /* one dynamic user for the relays of a session, none of its commands' */
+        snprintf(user, sizeof(user), "sbxp-%s", p->session_id);
+
+        r = sd_bus_message_open_container(m, 'r', "sa(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", service);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return r;
+
+        if ((r = append_string(m, "Description", "sandboxd exposed port relay")) < 0 ||
+            (r = append_string(m, "Slice", p->slice)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, argv[0], 4, argv[0], argv[1], argv[2],
+                                       argv[3], false)) < 0 ||
+            (r = append_bool(m, "DynamicUser", true)) < 0 ||
+            (r = append_string(m, "User", user)) < 0 ||
+            /* The session's network namespace, and nothing but its loopback there. */
+            (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
+            (r = append_strv(m, "JoinsNamespaceOf", (const char *[]) { p->join_unit }, 1)) < 0 ||
+            (r = append_ip_keyword(m, "IPAddressDeny", "any")) < 0 ||
+            (r = append_ip_keyword(m, "IPAddressAllow", "localhost")) < 0 ||
+            (r = append_tmpfs(m, "/run", "ro")) < 0 ||
+            (r = append_hardening(m)) < 0 ||
+            (r = append_bool(m, "MemoryDenyWriteExecute", true)) < 0 ||
+            (r = append_u64(m, "AmbientCapabilities", 0)) < 0 ||
+            (r = append_bool(m, "RemoveIPC", true)) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "RestrictAddressFamilies");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "v", "(bas)", 1, 2, "AF_UNIX", "AF_INET");
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+int systemd_start_port_async(Pid1Gate *g, Pid1Call **ret_call, const PortUnitSpec *p, sd_bus_message_handler_t cb,
+                             void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_free_ char *sock = NULL, *svc = NULL;
+        char host[64];
+        int r;
+
+        if (!p->session_id || !p->slice || !p->join_unit || !p->socket_path || p->port == 0)
+                return -EINVAL;
+        r = systemd_port_unit_names(p->session_id, p->port, &sock, &svc);
+        if (r < 0)
+                return r;
+        r = new_start_transient(pid1_gate_bus(g), sock, &m);
+        if (r < 0)
+                return r;
+
+        snprintf(host, sizeof(host), "127.0.0.1:%u", p->host_port);
+        /* Not in the session's slice, as the proxy socket: a socket cannot be frozen. PartOf=
+         * stops it with the slice. It listens in the host's namespace; only the relay it
+         * activates is in the session's. */
+        if ((r = append_string(m, "Description", "sandboxd exposed port of a session")) < 0 ||
+            (r = append_string(m, "Slice", SANDBOXD_SLICE)) < 0 ||
+            (r = append_strv(m, "PartOf", (const char *[]) { p->slice }, 1)) < 0)
+                return r;
+        if (p->host_port > 0)
+                r = sd_bus_message_append(m, "(sv)", "Listen", "a(ss)", 2, "Stream", p->socket_path, "Stream", host);
+        else
+                r = sd_bus_message_append(m, "(sv)", "Listen", "a(ss)", 1, "Stream", p->socket_path);
+        if (r < 0 ||
+            /* as sandboxd's own http.sock: root and group sandboxd */
+            (r = sd_bus_message_append(m, "(sv)", "SocketMode", "u", (uint32_t) 0660)) < 0 ||
+            (r = append_string(m, "SocketGroup", "sandboxd")) < 0 ||
+            (r = sd_bus_message_append(m, "(sv)", "MaxConnections", "u", (uint32_t) p->max_connections)) < 0 ||
+            (r = append_bool(m, "RemoveOnStop", true)) < 0)
+                return r;
+
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "(sa(sv))");
+        if (r >= 0)
+                r = append_port_service(m, svc, p);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        return pid1_call(g, ret_call, m, cb, userdata);
+}
+
 int systemd_match_unit_async(sd_bus *bus, sd_bus_slot **ret_slot, const char *unit_path,
                              sd_bus_message_handler_t cb, void *userdata) {
         return sd_bus_match_signal_async(bus, ret_slot, SYSTEMD_DEST, unit_path, "org.freedesktop.DBus.Properties",

@@ -101,6 +101,24 @@ int systemd_start_proxy_async(Pid1Gate *g, Pid1Call **ret_call, const char *sess
                               void *userdata);
 int systemd_proxy_unit_names(const char *session_id, char **ret_socket, char **ret_service);
 
+/* An exposed port (port.h): sandboxd-<sid>-port-<P>.socket, listening on a unix socket
+ * (and maybe on 127.0.0.1:host_port of the host), activates sandboxd-<sid>-port-<P>.service,
+ * systemd-socket-proxyd as a dynamic user of its own in the network namespace of
+ * join_unit, relaying every connection to 127.0.0.1:port there. */
+typedef struct PortUnitSpec {
+        const char *session_id;
+        const char *slice;            /* the session's: the relay runs in it */
+        const char *join_unit;        /* the unit that holds the session's network namespace */
+        uint16_t port;
+        uint16_t host_port;           /* 0: the unix socket only */
+        const char *socket_path;
+        unsigned max_connections;
+} PortUnitSpec;
+
+int systemd_port_unit_names(const char *session_id, uint16_t port, char **ret_socket, char **ret_service);
+int systemd_start_port_async(Pid1Gate *g, Pid1Call **ret_call, const PortUnitSpec *spec, sd_bus_message_handler_t cb,
+                             void *userdata);
+
 int systemd_subscribe(sd_bus *bus);
 /* PID 1's own cgroup (Manager.ControlGroup): "" on a host, a prefix when it runs in a
  * container. Synchronous: once, at start-up. */

@@ -44,17 +44,25 @@ static const ApiError table[] = {
         { "not_a_regular_file", EBADFD, 409, E("NotARegularFile"), SANDBOXD_ERROR_CONFLICT },
         { "exists", EEXIST, 409, E("Exists"), SANDBOXD_ERROR_CONFLICT },
         { "not_empty", ENOTEMPTY, 409, E("NotEmpty"), SANDBOXD_ERROR_CONFLICT },
+        { "port_exposure_unavailable", ENOTSUP, 409, E("PortExposureUnavailable"), SANDBOXD_ERROR_CONFLICT },
+        { "port_not_exposed", ENOENT, 404, E("PortNotExposed"), SANDBOXD_ERROR_NOT_FOUND },
         /* quotas */
         { "too_many_sessions", EUSERS, 429, E("TooManySessions"), SANDBOXD_ERROR_INVALID },
         { "too_many_running", EBUSY, 429, E("TooManyRunning"), SANDBOXD_ERROR_INVALID },
         { "too_many_commands", EBUSY, 429, E("TooManyCommands"), SANDBOXD_ERROR_INVALID },
         { "too_many_file_operations", EBUSY, 429, E("TooManyFileOperations"), SANDBOXD_ERROR_INVALID },
         { "too_many_terminals", EBUSY, 429, E("TooManyTerminals"), SANDBOXD_ERROR_INVALID },
+        { "too_many_ports", EBUSY, 429, E("TooManyPorts"), SANDBOXD_ERROR_INVALID },
+        { "too_many_relays", EBUSY, 429, NULL, SANDBOXD_ERROR_INVALID },
         { "spool_full", ENOSPC, 507, E("SpoolFull"), SANDBOXD_ERROR_SERVER },
         { "insufficient_storage", ENOSPC, 507, E("InsufficientStorage"), SANDBOXD_ERROR_SERVER },
         /* sandboxd, systemd, this host */
         { "draining", EAGAIN, 503, E("Draining"), SANDBOXD_ERROR_UNAVAILABLE },
         { "overloaded", EAGAIN, 503, E("Overloaded"), SANDBOXD_ERROR_UNAVAILABLE },
+        { "host_ports_exhausted", EADDRNOTAVAIL, 503, E("HostPortsExhausted"), SANDBOXD_ERROR_UNAVAILABLE },
+        /* what an exposed port serves, relayed */
+        { "upstream_unavailable", ECONNREFUSED, 502, NULL, SANDBOXD_ERROR_SYSTEMD },
+        { "upstream_timeout", ETIMEDOUT, 504, NULL, SANDBOXD_ERROR_UNAVAILABLE },
         { "stopping", EAGAIN, 503, E("Stopping"), SANDBOXD_ERROR_UNAVAILABLE },
         { "unsupported", EOPNOTSUPP, 501, E("NotSupported"), SANDBOXD_ERROR_UNSUPPORTED },
         { "not_implemented", EOPNOTSUPP, 501, NULL, SANDBOXD_ERROR_UNSUPPORTED },
@@ -146,6 +154,7 @@ sandboxd_error_kind api_error_kind_from_http(long status) {
         case 502:
                 return SANDBOXD_ERROR_SYSTEMD;
         case 503:
+        case 504:
                 return SANDBOXD_ERROR_UNAVAILABLE;
         default:
                 if (status >= 200 && status < 300)

@@ -663,3 +663,34 @@ fail:
         command_request_done(&c);
         return r;
 }
+
+int port_request_parse(const char *body, size_t n, PortRequest *ret, RequestError *e) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        PortRequest p = {};
+        bool has_port = false;
+        uint64_t v;
+        int r;
+
+        r = parse_object(body, n, &o, e);
+        if (r < 0)
+                return r;
+
+        json_object_object_foreach(o, key, val) {
+                if (streq(key, "port")) {
+                        r = get_uint(val, "port", 1, UINT16_MAX, &v, e);
+                        if (r < 0)
+                                return r;
+                        p.port = (uint16_t) v;
+                        has_port = true;
+                } else if (streq(key, "host")) {
+                        if (!json_object_is_type(val, json_type_boolean))
+                                return request_error(e, "invalid_type", "Field 'host' must be a boolean.");
+                        p.host = json_object_get_boolean(val);
+                } else
+                        return request_error(e, "unknown_field", "Unknown field '%s'.", key);
+        }
+        if (!has_port)
+                return request_error(e, "missing_field", "Field 'port' is required.");
+        *ret = p;
+        return 0;
+}

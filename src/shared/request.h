@@ -81,11 +81,19 @@ typedef struct CommandRequest {
         bool wait;         /* false: answer 202 at once (from ?wait=false) */
 } CommandRequest;
 
+/* POST /v1/sessions/ID/ports: {"port": 1..65535, "host": bool}. The range the config
+ * allows is the core's to check (port.c). */
+typedef struct PortRequest {
+        uint16_t port;
+        bool host;     /* also a TCP port on the host's loopback */
+} PortRequest;
+
 void session_request_done(SessionRequest *r);
 void command_request_done(CommandRequest *r);
 
 int session_request_parse(const char *body, size_t n, SessionRequest *ret, RequestError *error);
 int command_request_parse(const char *body, size_t n, CommandRequest *ret, RequestError *error);
+int port_request_parse(const char *body, size_t n, PortRequest *ret, RequestError *error);
 
 /* The rules every front end applies, whatever the encoding (JSON over HTTP, a{sv} over
  * D-Bus): field names in messages are the JSON ones. Each returns -EINVAL and fills

@@ -425,6 +425,22 @@ static void read_write_options(sd_bus_message *m) {
         assert(mode == MODE_INVALID || mode <= 0777);
 }
 
+/* ExposePort()'s options. */
+static void read_port_options(sd_bus_message *m) {
+        PortRequest req = { .port = 8000, .host = false };
+        RequestError e = {};
+        int r;
+
+        assert(sd_bus_message_rewind(m, true) >= 0);
+        r = bus_request_read_port_options(m, &req, &e);
+        if (r < 0) {
+                check_error(r, &e);
+                assert(req.port == 8000 && !req.host); /* written only on success */
+                return;
+        }
+        assert(req.port == 8000);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static sd_bus *bus = NULL;
         sd_bus_message *m = NULL;
@@ -448,6 +464,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 read_session(m);
                 read_command(m);
                 read_write_options(m);
+                read_port_options(m);
                 /* What the readers duplicated, the requests' destructors closed again. */
                 assert(!pr.fds || count_fds() == fds);
         }

@@ -29,6 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         SessionRequest s = {};
         CommandRequest c = {};
         RequestError e = {};
+        PortRequest p = {};
 
         if (session_request_parse((const char *) data, size, &s, &e) >= 0) {
                 assert(is_utf8(s.user) && is_utf8(s.workspace));
@@ -41,5 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 assert(is_utf8(c.cwd) && is_utf8(c.request_id));
                 command_request_done(&c);
         }
+        if (port_request_parse((const char *) data, size, &p, &e) >= 0)
+                assert(p.port > 0);
         return 0;
 }

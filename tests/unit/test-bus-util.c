@@ -5,6 +5,7 @@
  * socketpair that nobody answers: no bus daemon is needed. */
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "bus-request.h"
@@ -99,11 +100,33 @@ static void test_command_options(void) {
                 ASSERT(sd_bus_message_append(m, "a{sv}", 1, streams[i], "h", tty) >= 0);
                 ASSERT(read_command(m, &req, &e) == -EINVAL);
                 ASSERT_STREQ(e.code, "invalid_value");
-                ASSERT(strstr(e.message, "terminal"));
-                ASSERT(!req.has_stdout_fd && req.stdin_mode != STDIN_FD);
+                ASSERT(strstr(e.message, "terminal") && strstr(e.message, "'tty' option"));
                 command_request_done(&req);
                 sd_bus_message_unref(m);
         }
+
+        /* with the 'tty' option a pty slave is the command's terminal; its master is not */
+        ASSERT(unlockpt(tty) >= 0);
+        _cleanup_close_ int slave = ioctl(tty, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ASSERT(slave >= 0);
+        m = message();
+        ASSERT(sd_bus_message_append(m, "a{sv}", 2, "tty", "(qq)", 24, 80, "stdin", "h", slave) >= 0);
+        ASSERT(read_command(m, &req, &e) >= 0);
+        ASSERT(req.has_tty && req.tty_rows == 24 && req.tty_cols == 80 && req.stdin_mode == STDIN_FD);
+        command_request_done(&req);
+        sd_bus_message_unref(m);
+        m = message();
+        ASSERT(sd_bus_message_append(m, "a{sv}", 2, "tty", "(qq)", 24, 80, "stdin", "h", tty) >= 0);
+        ASSERT(read_command(m, &req, &e) == -EINVAL);
+        ASSERT(strstr(e.message, "pty slave"));
+        command_request_done(&req);
+        sd_bus_message_unref(m);
+        /* and the size is checked */
+        m = message();
+        ASSERT(sd_bus_message_append(m, "a{sv}", 1, "tty", "(qq)", 0, 80) >= 0);
+        ASSERT(read_command(m, &req, &e) == -EINVAL);
+        command_request_done(&req);
+        sd_bus_message_unref(m);
 }
 
 static int read_session(sd_bus_message *m, SessionRequest *req, RequestError *e) {

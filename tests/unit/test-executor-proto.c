@@ -257,6 +257,17 @@ static void test_spec_round_trip(void) {
         ASSERT(spec.argv == NULL && spec.env == NULL);
         free(buf);
 
+        /* the tty flag goes through; a bit this version does not know is refused */
+        ASSERT(executor_spec_format("/bin/sh", "/work", argv, env, EXECUTOR_SPEC_TTY, &buf, &size) == 0);
+        ASSERT(executor_spec_parse(buf, size, &spec) == 0);
+        ASSERT(spec.flags == EXECUTOR_SPEC_TTY);
+        executor_spec_done(&spec);
+        ((uint32_t *) buf)[3] = EXECUTOR_SPEC_TTY | 2;
+        ASSERT(executor_spec_parse(buf, size, &spec) == -EBADMSG);
+        ((uint32_t *) buf)[3] = UINT32_C(1) << 31;
+        ASSERT(executor_spec_parse(buf, size, &spec) == -EBADMSG);
+        free(buf);
+
         /* no environment at all */
         ASSERT(executor_spec_format("/bin/true", "/", argv, NULL, 0, &buf, &size) == 0);
         ASSERT(executor_spec_parse(buf, size, &spec) == 0);

@@ -442,6 +442,54 @@ static void test_exec_spec(void) {
         sandboxd_exec_free(e);
 }
 
+#define ACCEPT "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+
+static void test_ws_head(void) {
+        static const char ok[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                 "Connection: keep-alive, Upgrade\r\nSec-WebSocket-Accept: " ACCEPT "\r\n\r\n\x82\x01x";
+        static const char refused[] = "HTTP/1.1 409 Conflict\r\nContent-Length: 12\r\n\r\n{\"error\":{}}";
+        WsHead h;
+
+        /* complete, with a frame after the head */
+        ASSERT(ws_parse_head(ok, sizeof(ok) - 1, ACCEPT, &h) == 1);
+        ASSERT(h.upgraded && h.status == 101);
+        ASSERT(h.head_size == sizeof(ok) - 1 - 3);
+        /* incomplete: every prefix before the empty line */
+        for (size_t n = 0; n < sizeof(ok) - 1 - 3; n++)
+                ASSERT(ws_parse_head(ok, n, ACCEPT, &h) == 0);
+        /* a 101 without the proof of the handshake is not sandboxd's */
+        ASSERT(ws_parse_head(ok, sizeof(ok) - 1, "AAAAAAAAAAAAAAAAAAAAAAAAAAA=", &h) == -EPROTO);
+        /* a refusal: its status and body length */
+        ASSERT(ws_parse_head(refused, sizeof(refused) - 1, ACCEPT, &h) == 1);
+        ASSERT(!h.upgraded && h.status == 409 && h.content_length == 12);
+        /* malformed */
+        ASSERT(ws_parse_head("HTTP/1.1 1x1 X\r\n\r\n", 18, ACCEPT, &h) == -EBADMSG);
+        ASSERT(ws_parse_head("SMTP 220\r\n\r\n", 12, ACCEPT, &h) == -EBADMSG);
+        ASSERT(ws_parse_head("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", 29, ACCEPT, &h) == -EBADMSG);
+        ASSERT(ws_parse_head("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 40, ACCEPT, &h) == -EBADMSG);
+        /* too long without an end */
+        char *big = malloc(WS_HEAD_MAX + 1);
+        ASSERT(big);
+        memset(big, 'a', WS_HEAD_MAX + 1);
+        ASSERT(ws_parse_head(big, WS_HEAD_MAX + 1, ACCEPT, &h) == -EMSGSIZE);
+        free(big);
+}
+
+static void test_ws_frames(void) {
+        static const char frames[] = "\x82\x05hello"
+                                     "\x81\x32{\"type\":\"exit\",\"status\":\"succeeded\",\"exit_code\":0}"
+                                     "\x88\x02\x03\xe8";
+        size_t used;
+        bool result;
+
+        ASSERT(terminal_replay(frames, sizeof(frames) - 1, &used, &result) == 0);
+        ASSERT(used == sizeof(frames) - 1);
+        ASSERT(result);
+        /* a masked frame from a server is a protocol error: nothing more is read */
+        ASSERT(terminal_replay("\x82\x81" "abcdx", 7, &used, &result) == 0);
+        ASSERT(!result);
+}
+
 int main(void) {
         test_lines_chunks();
         test_lines_byte_by_byte();
@@ -459,5 +507,7 @@ int main(void) {
         test_curl_errors();
         test_file_info();
         test_exec_spec();
+        test_ws_head();
+        test_ws_frames();
         return TESTS_DONE();
 }
