@@ -127,7 +127,7 @@ int mode_from_json(json_object *v, unsigned *ret);
 /* An exposed port's object {"port","socket","host_port","url","unit"}: -EBADMSG unless port
  * is 1..65535, socket a non-empty string and host_port null or 1..65535. */
 int port_from_json(json_object *o, sandboxd_port **ret);
-/* The same object made from what D-Bus says of a port (host_port 0: none). */
+/* The same object made from what D-Bus says of a port (host_port 0: none), state "active". */
 int port_json_new(const char *session, uint16_t port, const char *socket, uint16_t host_port, json_object **ret);
 
 /* --- ws-head.c: the answer to a WebSocket upgrade --------------------------------------- */

@@ -256,6 +256,8 @@ int port_json_new(const char *session, uint16_t port, const char *socket, uint16
                 json_put_null(o, "url", &oom);
         }
         json_put(o, "unit", json_object_new_string(unit), &oom);
+        /* D-Bus lists only ports that listen, and ExposePort answers once one does */
+        json_put(o, "state", json_object_new_string("active"), &oom);
         if (oom) {
                 json_object_put(o);
                 return -ENOMEM;

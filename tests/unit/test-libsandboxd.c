@@ -300,7 +300,7 @@ static void test_port(void) {
         ASSERT(port_json_new("0123456789abcdef", 8000, "/run/x.sock", 0, &o) == 0);
         ASSERT_STREQ(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
                      "{\"port\":8000,\"socket\":\"\\/run\\/x.sock\",\"host_port\":null,\"url\":null,"
-                     "\"unit\":\"sandboxd-0123456789abcdef-port-8000.socket\"}");
+                     "\"unit\":\"sandboxd-0123456789abcdef-port-8000.socket\",\"state\":\"active\"}");
         ASSERT(port_from_json(o, &p) == 0 && p->port == 8000 && p->host_port == 0 && !p->url);
         p = sandboxd_port_free(p);
         json_object_put(o);
