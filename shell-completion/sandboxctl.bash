@@ -10,7 +10,7 @@ _sandboxctl() {
         local cur prev words cword
         _init_completion -n : || return
 
-        local verbs="create ls show rm freeze thaw exec run attach signal cp health drain mcp"
+        local verbs="create ls show rm freeze thaw exec run attach signal cp port health drain mcp"
         local opts_global="--help --version --url= --key= --key-file= --transport= --json --quiet"
         local -A opts_verb=(
                 [create]="--memory-max= --cpu-quota= --tasks-max= --ttl= --exec-mode="
@@ -21,6 +21,7 @@ _sandboxctl() {
                 [attach]="--offset="
                 [cp]="--recursive --progress --no-progress"
                 [drain]="--cancel --status"
+                [port]="--host"
                 [mcp]="--user= --workspace= --max-output="
         )
 
@@ -68,6 +69,13 @@ _sandboxctl() {
         exec)
                 # the command runs in the sandbox: local command names mean nothing there
                 ((nargs == 0)) && COMPREPLY=($(compgen -W "$(__sandboxctl_sessions)" -- "$cur"))
+                ;;
+        port)
+                if ((nargs == 0)); then
+                        COMPREPLY=($(compgen -W "expose ls rm" -- "$cur"))
+                elif ((nargs == 1)); then
+                        COMPREPLY=($(compgen -W "$(__sandboxctl_sessions)" -- "$cur"))
+                fi
                 ;;
         cp)
                 local s

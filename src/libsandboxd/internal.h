@@ -124,6 +124,11 @@ int result_from_json(json_object *o, sandboxd_result **ret);
 int file_info_from_json(json_object *o, const char *name, sandboxd_file_info **ret);
 int file_type_from_string(const char *s);
 int mode_from_json(json_object *v, unsigned *ret);
+/* An exposed port's object {"port","socket","host_port","url","unit"}: -EBADMSG unless port
+ * is 1..65535, socket a non-empty string and host_port null or 1..65535. */
+int port_from_json(json_object *o, sandboxd_port **ret);
+/* The same object made from what D-Bus says of a port (host_port 0: none), state "active". */
+int port_json_new(const char *session, uint16_t port, const char *socket, uint16_t host_port, json_object **ret);
 
 /* --- ws-head.c: the answer to a WebSocket upgrade --------------------------------------- */
 
@@ -199,6 +204,10 @@ int bus_session_get(sandboxd_client *c, const char *id, sandboxd_session **ret);
 int bus_session_list(sandboxd_client *c, const char *user, sandboxd_session ***ret, size_t *ret_n);
 int bus_session_close(sandboxd_client *c, const char *id, bool purge, sandboxd_session **ret);
 int bus_session_freeze(sandboxd_client *c, const char *id, bool freeze, sandboxd_session **ret);
+int bus_port_expose(sandboxd_client *c, const char *session, uint16_t port, bool host, sandboxd_port **ret);
+int bus_port_list(sandboxd_client *c, const char *session, sandboxd_port ***ret, size_t *ret_n);
+int bus_port_get(sandboxd_client *c, const char *session, uint16_t port, sandboxd_port **ret);
+int bus_port_unexpose(sandboxd_client *c, const char *session, uint16_t port);
 int bus_session_touch(sandboxd_client *c, const char *id);
 int bus_exec_run(sandboxd_client *c, const char *session, const sandboxd_exec *e, sandboxd_event_fn fn,
                  void *userdata, sandboxd_result **ret);

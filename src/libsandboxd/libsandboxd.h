@@ -140,6 +140,34 @@ int sandboxd_session_close(sandboxd_client *c, const char *id, bool purge, sandb
 int sandboxd_session_freeze(sandboxd_client *c, const char *id, bool freeze, sandboxd_session **ret);
 int sandboxd_session_touch(sandboxd_client *c, const char *id);
 
+/* --- exposed ports --------------------------------------------------------------------- */
+
+/* A TCP port of a session's network namespace that sandboxd made reachable from the host:
+ * on a unix socket, and on 127.0.0.1:host_port if that was asked for. */
+typedef struct sandboxd_port {
+        uint16_t port;      /* the port inside the session */
+        char *socket;       /* the unix socket that reaches it */
+        uint16_t host_port; /* the port of 127.0.0.1 on the host that reaches it; 0: none */
+        char *url;          /* "http://127.0.0.1:HOST_PORT/", or NULL without a host port */
+        char *unit;         /* the socket unit, sandboxd-SID-port-PORT.socket */
+        char *json;         /* the object as sandboxd sent it (made from the D-Bus answer on D-Bus) */
+} sandboxd_port;
+
+sandboxd_port *sandboxd_port_free(sandboxd_port *p);
+void sandboxd_port_list_free(sandboxd_port **list);
+
+/* Exposes port of the session (host: also on a free port of 127.0.0.1 of the host) and
+ * returns once its socket listens; the same port again returns it unchanged (the other
+ * host is -EBUSY, code "busy"). Refusals as the API's: "invalid_value" (outside the
+ * allowed range), "port_exposure_unavailable", "too_many_ports", "host_ports_exhausted". */
+int sandboxd_port_expose(sandboxd_client *c, const char *session, uint16_t port, bool host, sandboxd_port **ret);
+/* The session's exposed ports, smallest first; the list is NULL-terminated. */
+int sandboxd_port_list(sandboxd_client *c, const char *session, sandboxd_port ***ret, size_t *ret_n);
+/* One exposed port: -ENOENT, code "port_not_exposed", if it is not. */
+int sandboxd_port_get(sandboxd_client *c, const char *session, uint16_t port, sandboxd_port **ret);
+/* Stops exposing it (its socket goes at once): -ENOENT, code "port_not_exposed", if it was not. */
+int sandboxd_port_unexpose(sandboxd_client *c, const char *session, uint16_t port);
+
 /* --- commands -------------------------------------------------------------------------- */
 
 typedef enum sandboxd_status {

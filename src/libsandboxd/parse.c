@@ -162,6 +162,110 @@ int session_from_json(json_object *o, sandboxd_session **ret) {
         return 0;
 }
 
+_public_ sandboxd_port *sandboxd_port_free(sandboxd_port *p) {
+        if (!p)
+                return NULL;
+        free(p->socket);
+        free(p->url);
+        free(p->unit);
+        free(p->json);
+        free(p);
+        return NULL;
+}
+
+_public_ void sandboxd_port_list_free(sandboxd_port **list) {
+        if (!list)
+                return;
+        for (sandboxd_port **i = list; *i; i++)
+                sandboxd_port_free(*i);
+        free(list);
+}
+
+/* A port number: an integer 1..65535 (null for none, when allowed: 0). */
+static int port_number(json_object *o, const char *key, bool nullable, uint16_t *ret) {
+        json_object *v;
+        int64_t i;
+
+        if (!json_object_object_get_ex(o, key, &v) || !v) {
+                if (!nullable)
+                        return -EBADMSG;
+                *ret = 0;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_int))
+                return -EBADMSG;
+        i = json_object_get_int64(v);
+        if (i < 1 || i > UINT16_MAX)
+                return -EBADMSG;
+        *ret = (uint16_t) i;
+        return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(sandboxd_port *, sandboxd_port_free);
+
+int port_from_json(json_object *o, sandboxd_port **ret) {
+        _cleanup_(sandboxd_port_freep) sandboxd_port *p = NULL;
+        const char *socket;
+        int r;
+
+        if (!json_object_is_type(o, json_type_object))
+                return -EBADMSG;
+        socket = json_get_string(o, "socket");
+        if (!socket || !socket[0])
+                return -EBADMSG;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        r = port_number(o, "port", false, &p->port);
+        if (r >= 0)
+                r = port_number(o, "host_port", true, &p->host_port);
+        if (r < 0)
+                return r;
+        r = dup_string(o, "socket", &p->socket);
+        if (r >= 0)
+                r = dup_string(o, "url", &p->url);
+        if (r >= 0)
+                r = dup_string(o, "unit", &p->unit);
+        if (r >= 0 && !(p->json = json_to_text(o)))
+                r = -ENOMEM;
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int port_json_new(const char *session, uint16_t port, const char *socket, uint16_t host_port, json_object **ret) {
+        _cleanup_free_ char *unit = NULL, *url = NULL;
+        json_object *o;
+        bool oom = false;
+
+        if (asprintf(&unit, "sandboxd-%s-port-%u.socket", session, port) < 0)
+                return -ENOMEM;
+        if (host_port > 0 && asprintf(&url, "http://127.0.0.1:%u/", host_port) < 0)
+                return -ENOMEM;
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        json_put(o, "port", json_object_new_int(port), &oom);
+        json_put(o, "socket", json_object_new_string(socket), &oom);
+        if (host_port > 0) {
+                json_put(o, "host_port", json_object_new_int(host_port), &oom);
+                json_put(o, "url", json_object_new_string(url), &oom);
+        } else {
+                json_put_null(o, "host_port", &oom);
+                json_put_null(o, "url", &oom);
+        }
+        json_put(o, "unit", json_object_new_string(unit), &oom);
+        /* D-Bus lists only ports that listen, and ExposePort answers once one does */
+        json_put(o, "state", json_object_new_string("active"), &oom);
+        if (oom) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        *ret = o;
+        return 0;
+}
+
 static const char *const status_table[_SANDBOXD_STATUS_MAX] = {
         [SANDBOXD_STATUS_PENDING] = "pending",     [SANDBOXD_STATUS_RUNNING] = "running",
         [SANDBOXD_STATUS_SUCCEEDED] = "succeeded", [SANDBOXD_STATUS_FAILED] = "failed",

@@ -891,6 +891,140 @@ int bus_session_touch(sandboxd_client *c, const char *id) {
         return call_on_session(c, id, "Touch", NULL, 0, NULL);
 }
 
+/* --- exposed ports ----------------------------------------------------------------------- */
+
+static int port_from_bus(sandboxd_client *c, const char *session, uint16_t port, const char *socket,
+                         uint16_t host_port, sandboxd_port **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        int r;
+
+        r = port_json_new(session, port, socket, host_port, &o);
+        if (r >= 0)
+                r = port_from_json(o, ret);
+        if (r == -EBADMSG)
+                return bus_set_error(c, SANDBOXD_ERROR_PROTOCOL, r, "", "The answer is not an exposed port.");
+        return r < 0 ? bus_error(c, r, NULL) : 0;
+}
+
+int bus_port_expose(sandboxd_client *c, const char *session, uint16_t port, bool host, sandboxd_port **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL;
+        sd_bus_message *reply = NULL;
+        const char *socket;
+        uint16_t p, h;
+        int r;
+
+        client_begin(c);
+        r = session_path(c, session, &path);
+        if (r < 0)
+                return r;
+        r = call_method(c, path, SESSION_IFACE, "ExposePort", &e, &reply, "qa{sv}", port, 1, "host", "b", (int) host);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        r = sd_bus_message_read(reply, "qsq", &p, &socket, &h);
+        if (r > 0 && !ret)
+                r = 0;
+        else if (r > 0)
+                r = port_from_bus(c, session, p, socket, h, ret);
+        else
+                r = bus_error(c, r < 0 ? r : -EBADMSG, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static int port_compare(const void *a, const void *b) {
+        const sandboxd_port *x = *(sandboxd_port *const *) a, *y = *(sandboxd_port *const *) b;
+
+        return (int) x->port - (int) y->port;
+}
+
+int bus_port_list(sandboxd_client *c, const char *session, sandboxd_port ***ret, size_t *ret_n) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL;
+        sd_bus_message *reply = NULL;
+        sandboxd_port **list = NULL;
+        size_t n = 0;
+        int r;
+
+        client_begin(c);
+        r = session_path(c, session, &path);
+        if (r < 0)
+                return r;
+        r = call_method(c, path, SESSION_IFACE, "ListPorts", &e, &reply, NULL);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        list = calloc(1, sizeof(*list));
+        r = list ? sd_bus_message_enter_container(reply, 'a', "(qsq)") : -ENOMEM;
+        while (r >= 0) {
+                const char *socket;
+                uint16_t p, h;
+                sandboxd_port **nl;
+
+                r = sd_bus_message_read(reply, "(qsq)", &p, &socket, &h);
+                if (r <= 0)
+                        break;
+                nl = reallocarray(list, n + 2, sizeof(*list));
+                if (!nl) {
+                        r = -ENOMEM;
+                        break;
+                }
+                list = nl;
+                list[n + 1] = NULL;
+                r = port_from_bus(c, session, p, socket, h, &list[n]);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                sandboxd_port_list_free(list);
+                return c->error.error ? r : bus_error(c, r, NULL);
+        }
+        /* in the order of HTTP's list */
+        qsort(list, n, sizeof(*list), port_compare);
+        *ret = list;
+        if (ret_n)
+                *ret_n = n;
+        return 0;
+}
+
+int bus_port_get(sandboxd_client *c, const char *session, uint16_t port, sandboxd_port **ret) {
+        sandboxd_port **list = NULL;
+        size_t n = 0;
+        int r;
+
+        /* D-Bus has no method for one: the list has it, or it is not exposed */
+        r = bus_port_list(c, session, &list, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (list[i]->port == port) {
+                        *ret = TAKE_PTR(list[i]);
+                        list[i] = list[n - 1];
+                        list[n - 1] = NULL;
+                        sandboxd_port_list_free(list);
+                        return 0;
+                }
+        sandboxd_port_list_free(list);
+        return bus_set_error(c, SANDBOXD_ERROR_NOT_FOUND, -ENOENT, "port_not_exposed",
+                             "Port %u of session %s is not exposed.", port, session);
+}
+
+int bus_port_unexpose(sandboxd_client *c, const char *session, uint16_t port) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        client_begin(c);
+        r = session_path(c, session, &path);
+        if (r < 0)
+                return r;
+        r = call_method(c, path, SESSION_IFACE, "UnexposePort", &e, &reply, "q", port);
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(c, r, &e) : 0;
+}
+
 /* --- commands ---------------------------------------------------------------------------- */
 
 /* The request body of POST .../commands (sandboxd_exec) as Exec's options a{sv}; out_fd,

@@ -25,6 +25,7 @@ const char *arg_user = NULL;
 const char *arg_workspace = NULL;
 bool arg_purge = false;
 bool arg_rm = false;
+bool arg_host = false;
 uint64_t arg_offset = 0;
 bool arg_recursive = false;
 int arg_progress = -1;
@@ -60,6 +61,11 @@ static void help(void) {
                "Files:\n"
                "  cp SRC... DST             Copy files to or from a session: SESSION:PATH names a\n"
                "                            path in its workspace, - is stdin or stdout\n\n"
+               "Ports:\n"
+               "  port expose SESSION PORT  Make TCP PORT of a session reachable on a unix socket\n"
+               "                            (--host: and on 127.0.0.1 of the host); prints both\n"
+               "  port ls SESSION           List a session's exposed ports\n"
+               "  port rm SESSION PORT      Stop exposing it\n\n"
                "Daemon:\n"
                "  health                    Show sandboxd's health\n"
                "  drain                     Refuse new work, let running commands finish\n"
@@ -91,6 +97,7 @@ static void help(void) {
                "  attach: --offset=BYTES    Replay from this offset of the event log\n"
                "  cp:     -r --recursive    Copy directories; --progress, --no-progress\n"
                "  drain:  --cancel          Stop draining;  --status  Only show the state\n"
+               "  port expose: --host       Also on a free port of 127.0.0.1 of the host\n"
                "  mcp:    --user=USER --workspace=NAME (defaults for new sessions)\n"
                "          --max-output=BYTES (output returned per stream, default 64K)\n\n"
                "exec, run and attach exit with the command's status: its exit code, 128+N when\n"
@@ -111,6 +118,7 @@ typedef struct Verb {
 
 static const Verb verbs[] = {
         { "create", 2, 2, false, verb_create },   { "ls", 0, 0, false, verb_list },
+        { "port", 2, 3, false, verb_port },
         { "list", 0, 0, false, verb_list },       { "show", 1, 2, false, verb_show },
         { "rm", 1, ANY, false, verb_remove },     { "freeze", 1, 1, false, verb_freeze },
         { "thaw", 1, 1, false, verb_thaw },       { "exec", 2, ANY, true, verb_exec },
@@ -144,7 +152,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 ARG_VERSION = 0x100, ARG_URL, ARG_KEY, ARG_KEY_FILE, ARG_JSON, ARG_CWD, ARG_TIMEOUT,
                 ARG_REQUEST_ID, ARG_USER, ARG_WORKSPACE, ARG_PURGE, ARG_RM, ARG_OFFSET, ARG_PROGRESS,
                 ARG_NO_PROGRESS, ARG_MEMORY_MAX, ARG_CPU_QUOTA, ARG_TASKS_MAX, ARG_TTL, ARG_CANCEL, ARG_STATUS,
-                ARG_MAX_OUTPUT, ARG_TRANSPORT, ARG_EXEC_MODE,
+                ARG_MAX_OUTPUT, ARG_TRANSPORT, ARG_EXEC_MODE, ARG_HOST,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -163,6 +171,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 { "user", required_argument, NULL, ARG_USER },
                 { "workspace", required_argument, NULL, ARG_WORKSPACE },
                 { "purge", no_argument, NULL, ARG_PURGE },
+                { "host", no_argument, NULL, ARG_HOST },
                 { "rm", no_argument, NULL, ARG_RM },
                 { "offset", required_argument, NULL, ARG_OFFSET },
                 { "recursive", no_argument, NULL, 'r' },
@@ -249,6 +258,9 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                         break;
                 case ARG_PURGE:
                         arg_purge = true;
+                        break;
+                case ARG_HOST:
+                        arg_host = true;
                         break;
                 case ARG_RM:
                         arg_rm = true;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sandboxctl mcp: a Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one
- * message a line). Tools for sessions, commands and files; every result is a JSON text
+ * message a line). Tools for sessions, commands, files and exposed ports; every result is a JSON text
  * {"ok":true,"data":...} or {"ok":false,"error":{...}}, also as structuredContent. */
 
 #include <signal.h>
@@ -90,7 +90,24 @@ static const char tools_json[] =
 " \"description\":\"Close a session: running commands are stopped; the workspace stays unless purge is true.\","
 " \"inputSchema\":{\"type\":\"object\",\"properties\":{"
 "   \"session_id\":{\"type\":\"string\"},\"purge\":{\"type\":\"boolean\"}},"
-"  \"required\":[\"session_id\"],\"additionalProperties\":false}}"
+"  \"required\":[\"session_id\"],\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_expose_port\","
+" \"description\":\"Make a TCP port of a session (a server a command started on 127.0.0.1:PORT in it) reachable from the host: on a unix socket, and with host true also on a free port of 127.0.0.1 of the host. Returns port, socket, host_port and url (null without host). The same port again returns it unchanged.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"session_id\":{\"type\":\"string\"},"
+"   \"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":\"within sandboxd's [Ports] Range=\"},"
+"   \"host\":{\"type\":\"boolean\",\"description\":\"also on a port of 127.0.0.1 of the host; default false\"}},"
+"  \"required\":[\"session_id\",\"port\"],\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_list_ports\","
+" \"description\":\"List the exposed ports of a session.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"}},"
+"  \"required\":[\"session_id\"],\"additionalProperties\":false}},"
+"{\"name\":\"sandbox_unexpose_port\","
+" \"description\":\"Stop exposing a port of a session: its socket (and host port) go at once.\","
+" \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"   \"session_id\":{\"type\":\"string\"},"
+"   \"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}},"
+"  \"required\":[\"session_id\",\"port\"],\"additionalProperties\":false}}"
 "]";
 
 /* --- results ------------------------------------------------------------------------------ */
@@ -692,6 +709,113 @@ static int tool_close_session(Mcp *m, json_object *args, json_object **ret, Tool
         return *ret ? 0 : -ENOMEM;
 }
 
+/* "port": required, 1..65535 */
+static int arg_port(json_object *args, uint16_t *ret, ToolError *e) {
+        uint64_t u = 0;
+        int r;
+
+        r = arg_uint(args, "port", &u, e);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return tool_fail(e, "invalid", "Argument 'port' is required.");
+        if (u < 1 || u > UINT16_MAX)
+                return tool_fail(e, "invalid", "Argument 'port' must be a TCP port, 1 to 65535.");
+        *ret = (uint16_t) u;
+        return 0;
+}
+
+static int tool_expose_port(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", "port", "host", NULL };
+        sandboxd_port *p = NULL;
+        const char *session;
+        json_object *v;
+        bool host = false;
+        uint16_t port = 0;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r >= 0)
+                r = arg_port(args, &port, e);
+        if (r < 0)
+                return r;
+        if (json_object_object_get_ex(args, "host", &v)) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return tool_fail(e, "invalid", "host must be true or false.");
+                host = json_object_get_boolean(v);
+        }
+        r = sandboxd_port_expose(m->client, session, port, host, &p);
+        if (r < 0)
+                return tool_fail_client(m, e, r, "Exposing the port failed");
+        *ret = json_from_text(p->json);
+        sandboxd_port_free(p);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int tool_list_ports(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", NULL };
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        sandboxd_port **list = NULL;
+        const char *session;
+        bool oom = false;
+        json_object *arr;
+        size_t n = 0;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r < 0)
+                return r;
+        r = sandboxd_port_list(m->client, session, &list, &n);
+        if (r < 0)
+                return tool_fail_client(m, e, r, "Listing the ports failed");
+        o = json_object_new_object();
+        arr = json_object_new_array();
+        for (size_t i = 0; i < n && !oom; i++) {
+                json_object *p = json_from_text(list[i]->json);
+
+                if (!p)
+                        oom = true;
+                json_push(arr, p, &oom);
+        }
+        json_put(o, "ports", arr, &oom);
+        sandboxd_port_list_free(list);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int tool_unexpose_port(Mcp *m, json_object *args, json_object **ret, ToolError *e) {
+        static const char *const allowed[] = { "session_id", "port", NULL };
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        const char *session;
+        bool oom = false;
+        uint16_t port = 0;
+        int r;
+
+        r = check_args(args, allowed, e);
+        if (r >= 0)
+                r = arg_session(args, &session, e);
+        if (r >= 0)
+                r = arg_port(args, &port, e);
+        if (r < 0)
+                return r;
+        r = sandboxd_port_unexpose(m->client, session, port);
+        if (r < 0)
+                return tool_fail_client(m, e, r, "Unexposing the port failed");
+        o = json_object_new_object();
+        json_put(o, "port", json_object_new_int(port), &oom);
+        json_put(o, "exposed", json_object_new_boolean(false), &oom);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
 static const struct {
         const char *name;
         int (*run)(Mcp *m, json_object *args, json_object **ret, ToolError *e);
@@ -704,6 +828,9 @@ static const struct {
         { "sandbox_write_file", tool_write_file },
         { "sandbox_list_files", tool_list_files },
         { "sandbox_close_session", tool_close_session },
+        { "sandbox_expose_port", tool_expose_port },
+        { "sandbox_list_ports", tool_list_ports },
+        { "sandbox_unexpose_port", tool_unexpose_port },
 };
 
 /* --- JSON-RPC ----------------------------------------------------------------------------- */

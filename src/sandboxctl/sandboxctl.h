@@ -44,6 +44,7 @@ extern const char *arg_user;
 extern const char *arg_workspace;
 extern bool arg_purge;
 extern bool arg_rm;
+extern bool arg_host; /* port expose: also on a port of 127.0.0.1 of the host */
 extern uint64_t arg_offset;
 extern bool arg_recursive;
 extern int arg_progress; /* -1 auto (stderr is a terminal), 0 no, 1 yes */
@@ -84,6 +85,7 @@ int verb_run(int argc, char *argv[]);
 int verb_attach(int argc, char *argv[]);
 int verb_signal(int argc, char *argv[]);
 int verb_cp(int argc, char *argv[]);
+int verb_port(int argc, char *argv[]);
 int verb_health(int argc, char *argv[]);
 int verb_drain(int argc, char *argv[]);
 int verb_mcp(int argc, char *argv[]);

@@ -404,6 +404,8 @@ void command_input_ready(Command *c) {
         c->input_ready = true;
         if (c->stdin_io && c->stdin_pending.len > 0)
                 (void) sd_event_source_set_enabled(c->stdin_io, SD_EVENT_ON);
+        /* a caller's own terminal: its start is answered now (command_accepted()) */
+        op_complete_all(&c->start_ops, 0, NULL);
 }
 
 int command_resize(Command *c, unsigned rows, unsigned cols) {
@@ -929,7 +931,12 @@ void command_accepted(Command *c) {
         r = c->exec ? command_sample(c) : command_watch(c);
         if (r < 0)
                 log_error_errno(r, "Failed to watch %s, ignoring: %m", c->unit);
-        op_complete_all(&c->start_ops, 0, NULL);
+        /* On the caller's own terminal the answer is its signal to type: what it writes
+         * before the process set the terminal up may be flushed, and sandboxd cannot hold it
+         * (the caller writes to its master itself). So that one waits for
+         * command_input_ready(), which comes at the process's start or its end. */
+        if (!c->tty || c->tty_master || c->input_ready)
+                op_complete_all(&c->start_ops, 0, NULL);
 }
 
 static int on_started(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {

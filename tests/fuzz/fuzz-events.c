@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* Fuzzes what libsandboxd reads from a server: NDJSON event streams (cut into two chunks
- * at a place the input chooses), snapshots, sessions, file entries and error bodies. */
+ * at a place the input chooses), snapshots, sessions, file entries, exposed ports and error
+ * bodies. */
 
 #include "internal.h"
 
@@ -36,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 sandboxd_result *r = NULL;
                 sandboxd_session *s = NULL;
                 sandboxd_file_info *fi = NULL;
+                sandboxd_port *pt = NULL;
 
                 if (result_from_json(o, &r) >= 0)
                         sandboxd_result_free(r);
@@ -43,6 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         sandboxd_session_free(s);
                 if (file_info_from_json(o, "x", &fi) >= 0)
                         sandboxd_file_info_free(fi);
+                if (port_from_json(o, &pt) >= 0)
+                        sandboxd_port_free(pt);
                 json_object_put(o);
         }
         (void) error_from_http(&e, 400, p, size);

@@ -277,6 +277,60 @@ int main(int argc, char *argv[]) {
         free(rid);
         sandboxd_exec_free(e);
 
+        /* exposed ports (nothing listens on them: the socket is there all the same) */
+        {
+                sandboxd_port *p = NULL, *q = NULL, **ports = NULL;
+                const sandboxd_error *le = sandboxd_client_last_error(c);
+
+                CHECK(sandboxd_port_expose(c, s->id, 8000, false, &p) == 0 && p && p->port == 8000 &&
+                      p->host_port == 0 && !p->url && p->socket && strstr(p->socket, "/8000.sock") &&
+                      p->unit && strstr(p->unit, "-port-8000.socket") && p->json);
+                /* the same again: the same port; with the other host: busy */
+                CHECK(sandboxd_port_expose(c, s->id, 8000, false, &q) == 0 && q && p &&
+                      strcmp(q->socket, p->socket) == 0);
+                sandboxd_port_free(q);
+                q = NULL;
+                CHECK(sandboxd_port_expose(c, s->id, 8000, true, &q) == -EBUSY && !q && strcmp(le->code, "busy") == 0 &&
+                      le->http_status == 409);
+                CHECK(sandboxd_port_expose(c, s->id, 9001, true, &q) == 0 && q && q->host_port > 0 && q->url &&
+                      strstr(q->url, "http://127.0.0.1:"));
+                CHECK(sandboxd_port_expose(c, s->id, 80, false, NULL) == -EINVAL &&
+                      le->kind == SANDBOXD_ERROR_INVALID && strcmp(le->code, "invalid_value") == 0);
+                CHECK(sandboxd_port_expose(c, s->id, 0, false, NULL) == -EINVAL);
+                CHECK(sandboxd_port_list(c, s->id, &ports, &n) == 0 && n == 2 && ports[0]->port == 8000 &&
+                      ports[1]->port == 9001 && q && ports[1]->host_port == q->host_port && !ports[2]);
+                sandboxd_port_list_free(ports);
+                ports = NULL;
+                if (h && p && q) {
+                        /* both transports fill the structs alike */
+                        sandboxd_port *a = NULL, *b = NULL;
+                        CHECK(sandboxd_port_get(c, s->id, 9001, &a) == 0 && sandboxd_port_get(h, s->id, 9001, &b) == 0 &&
+                              a->port == b->port && a->host_port == b->host_port && same_str(a->socket, b->socket) &&
+                              same_str(a->url, b->url) && same_str(a->unit, b->unit));
+                        sandboxd_port_free(a);
+                        sandboxd_port_free(b);
+                        a = b = NULL;
+                        CHECK(sandboxd_port_get(c, s->id, 8000, &a) == 0 && sandboxd_port_get(h, s->id, 8000, &b) == 0 &&
+                              a->host_port == 0 && b->host_port == 0 && !a->url && !b->url &&
+                              same_str(a->socket, b->socket) && same_str(a->unit, b->unit));
+                        sandboxd_port_free(a);
+                        sandboxd_port_free(b);
+                }
+                {
+                        sandboxd_port *none = NULL;
+                        CHECK(sandboxd_port_get(c, s->id, 9999, &none) == -ENOENT && !none);
+                }
+                CHECK(le->kind == SANDBOXD_ERROR_NOT_FOUND && strcmp(le->code, "port_not_exposed") == 0 &&
+                      le->http_status == 404);
+                CHECK(sandboxd_port_unexpose(c, s->id, 9001) == 0);
+                CHECK(sandboxd_port_unexpose(c, s->id, 9001) == -ENOENT && strcmp(le->code, "port_not_exposed") == 0);
+                CHECK(sandboxd_port_list(c, "0123456789abcdef", &ports, &n) == -ENOENT && strcmp(le->code, "not_found") == 0);
+                CHECK(sandboxd_port_list(c, s->id, &ports, &n) == 0 && n == 1 && ports[0]->port == 8000);
+                sandboxd_port_list_free(ports);
+                sandboxd_port_free(p);
+                sandboxd_port_free(q);
+        }
+
         /* close */
         CHECK(sandboxd_session_close(c, s->id, false, &s2) == 0 && strcmp(s2->state, "closed") == 0);
         sandboxd_session_free(s2);

@@ -2,10 +2,10 @@
 """The authorization model (sandboxd(8), AUTHORIZATION) as a table, on the running
 sandboxd: every caller (root, a member of AdminGroup=, members A and B of group
 sandboxd, a non-member, tenants 1 and 2, an admin tenant) x every operation (create,
-list, get, exec, files, signal, stdin, freeze, close, drain, metrics) x every transport
-(HTTP on the unix socket, HTTP on TCP, D-Bus). Each cell asserts what the caller gets on
-its own session (where it has one) and on another caller's, and that a refusal changed
-nothing. The expected answers are written out below, not computed."""
+list, get, exec, files, signal, stdin, freeze, close, drain, metrics, ports: expose, list
+and unexpose one) x every transport (HTTP on the unix socket, HTTP on TCP, D-Bus). Each
+cell asserts what the caller gets on its own session (where it has one) and on another
+caller's, and that a refusal changed nothing. The expected answers are written out below, not computed."""
 
 import contextlib
 import json
@@ -19,7 +19,8 @@ from conftest import (API_KEYS_FILE, UNIX_SOCKET, Api, commands_path, config_dro
 
 DROPIN = "/etc/sandboxd/sandboxd.conf.d/50-authz-table.conf"
 ADMIN_TENANT = "opsadmin"
-OPS = ["create", "list", "get", "exec", "files", "signal", "stdin", "freeze", "close", "drain", "metrics"]
+AUTHZ_PORT = 9000  # the port the "ports" cells expose (in [Ports] Range=, nothing listens)
+OPS = ["create", "list", "get", "exec", "files", "signal", "stdin", "freeze", "close", "drain", "metrics", "ports"]
 CALLERS = ["root", "admin group", "member A", "member B", "non-member", "tenant 1", "tenant 2", "admin tenant"]
 TRANSPORTS = ["http-unix", "http-tcp", "dbus"]
 OTHER = {"root": "member A", "admin group": "tenant 1", "member A": "member B", "member B": "member A",
@@ -29,35 +30,43 @@ OTHER = {"root": "member A", "admin group": "tenant 1", "member A": "member B", 
 # nothing changed); absent: not in the list; refused: the socket's mode refuses the
 # connection; denied: org.freedesktop.DBus.Error.AccessDenied; n/a: D-Bus has no such
 # method; -: the caller has no session of its own to try.
-ALL_OK = "ok/ok " * 11
+ALL_OK = "ok/ok " * 12
 EXPECTED = {
     ("root", "http-unix"): ALL_OK,
     ("admin group", "http-unix"): ALL_OK,
-    ("member A", "http-unix"): "ok/403 ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403",
-    ("member B", "http-unix"): "ok/403 ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403",
-    ("non-member", "http-unix"): "refused/refused " * 11,
-    ("tenant 1", "http-unix"): "403/403 " * 11,
-    ("tenant 2", "http-unix"): "403/403 " * 11,
-    ("admin tenant", "http-unix"): "403/403 " * 11,
+    ("member A", "http-unix"): ("ok/403 ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403 "
+                                "ok/404"),
+    ("member B", "http-unix"): ("ok/403 ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403 "
+                                "ok/404"),
+    ("non-member", "http-unix"): "refused/refused " * 12,
+    ("tenant 1", "http-unix"): "403/403 " * 12,
+    ("tenant 2", "http-unix"): "403/403 " * 12,
+    ("admin tenant", "http-unix"): "403/403 " * 12,
 
-    ("root", "http-tcp"): "401/401 " * 11,
-    ("admin group", "http-tcp"): "401/401 " * 11,
-    ("member A", "http-tcp"): "401/401 " * 11,
-    ("member B", "http-tcp"): "401/401 " * 11,
-    ("non-member", "http-tcp"): "401/401 " * 11,
-    ("tenant 1", "http-tcp"): "ok/ok ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403",
-    ("tenant 2", "http-tcp"): "ok/ok ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403",
-    ("admin tenant", "http-tcp"): "ok/ok ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/ok ok/ok",
+    ("root", "http-tcp"): "401/401 " * 12,
+    ("admin group", "http-tcp"): "401/401 " * 12,
+    ("member A", "http-tcp"): "401/401 " * 12,
+    ("member B", "http-tcp"): "401/401 " * 12,
+    ("non-member", "http-tcp"): "401/401 " * 12,
+    ("tenant 1", "http-tcp"): "ok/ok ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403 ok/404",
+    ("tenant 2", "http-tcp"): "ok/ok ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 403/403 403/403 ok/404",
+    ("admin tenant", "http-tcp"): "ok/ok ok/absent ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/404 ok/ok ok/ok ok/404",
 
-    ("root", "dbus"): "ok/ok ok/ok ok/ok ok/ok n/a ok/ok n/a ok/ok ok/ok n/a n/a",
-    ("admin group", "dbus"): "ok/ok ok/ok ok/ok ok/ok n/a ok/ok n/a ok/ok ok/ok n/a n/a",
-    ("member A", "dbus"): "ok/denied ok/absent ok/denied ok/denied n/a ok/denied n/a ok/denied ok/denied n/a n/a",
-    ("member B", "dbus"): "ok/denied ok/absent ok/denied ok/denied n/a ok/denied n/a ok/denied ok/denied n/a n/a",
-    ("non-member", "dbus"): "denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a n/a",
+    ("root", "dbus"): "ok/ok ok/ok ok/ok ok/ok n/a ok/ok n/a ok/ok ok/ok n/a n/a ok/ok",
+    ("admin group", "dbus"): "ok/ok ok/ok ok/ok ok/ok n/a ok/ok n/a ok/ok ok/ok n/a n/a ok/ok",
+    ("member A", "dbus"): ("ok/denied ok/absent ok/denied ok/denied n/a ok/denied n/a ok/denied ok/denied n/a n/a "
+                           "ok/denied"),
+    ("member B", "dbus"): ("ok/denied ok/absent ok/denied ok/denied n/a ok/denied n/a ok/denied ok/denied n/a n/a "
+                           "ok/denied"),
+    ("non-member", "dbus"): ("denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a n/a "
+                             "-/denied"),
     # D-Bus knows no API keys: a tenant there is whatever uid it runs as (here nobody)
-    ("tenant 1", "dbus"): "denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a n/a",
-    ("tenant 2", "dbus"): "denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a n/a",
-    ("admin tenant", "dbus"): "denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a n/a",
+    ("tenant 1", "dbus"): ("denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a n/a "
+                           "-/denied"),
+    ("tenant 2", "dbus"): ("denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a n/a "
+                           "-/denied"),
+    ("admin tenant", "dbus"): ("denied/denied denied/denied -/denied -/denied n/a -/denied n/a -/denied -/denied n/a "
+                               "n/a -/denied"),
 }
 
 
@@ -236,6 +245,10 @@ def session_state(sid):
     return Api("unix").get("/v1/sessions/" + sid).json
 
 
+def exposed_ports(sid):
+    return [p["port"] for p in Api("unix").get("/v1/sessions/%s/ports" % sid).json["ports"]]
+
+
 def draining():
     return Api("unix").get("/v1/drain").json["draining"]
 
@@ -271,6 +284,19 @@ def http_op(w, c, transport, op, sid, owner):
             else:
                 assert not draining()
         return "ok" if status == 200 else (str(status) if status != "refused" else status)
+    if op == "ports":
+        ports = "/v1/sessions/%s/ports" % sid
+        status, body = c.http(transport, "POST", ports, {"port": AUTHZ_PORT})
+        if status in (200, 201):
+            assert body["port"] == AUTHZ_PORT, body
+            status, body = c.http(transport, "GET", ports)
+            assert status == 200 and [p["port"] for p in body["ports"]] == [AUTHZ_PORT], (status, body)
+            status, body = c.http(transport, "DELETE", "%s/%d" % (ports, AUTHZ_PORT))
+            assert status == 200 and exposed_ports(sid) == [], (status, body)
+            return "ok"
+        if status == 404:
+            assert body["error"]["code"] == "not_found", body
+        return str(status) if status != "refused" else status
     req = {
         "get": ("GET", "/v1/sessions/%s" % sid, None, (200,)),
         "exec": ("POST", commands_path(sid) + "?wait=false", {"argv": ["true"]}, (202,)),
@@ -325,6 +351,17 @@ def dbus_op(w, c, op, sid, owner):
             assert c.dbus(path, B.SESSION, "Thaw")[0] == "ok"
     elif op == "close":
         res, out = c.dbus(B.PATH, B.MANAGER, "CloseSession", "s", sid)
+    elif op == "ports":
+        res, out = c.dbus(path, B.SESSION, "ExposePort", "qa{sv}", AUTHZ_PORT, {})
+        if res == "ok":
+            assert out[0] == AUTHZ_PORT, out
+            assert c.dbus(path, B.SESSION, "ListPorts")[1][0][0][0] == AUTHZ_PORT
+            assert c.dbus(path, B.SESSION, "UnexposePort", "q", AUTHZ_PORT)[0] == "ok"
+            assert exposed_ports(sid) == []
+        else:
+            # ListPorts and UnexposePort are refused alike
+            for m, sig, args in (("ListPorts", "", ()), ("UnexposePort", "q", (AUTHZ_PORT,))):
+                assert c.dbus(path, B.SESSION, m, sig, *args)[0] == B.ACCESS_DENIED, (c.label, m)
     if res == "ok":
         return "ok"
     assert res == B.ACCESS_DENIED, (c.label, op, res, out)
@@ -347,7 +384,7 @@ def target(w, c, which, op, want):
     return w.sessions[owner.label], owner
 
 
-# 528 cells, each a process of its own (runuser, curl) or a D-Bus call: past the default
+# 576 cells, each a process of its own (runuser, curl) or a D-Bus call: past the default
 # 120 s on a loaded machine
 @pytest.mark.time_limit(360)
 @pytest.mark.restarts_daemon
@@ -384,6 +421,7 @@ def test_authz_table(world):
                         after = session_state(sid)
                         assert after["state"] == before["state"] == "active", (label, transport, op, after)
                         assert after.get("frozen") == before.get("frozen")
+                        assert exposed_ports(sid) == [], (label, transport, op)
                 cells += 1
     for sid in w.sessions.values():
         assert session_state(sid)["state"] == "active", sid

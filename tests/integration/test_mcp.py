@@ -153,3 +153,60 @@ def test_file_tools(api):
     assert r["body"]["data"]["content_b64"] == "/wA=", r
     names = {e["name"]: e["type"] for e in ls["body"]["data"]["entries"]}
     assert names.get("notes") == "dir" and names.get("b.bin") == "file", ls
+
+
+def test_port_tools(api):
+    from test_ports import PORT, curl_tcp, curl_unix, listing_via, ports_path, serve
+
+    s = api.create_session(unique_user(), "ports")
+    sid = s["id"]
+    try:
+        serve(api, sid)
+        out = mcp([
+            {"name": "sandbox_expose_port", "arguments": {"session_id": sid, "port": PORT, "host": True}},
+            {"name": "sandbox_list_ports", "arguments": {"session_id": sid}},
+        ])
+        tools = {t["name"]: t for t in out["tools"]}
+        for name in ("sandbox_expose_port", "sandbox_unexpose_port"):
+            schema = tools[name]["inputSchema"]
+            assert schema["required"] == ["session_id", "port"], schema
+            port = schema["properties"]["port"]
+            assert (port["type"], port["minimum"], port["maximum"]) == ("integer", 1, 65535), port
+        assert tools["sandbox_expose_port"]["inputSchema"]["properties"]["host"]["type"] == "boolean"
+        assert tools["sandbox_list_ports"]["inputSchema"]["required"] == ["session_id"]
+
+        exposed, listed = out["calls"]
+        assert exposed["isError"] is False and exposed["structured"] == exposed["body"], exposed
+        p = exposed["body"]["data"]
+        assert p["port"] == PORT and p["url"] == "http://127.0.0.1:%d/" % p["host_port"], p
+        assert p == api.get(ports_path(sid, PORT)).json
+        assert listed["body"]["data"] == api.get(ports_path(sid)).json == {"ports": [p]}, listed
+        # what the tool said reaches the server in the session
+        listing_via(lambda: curl_unix(p["socket"]))
+        listing_via(lambda: curl_tcp(p["host_port"]))
+
+        out = mcp([
+            {"name": "sandbox_expose_port", "arguments": {"session_id": sid, "port": 80}},
+            {"name": "sandbox_expose_port", "arguments": {"session_id": sid, "port": 70000}},
+            {"name": "sandbox_expose_port", "arguments": {"session_id": sid, "port": 9001, "host": "yes"}},
+            {"name": "sandbox_expose_port", "arguments": {"session_id": sid}},
+            {"name": "sandbox_expose_port", "arguments": {"session_id": sid, "port": PORT, "host": False}},
+            {"name": "sandbox_unexpose_port", "arguments": {"session_id": sid, "port": PORT}},
+            {"name": "sandbox_unexpose_port", "arguments": {"session_id": sid, "port": PORT}},
+            {"name": "sandbox_list_ports", "arguments": {"session_id": sid, "extra": 1}},
+            {"name": "sandbox_list_ports", "arguments": {"session_id": sid}},
+        ])
+        outside, too_big, host_str, no_port, other_host, removed, again, extra, empty = out["calls"]
+        assert outside["isError"] and outside["body"]["error"]["code"] == "invalid_value", outside
+        assert outside["body"]["error"]["http_status"] == 400, outside
+        assert too_big["isError"] and "1 to 65535" in too_big["body"]["error"]["message"], too_big
+        assert host_str["isError"] and "host" in host_str["body"]["error"]["message"], host_str
+        assert no_port["isError"] and "port" in no_port["body"]["error"]["message"], no_port
+        assert other_host["isError"] and other_host["body"]["error"]["code"] == "busy", other_host
+        assert removed["isError"] is False and removed["body"]["data"] == {"port": PORT, "exposed": False}, removed
+        assert again["isError"] and again["body"]["error"]["code"] == "port_not_exposed", again
+        assert again["body"]["error"]["http_status"] == 404, again
+        assert extra["isError"] and "extra" in extra["body"]["error"]["message"], extra
+        assert empty["body"]["data"] == {"ports": []} == api.get(ports_path(sid)).json, empty
+    finally:
+        api.request("DELETE", "/v1/sessions/" + sid)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pure parts of libsandboxd: NDJSON line splitting and event decoding, URL building,
- * error mapping, results. The parts that talk to sandboxd are in the integration tests. */
+ * error mapping, results, exposed ports. The parts that talk to sandboxd are in the integration tests. */
 
 #include "internal.h"
 #include "error-table.h"
@@ -241,6 +241,75 @@ static void test_snapshot(void) {
         ASSERT(r->json && strstr(r->json, "\"events_bytes\":1234"));
         sandboxd_result_free(r);
         json_object_put(o);
+}
+
+/* --- exposed ports ------------------------------------------------------------------------ */
+
+static int port_of(const char *json, sandboxd_port **ret) {
+        json_object *o = NULL;
+        int r;
+
+        ASSERT(json_parse_text(json, strlen(json), &o) == 0);
+        r = port_from_json(o, ret);
+        json_object_put(o);
+        return r;
+}
+
+static void test_port(void) {
+        static const char *bad[] = {
+                "[]",
+                "{}",
+                "{\"port\":8000}",                                           /* no socket */
+                "{\"port\":8000,\"socket\":\"\"}",
+                "{\"port\":8000,\"socket\":1}",
+                "{\"socket\":\"/s\"}",                                       /* no port */
+                "{\"port\":0,\"socket\":\"/s\"}",
+                "{\"port\":65536,\"socket\":\"/s\"}",
+                "{\"port\":-1,\"socket\":\"/s\"}",
+                "{\"port\":\"8000\",\"socket\":\"/s\"}",
+                "{\"port\":8000.5,\"socket\":\"/s\"}",
+                "{\"port\":8000,\"socket\":\"/s\",\"host_port\":0}",
+                "{\"port\":8000,\"socket\":\"/s\",\"host_port\":70000}",
+                "{\"port\":8000,\"socket\":\"/s\",\"host_port\":\"40000\"}",
+        };
+        sandboxd_port *p = NULL;
+        json_object *o = NULL;
+
+        ASSERT(port_of("{\"port\":8000,\"socket\":\"/run/sandboxd/ports/s/8000.sock\",\"host_port\":40001,"
+                       "\"url\":\"http://127.0.0.1:40001/\",\"unit\":\"sandboxd-s-port-8000.socket\"}", &p) == 0);
+        ASSERT(p->port == 8000 && p->host_port == 40001);
+        ASSERT_STREQ(p->socket, "/run/sandboxd/ports/s/8000.sock");
+        ASSERT_STREQ(p->url, "http://127.0.0.1:40001/");
+        ASSERT_STREQ(p->unit, "sandboxd-s-port-8000.socket");
+        ASSERT(p->json && strstr(p->json, "\"host_port\":40001"));
+        p = sandboxd_port_free(p);
+
+        /* no host port: null, and fields it does not know are kept in json only */
+        ASSERT(port_of("{\"port\":1,\"socket\":\"/s\",\"host_port\":null,\"url\":null,\"new\":[1]}", &p) == 0);
+        ASSERT(p->port == 1 && p->host_port == 0 && !p->url && !p->unit);
+        ASSERT(strstr(p->json, "\"new\""));
+        p = sandboxd_port_free(p);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                p = NULL;
+                ASSERT(port_of(bad[i], &p) == -EBADMSG);
+                ASSERT(!p);
+        }
+
+        /* what the D-Bus transport makes of (q, s, q) reads as HTTP's object */
+        ASSERT(port_json_new("0123456789abcdef", 8000, "/run/x.sock", 0, &o) == 0);
+        ASSERT_STREQ(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+                     "{\"port\":8000,\"socket\":\"\\/run\\/x.sock\",\"host_port\":null,\"url\":null,"
+                     "\"unit\":\"sandboxd-0123456789abcdef-port-8000.socket\",\"state\":\"active\"}");
+        ASSERT(port_from_json(o, &p) == 0 && p->port == 8000 && p->host_port == 0 && !p->url);
+        p = sandboxd_port_free(p);
+        json_object_put(o);
+        ASSERT(port_json_new("s", 9000, "/y", 40999, &o) == 0);
+        ASSERT(port_from_json(o, &p) == 0 && p->host_port == 40999);
+        ASSERT_STREQ(p->url, "http://127.0.0.1:40999/");
+        sandboxd_port_free(p);
+        json_object_put(o);
+        sandboxd_port_list_free(NULL);
 }
 
 /* --- URLs --------------------------------------------------------------------------------- */
@@ -500,6 +569,7 @@ int main(void) {
         test_event_signaled();
         test_exit_status();
         test_snapshot();
+        test_port();
         test_urls();
         test_endpoints();
         test_error_mapping();

@@ -12,7 +12,7 @@ import sys
 
 sandboxctl, version, completion, manpage = sys.argv[1:5]
 VERBS = ["create", "ls", "show", "rm", "freeze", "thaw", "exec", "run", "attach", "signal", "cp",
-         "health", "drain", "mcp"]
+         "port", "health", "drain", "mcp"]
 failed = 0
 
 
@@ -63,7 +63,14 @@ for args, status, msg in (((), 1, "Missing command"),
                           (("create", "--memory-max=lots", "u", "w"), 1, "Invalid --memory-max"),
                           (("create", "--exec-mode=fast", "u", "w"), 1, "takes unit or session, not 'fast'"),
                           (("run", "--exec-mode=Session", "true"), 125, "takes unit or session"),
-                          (("signal", "0123456789abcdef", "r", "SIGSEGV"), 1, "Unknown signal")):
+                          (("signal", "0123456789abcdef", "r", "SIGSEGV"), 1, "Unknown signal"),
+                          (("port", "ls"), 1, "takes at least 2 arguments"),
+                          (("port", "open", "0123456789abcdef"), 1, "Unknown 'port' command 'open'"),
+                          (("port", "expose", "0123456789abcdef"), 1, "takes SESSION PORT"),
+                          (("port", "ls", "0123456789abcdef", "80"), 1, "takes SESSION only"),
+                          (("port", "expose", "not-a-session", "80"), 1, "not a session id"),
+                          (("port", "expose", "0123456789abcdef", "65536"), 1, "not a TCP port"),
+                          (("port", "rm", "0123456789abcdef", "0"), 1, "not a TCP port")):
     p = ctl(*args)
     check(p.returncode == status and msg in p.stderr and p.stdout == "",
           "sandboxctl %s: exit %d and %r (got %d, %r)" % (" ".join(args), status, msg, p.returncode, p.stderr.strip()))
@@ -113,6 +120,10 @@ got, _ = complete("sandboxctl", "run", "--exec-mode", "")
 check(got == {"unit", "session"}, "completion offers the exec modes (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "--js")
 check(got == {"--json"}, "completion offers global options (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "port", "")
+check(got == {"expose", "ls", "rm"}, "completion offers port's commands (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "port", "expose", "--h")
+check(got == {"--host", "--help"}, "completion offers port's --host (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "show", "")
 check(got == set(), "no session ids without a sandboxd, and no error (%r)" % sorted(got))
 
