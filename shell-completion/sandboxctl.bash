@@ -10,15 +10,16 @@ _sandboxctl() {
         local cur prev words cword
         _init_completion -n : || return
 
-        local verbs="create ls show rm freeze thaw exec run attach signal cp port health drain mcp"
+        local verbs="create ls show rm freeze thaw exec run attach shell signal cp port health drain mcp"
         local opts_global="--help --version --url= --key= --key-file= --transport= --json --quiet"
         local -A opts_verb=(
                 [create]="--memory-max= --cpu-quota= --tasks-max= --ttl= --exec-mode="
                 [ls]="--user="
                 [rm]="--purge"
-                [exec]="--cwd= --env= --timeout= --request-id= --stdin"
+                [exec]="--cwd= --env= --timeout= --request-id= --stdin --tty"
                 [run]="--cwd= --env= --timeout= --request-id= --stdin --user= --workspace= --rm --exec-mode="
-                [attach]="--offset="
+                [attach]="--offset= --tty"
+                [shell]="--cwd= --env= --timeout= --request-id="
                 [cp]="--recursive --progress --no-progress"
                 [drain]="--cancel --status"
                 [port]="--host"
@@ -59,7 +60,7 @@ _sandboxctl() {
                 return
         fi
         case $verb in
-        show | rm | freeze | thaw | attach | signal)
+        show | rm | freeze | thaw | attach | signal | shell)
                 if ((nargs == 0)) || [[ $verb == rm ]]; then
                         COMPREPLY=($(compgen -W "$(__sandboxctl_sessions)" -- "$cur"))
                 elif [[ $verb == signal && $nargs -eq 2 ]]; then

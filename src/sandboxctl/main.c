@@ -36,6 +36,7 @@ uint64_t arg_ttl_s = 0;
 const char *arg_exec_mode = NULL;
 int arg_drain = 1;
 size_t arg_max_output = 64 * 1024;
+bool arg_tty = false;
 
 static char *arg_key_buf = NULL;
 
@@ -56,6 +57,7 @@ static void help(void) {
                "  run CMD [ARG...]          The same in the session of --user/--workspace, created\n"
                "                            if needed\n"
                "  attach SESSION REQUEST    Re-attach to a command: replay its output, follow it\n"
+               "  shell SESSION [CMD...]    An interactive shell (or CMD) on a terminal; ~. detaches\n"
                "  signal SESSION REQUEST [SIGNAL]\n"
                "                            Send SIGTERM (or SIGNAL) to a command\n\n"
                "Files:\n"
@@ -92,6 +94,7 @@ static void help(void) {
                "     --timeout=DURATION     Stop the command after this long (e.g. 30s, 5min)\n"
                "     --request-id=ID        Idempotency key (default: a random one)\n"
                "  -i --stdin                Send all of standard input to the command\n"
+               "  -t --tty                  exec, attach: on a terminal, with ours (as shell)\n"
                "  run:    --user=USER --workspace=NAME --rm (close the session afterwards)\n"
                "          --exec-mode=unit|session (of the session, if it is created)\n"
                "  attach: --offset=BYTES    Replay from this offset of the event log\n"
@@ -103,7 +106,8 @@ static void help(void) {
                "exec, run and attach exit with the command's status: its exit code, 128+N when\n"
                "signal N killed it, 124 when it timed out, 1 when it could not start, 125 when\n"
                "sandboxctl or sandboxd failed. Ctrl-C sends SIGINT to the command, a second one\n"
-               "SIGKILL, a third detaches. See sandboxctl(1).\n",
+               "SIGKILL, a third detaches. On a terminal (shell, -t) every key goes to the\n"
+               "command; ~. first on a line detaches, ~? lists the escapes. See sandboxctl(1).\n",
                SANDBOXD_DEFAULT_SOCKET);
 }
 
@@ -125,7 +129,7 @@ static const Verb verbs[] = {
         { "run", 1, ANY, true, verb_run },        { "attach", 2, 2, false, verb_attach },
         { "signal", 2, 3, false, verb_signal },   { "cp", 2, ANY, false, verb_cp },
         { "health", 0, 0, false, verb_health },   { "drain", 0, 0, false, verb_drain },
-        { "mcp", 0, 0, false, verb_mcp },
+        { "mcp", 0, 0, false, verb_mcp },         { "shell", 1, ANY, true, verb_shell },
 };
 
 static int read_key_file(const char *path) {
@@ -185,13 +189,14 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 { "cancel", no_argument, NULL, ARG_CANCEL },
                 { "status", no_argument, NULL, ARG_STATUS },
                 { "max-output", required_argument, NULL, ARG_MAX_OUTPUT },
+                { "tty", no_argument, NULL, 't' },
                 {},
         };
         uint64_t u;
         int c, r;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, stop_at_first ? "+hqe:ir" : "hqe:ir", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, stop_at_first ? "+hqe:irt" : "hqe:irt", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -249,6 +254,9 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                         break;
                 case 'i':
                         arg_stdin = true;
+                        break;
+                case 't':
+                        arg_tty = true;
                         break;
                 case ARG_USER:
                         arg_user = optarg;
@@ -422,11 +430,15 @@ static int exec_from_spec(sandboxd_client *c, const ExecSpec *s, sandboxd_exec *
                 r = sandboxd_exec_set_stdin(e, s->stdin_data, s->stdin_size);
         if (r >= 0 && s->request_id)
                 r = sandboxd_exec_set_request_id(e, s->request_id);
+        if (r >= 0 && s->tty_rows > 0)
+                r = sandboxd_exec_set_tty(e, s->tty_rows, s->tty_cols);
+        if (r >= 0 && s->tty_rows > 0 && s->terminal_fd >= 0)
+                r = sandboxd_exec_set_terminal_fd(e, s->terminal_fd);
         /* over D-Bus the command writes straight into our stdout and stderr, unless sandboxd's
          * events are printed (--json). Over HTTP the verbs print the events' output
          * themselves, and learn from each event the offset to attach at should the stream
          * break (output written to fds by the library would not tell them). */
-        if (r >= 0 && !s->events && sandboxd_client_is_bus(c))
+        if (r >= 0 && !s->events && sandboxd_client_is_bus(c) && s->tty_rows == 0)
                 r = sandboxd_exec_set_output_fds(e, STDOUT_FILENO, STDERR_FILENO);
         if (r < 0) {
                 sandboxd_exec_free(e);
@@ -528,7 +540,7 @@ char *format_timestamp(uint64_t usec, char buf[static 64]) {
 }
 
 static bool verb_is_exec_like(const Verb *v) {
-        return v && (v->run == verb_exec || v->run == verb_run || v->run == verb_attach);
+        return v && (v->run == verb_exec || v->run == verb_run || v->run == verb_attach || v->run == verb_shell);
 }
 
 int main(int argc, char *argv[]) {

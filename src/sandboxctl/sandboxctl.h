@@ -18,6 +18,8 @@ typedef struct ExecSpec {
         char *request_id;    /* always set by the verbs: they need it to send signals */
         bool events;         /* the caller prints sandboxd's events (--json); else, over D-Bus, the
                               * output goes to our stdout and stderr (sandboxd_exec_set_output_fds()) */
+        unsigned tty_rows, tty_cols; /* > 0: on a terminal of this size, stdin streamed */
+        int terminal_fd;     /* with those, over D-Bus: our pty's slave, for all three (else -1) */
 } ExecSpec;
 
 void exec_spec_done(ExecSpec *s);
@@ -25,6 +27,11 @@ void exec_spec_done(ExecSpec *s);
 int exec_spec_run(sandboxd_client *c, const char *session, const ExecSpec *spec, sandboxd_event_fn fn, void *userdata,
                   sandboxd_result **ret);
 int exec_spec_start(sandboxd_client *c, const char *session, const ExecSpec *spec, char **ret_request_id);
+/* The spec of exec and run from the words after the session (options from the arg_ globals). */
+int exec_spec_from_words(char **argv, ExecSpec *ret);
+
+/* verb-shell.c: runs spec (NULL: attaches to request_id) on a terminal, with ours. */
+int shell_run(sandboxd_client *c, const char *session, ExecSpec *spec, const char *request_id);
 
 /* Exit statuses of exec, run and attach besides the command's own (see sandboxctl(1)) */
 #define EXIT_SANDBOXCTL_FAILED 125 /* sandboxctl or sandboxd failed: nothing (more) was learnt */
@@ -55,6 +62,7 @@ extern uint64_t arg_ttl_s;
 extern const char *arg_exec_mode; /* NULL: sandboxd's default */
 extern int arg_drain; /* 1 start, 0 cancel, -1 show */
 extern size_t arg_max_output;
+extern bool arg_tty;
 
 /* A libsandboxd client as the options say (--url/--key, SANDBOXD_URL/SANDBOXD_KEY,
  * --transport, SANDBOXD_TRANSPORT): sandboxd_client_new_bus() for the local sandboxd by
@@ -83,6 +91,7 @@ int verb_thaw(int argc, char *argv[]);
 int verb_exec(int argc, char *argv[]);
 int verb_run(int argc, char *argv[]);
 int verb_attach(int argc, char *argv[]);
+int verb_shell(int argc, char *argv[]);
 int verb_signal(int argc, char *argv[]);
 int verb_cp(int argc, char *argv[]);
 int verb_port(int argc, char *argv[]);

@@ -261,11 +261,11 @@ static int read_stdin(char **ret, size_t *ret_size) {
         return 0;
 }
 
-static int make_spec(char **argv, ExecSpec *spec) {
+int exec_spec_from_words(char **argv, ExecSpec *spec) {
         uint8_t rnd[8];
         int r;
 
-        *spec = (ExecSpec) { .timeout_ms = arg_timeout_ms, .events = arg_json };
+        *spec = (ExecSpec) { .timeout_ms = arg_timeout_ms, .events = arg_json, .terminal_fd = -EBADF };
         spec->argv = calloc(strv_length(argv) + 1, sizeof(char *));
         if (!spec->argv)
                 return log_oom();
@@ -311,11 +311,38 @@ int verb_exec(int argc, char *argv[]) {
 
         if (!session_id_looks_valid(argv[1]))
                 return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
-        r = make_spec(argv + 2, &spec);
+        if (arg_tty)
+                return verb_shell(argc, argv);
+        r = exec_spec_from_words(argv + 2, &spec);
         if (r >= 0)
                 r = connect_client(&b);
         if (r >= 0)
                 r = follow(b, argv[1], &spec, 0, true, NULL);
+        exec_spec_done(&spec);
+        return r;
+}
+
+/* The command a shell runs when none is given: the login shell the sandbox has. */
+static char *default_shell[] = {
+        (char *) "/bin/sh", (char *) "-c",
+        (char *) "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi", NULL
+};
+
+int verb_shell(int argc, char *argv[]) {
+        _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
+        ExecSpec spec;
+        int r;
+
+        if (!session_id_looks_valid(argv[1]))
+                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
+        if (arg_stdin || arg_json)
+                return log_error_errno(-EINVAL, "A command on a terminal takes its input from the terminal: "
+                                                "--stdin and --json do not go with shell or -t.");
+        r = exec_spec_from_words(argc > 2 ? argv + 2 : default_shell, &spec);
+        if (r >= 0)
+                r = connect_client(&b);
+        if (r >= 0)
+                r = shell_run(b, argv[1], &spec, NULL);
         exec_spec_done(&spec);
         return r;
 }
@@ -332,7 +359,7 @@ int verb_run(int argc, char *argv[]) {
         r = default_scope(&user, &workspace);
         if (r < 0)
                 return r;
-        r = make_spec(argv + 1, &spec);
+        r = exec_spec_from_words(argv + 1, &spec);
         if (r >= 0)
                 r = connect_client(&b);
         if (r < 0)
@@ -376,6 +403,8 @@ int verb_attach(int argc, char *argv[]) {
         if (r < 0)
                 return r;
         arg_request_id = argv[2];
+        if (arg_tty)
+                return shell_run(b, argv[1], NULL, argv[2]);
         return follow(b, argv[1], NULL, arg_offset, true, NULL);
 }
 

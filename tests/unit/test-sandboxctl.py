@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 sandboxctl, version, completion, manpage = sys.argv[1:5]
-VERBS = ["create", "ls", "show", "rm", "freeze", "thaw", "exec", "run", "attach", "signal", "cp",
+VERBS = ["create", "ls", "show", "rm", "freeze", "thaw", "exec", "run", "attach", "shell", "signal", "cp",
          "port", "health", "drain", "mcp"]
 failed = 0
 
@@ -70,7 +70,11 @@ for args, status, msg in (((), 1, "Missing command"),
                           (("port", "ls", "0123456789abcdef", "80"), 1, "takes SESSION only"),
                           (("port", "expose", "not-a-session", "80"), 1, "not a session id"),
                           (("port", "expose", "0123456789abcdef", "65536"), 1, "not a TCP port"),
-                          (("port", "rm", "0123456789abcdef", "0"), 1, "not a TCP port")):
+                          (("port", "rm", "0123456789abcdef", "0"), 1, "not a TCP port"),
+                          (("shell",), 125, "takes at least 1 argument"),
+                          (("shell", "nope"), 125, "not a session id"),
+                          (("shell", "--stdin", "0123456789abcdef"), 125, "--stdin and --json do not go"),
+                          (("exec", "-t", "--json", "0123456789abcdef", "true"), 125, "--stdin and --json do not go")):
     p = ctl(*args)
     check(p.returncode == status and msg in p.stderr and p.stdout == "",
           "sandboxctl %s: exit %d and %r (got %d, %r)" % (" ".join(args), status, msg, p.returncode, p.stderr.strip()))
