@@ -44,7 +44,15 @@ ROUTES = {
     ("POST", C + "/stdin"): [(B.COMMAND, "WriteStdin")],
     ("POST", C + "/resize"): [(B.COMMAND, "Resize")],
     ("GET", C + "/tty"): [(B.COMMAND, "OpenTerminal")],
+    ("GET", S + "/ports"): [(B.SESSION, "ListPorts")],
+    ("POST", S + "/ports"): [(B.SESSION, "ExposePort")],
+    ("GET", S + "/ports/{port}"): [(B.SESSION, "ListPorts")],
+    ("DELETE", S + "/ports/{port}"): [(B.SESSION, "UnexposePort")],
 }
+# HTTP only, and why: the relay passes HTTP on to what a port serves; a D-Bus caller is
+# local, and connects to the port's unix socket itself (ExposePort() names it)
+HTTP_ONLY = {("ANY", S + "/ports/{port}/{path}")}
+RELAY_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 for _files in (S + "/files", S + "/files/{path}"):
     ROUTES[("GET", _files)] = [(FILES, "Stat"), (FILES, "List"), (FILES, "Read")]
     ROUTES[("PUT", _files)] = [(FILES, "Write"), (FILES, "Mkdir"), (FILES, "Move")]
@@ -111,6 +119,10 @@ def test_every_route_has_its_method_and_back(api, session):
     live |= introspect_methods(command_object(sid, "probe"))
 
     routes = served_routes()
+    relayed = {(m, S + "/ports/{port}/{path}") for m in RELAY_METHODS}
+    assert relayed <= routes, "the relay serves %r" % sorted(relayed - routes)
+    routes -= relayed
+    assert HTTP_ONLY == {("ANY", S + "/ports/{port}/{path}")}
     assert routes == set(ROUTES), ("routes without a mapping: %r; mappings of no route: %r"
                                    % (routes - set(ROUTES), set(ROUTES) - routes))
     for route, methods in ROUTES.items():
