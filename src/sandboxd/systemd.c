@@ -502,43 +502,60 @@ int systemd_proxy_unit_names(const char *session_id, char **ret_socket, char **r
 
 #define PROXY_SOCKET_MOUNT "/run/sandboxd-proxy"
 
-static int append_proxyd_service(sd_bus_message *m, const char *service, const char *slice, const char *socket_dir,
-                                 unsigned max_connections) {
-        char conns[64], target[sizeof(PROXY_SOCKET_MOUNT) + sizeof(PROXY_SOCKET_NAME) + 1];
-        const char *argv[] = { SOCKET_PROXYD_PATH, "--exit-idle-time=60s", conns, target, NULL };
+/* systemd-socket-proxyd, activated by a socket of sandboxd's, as the aux unit of that socket:
+ * the egress relay (to sandboxd's proxy socket, bound in) and an exposed port's relay (in
+ * the session's network namespace, to a port there). Both copy bytes between the accepted
+ * socket and their target, and need nothing else. */
+typedef struct ProxydSpec {
+        const char *service, *description, *slice;
+        const char *target;          /* ADDRESS:PORT or a socket path */
+        unsigned max_connections;
+        const char *user;            /* with DynamicUser=: its name; NULL: systemd picks one */
+        const char *join_unit;       /* JoinsNamespaceOf=, or NULL: a network of its own */
+        const char *bind_dir;        /* bound at PROXY_SOCKET_MOUNT, or NULL */
+        bool inet;                   /* it connects over AF_INET (else AF_UNIX only) */
+} ProxydSpec;
+
+static int append_proxyd_service(sd_bus_message *m, const ProxydSpec *p) {
+        char conns[64];
+        const char *argv[] = { SOCKET_PROXYD_PATH, "--exit-idle-time=60s", conns, p->target, NULL };
         int r;
 
-        snprintf(conns, sizeof(conns), "--connections-max=%u", max_connections);
-        snprintf(target, sizeof(target), "%s/%s", PROXY_SOCKET_MOUNT, PROXY_SOCKET_NAME);
+        snprintf(conns, sizeof(conns), "--connections-max=%u", p->max_connections);
 
         r = sd_bus_message_open_container(m, 'r', "sa(sv)");
         if (r >= 0)
-                r = sd_bus_message_append(m, "s", service);
+                r = sd_bus_message_append(m, "s", p->service);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (r < 0)
                 return r;
 
-        if ((r = append_string(m, "Description", "sandboxd egress proxy relay")) < 0 ||
-            (r = append_string(m, "Slice", slice)) < 0 ||
+        if ((r = append_string(m, "Description", p->description)) < 0 ||
+            (r = append_string(m, "Slice", p->slice)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, argv[0], 4, argv[0], argv[1], argv[2],
                                        argv[3], false)) < 0 ||
-            /* It copies bytes between an accepted socket and sandboxd's; it needs nothing else. */
             (r = append_bool(m, "DynamicUser", true)) < 0 ||
+            (p->user && (r = append_string(m, "User", p->user)) < 0) ||
+            /* a network of its own, or the session's, and nothing but its loopback there */
             (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
+            (p->join_unit && (r = append_strv(m, "JoinsNamespaceOf", (const char *[]) { p->join_unit }, 1)) < 0) ||
             (r = append_ip_keyword(m, "IPAddressDeny", "any")) < 0 ||
             (r = append_ip_keyword(m, "IPAddressAllow", "localhost")) < 0 ||
             (r = append_tmpfs(m, "/run", "ro")) < 0 ||
-            (r = append_bind(m, "BindPaths", socket_dir, PROXY_SOCKET_MOUNT, false)) < 0 ||
+            (p->bind_dir && (r = append_bind(m, "BindPaths", p->bind_dir, PROXY_SOCKET_MOUNT, false)) < 0) ||
             (r = append_hardening(m)) < 0 ||
             (r = append_bool(m, "MemoryDenyWriteExecute", true)) < 0 ||
+            (r = append_u64(m, "AmbientCapabilities", 0)) < 0 ||
+            (r = append_bool(m, "RemoveIPC", true)) < 0 ||
             (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0)
                 return r;
         r = sd_bus_message_open_container(m, 'r', "sv");
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", "RestrictAddressFamilies");
         if (r >= 0)
-                r = sd_bus_message_append(m, "v", "(bas)", 1, 1, "AF_UNIX");
+                r = p->inet ? sd_bus_message_append(m, "v", "(bas)", 1, 2, "AF_UNIX", "AF_INET")
+                            : sd_bus_message_append(m, "v", "(bas)", 1, 1, "AF_UNIX");
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)
@@ -581,9 +598,18 @@ int systemd_start_proxy_async(Pid1Gate *g, Pid1Call **ret_call, const char *sess
         r = sd_bus_message_close_container(m);
         if (r < 0)
                 return r;
+        char target[sizeof(PROXY_SOCKET_MOUNT) + sizeof(PROXY_SOCKET_NAME) + 1];
+        snprintf(target, sizeof(target), "%s/%s", PROXY_SOCKET_MOUNT, PROXY_SOCKET_NAME);
         r = sd_bus_message_open_container(m, 'a', "(sa(sv))");
         if (r >= 0)
-                r = append_proxyd_service(m, svc, slice, socket_dir, max_connections);
+                r = append_proxyd_service(m, &(ProxydSpec) {
+                        .service = svc,
+                        .description = "sandboxd egress proxy relay",
+                        .slice = slice,
+                        .target = target,
+                        .max_connections = max_connections,
+                        .bind_dir = socket_dir,
+                });
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r < 0)
@@ -602,56 +628,6 @@ int systemd_port_unit_names(const char *session_id, uint16_t port, char **ret_so
         if (ret_service)
                 *ret_service = TAKE_PTR(svc);
         return 0;
-}
-
-static int append_port_service(sd_bus_message *m, const char *service, const PortUnitSpec *p) {
-        char conns[64], target[64], user[32];
-        const char *argv[] = { SOCKET_PROXYD_PATH, "--exit-idle-time=60s", conns, target, NULL };
-        int r;
-
-        snprintf(conns, sizeof(conns), "--connections-max=%u", p->max_connections);
-        snprintf(target, sizeof(target), "127.0.0.1:%u", p->port);
-        /* one dynamic user for the relays of a session, none of its commands' */
-        snprintf(user, sizeof(user), "sbxp-%s", p->session_id);
-
-        r = sd_bus_message_open_container(m, 'r', "sa(sv)");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", service);
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (r < 0)
-                return r;
-
-        if ((r = append_string(m, "Description", "sandboxd exposed port relay")) < 0 ||
-            (r = append_string(m, "Slice", p->slice)) < 0 ||
-            (r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, argv[0], 4, argv[0], argv[1], argv[2],
-                                       argv[3], false)) < 0 ||
-            (r = append_bool(m, "DynamicUser", true)) < 0 ||
-            (r = append_string(m, "User", user)) < 0 ||
-            /* The session's network namespace, and nothing but its loopback there. */
-            (r = append_bool(m, "PrivateNetwork", true)) < 0 ||
-            (r = append_strv(m, "JoinsNamespaceOf", (const char *[]) { p->join_unit }, 1)) < 0 ||
-            (r = append_ip_keyword(m, "IPAddressDeny", "any")) < 0 ||
-            (r = append_ip_keyword(m, "IPAddressAllow", "localhost")) < 0 ||
-            (r = append_tmpfs(m, "/run", "ro")) < 0 ||
-            (r = append_hardening(m)) < 0 ||
-            (r = append_bool(m, "MemoryDenyWriteExecute", true)) < 0 ||
-            (r = append_u64(m, "AmbientCapabilities", 0)) < 0 ||
-            (r = append_bool(m, "RemoveIPC", true)) < 0 ||
-            (r = sd_bus_message_append(m, "(sv)", "UMask", "u", (uint32_t) 0077)) < 0)
-                return r;
-        r = sd_bus_message_open_container(m, 'r', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "RestrictAddressFamilies");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "v", "(bas)", 1, 2, "AF_UNIX", "AF_INET");
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        return r;
 }
 
 int systemd_start_port_async(Pid1Gate *g, Pid1Call **ret_call, const PortUnitSpec *p, sd_bus_message_handler_t cb,
@@ -693,9 +669,22 @@ int systemd_start_port_async(Pid1Gate *g, Pid1Call **ret_call, const PortUnitSpe
         r = sd_bus_message_close_container(m);
         if (r < 0)
                 return r;
+        char target[64], user[32];
+        snprintf(target, sizeof(target), "127.0.0.1:%u", p->port);
+        /* one dynamic user for the relays of a session, none of its commands' */
+        snprintf(user, sizeof(user), "sbxp-%s", p->session_id);
         r = sd_bus_message_open_container(m, 'a', "(sa(sv))");
         if (r >= 0)
-                r = append_port_service(m, svc, p);
+                r = append_proxyd_service(m, &(ProxydSpec) {
+                        .service = svc,
+                        .description = "sandboxd exposed port relay",
+                        .slice = p->slice,
+                        .target = target,
+                        .max_connections = p->max_connections,
+                        .user = user,
+                        .join_unit = p->join_unit,
+                        .inet = true,
+                });
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r < 0)
