@@ -68,6 +68,22 @@ static int send_all(sandboxd_terminal *t, const char *p, size_t n, uint64_t dead
         return 0;
 }
 
+/* Reads what there is, waiting for it until deadline: 0 and *ret_got > 0, or 0 at EOF. */
+static int recv_wait(sandboxd_terminal *t, char *buf, size_t n, uint64_t deadline, size_t *ret_got) {
+        for (;;) {
+                CURLcode cc = curl_easy_recv(t->curl, buf, n, ret_got);
+                int r;
+
+                if (cc == CURLE_OK)
+                        return 0;
+                if (cc != CURLE_AGAIN)
+                        return -ECONNRESET;
+                r = curl_wait(t, false, deadline);
+                if (r < 0)
+                        return r;
+        }
+}
+
 static void accept_key(const char *key, char ret[static 29]) {
         struct sha1_ctx ctx;
         uint8_t digest[SHA1_DIGEST_SIZE];
@@ -181,16 +197,9 @@ static int read_refusal(sandboxd_terminal *t, const WsHead *h, Buf *in, uint64_t
         while (in->len - h->head_size < want) {
                 char buf[4096];
                 size_t got = 0;
-                CURLcode cc = curl_easy_recv(t->curl, buf, sizeof(buf), &got);
 
-                if (cc == CURLE_AGAIN) {
-                        r = curl_wait(t, false, deadline);
-                        if (r < 0)
-                                break;
-                        continue;
-                }
-                if (cc != CURLE_OK || got == 0)
-                        break;
+                if (recv_wait(t, buf, sizeof(buf), deadline, &got) < 0 || got == 0)
+                        break; /* what came is the error's body */
                 r = buf_append(in, buf, MIN(got, want - (in->len - h->head_size)));
                 if (r < 0)
                         return r;
@@ -247,16 +256,10 @@ static int handshake(sandboxd_terminal *t, const char *url, uint64_t deadline) {
         for (;;) {
                 char buf[4096];
                 size_t got = 0;
-                CURLcode cc = curl_easy_recv(t->curl, buf, sizeof(buf), &got);
 
-                if (cc == CURLE_AGAIN) {
-                        r = curl_wait(t, false, deadline);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (cc != CURLE_OK)
-                        return -ECONNRESET;
+                r = recv_wait(t, buf, sizeof(buf), deadline, &got);
+                if (r < 0)
+                        return r;
                 if (got == 0)
                         return -ECONNRESET;
                 r = buf_append(&in, buf, got);
