@@ -54,6 +54,35 @@ def test_command_runs_on_a_terminal(api, session):
     assert [c["tty"] for c in listed] == [TTY], listed
 
 
+CURSES = ("import curses\n"
+          "def main(w):\n"
+          "    h, c = w.getmaxyx()\n"
+          "    w.addstr(h - 1, 0, 'curses-%dx%d' % (h, c), curses.A_REVERSE)\n"
+          "    w.refresh()\n"
+          "    if w.getkey() == 'q':\n"
+          "        return\n"
+          "curses.wrapper(main)\n"
+          "print('curses-done')\n")
+
+
+@pytest.mark.time_limit(90)
+def test_curses_program(api, session):
+    """A full-screen program: it sees the terminal's size, draws with escape sequences from
+    terminfo (the alternate screen, a cursor address, reverse video), reads a key in raw
+    mode, and puts the terminal back."""
+    sid = session["id"]
+    start_command(api, sid, {"argv": ["python3", "-c", CURSES], "request_id": "c", "tty": {"rows": 30, "cols": 100}})
+    wait_out(api, sid, "c", "curses-30x100")
+    text = out(api, sid, "c")
+    assert "\x1b[?1049h" in text, "no alternate screen: %r" % text  # smcup of xterm-256color
+    assert re.search("\x1b\\[30(d|;1H)", text), "no move to the last line: %r" % text
+    assert re.search("\x1b\\[(0;)?7m", text), "no reverse video: %r" % text
+    write(api, sid, "c", b"q")  # one key, no Enter: curses reads in cbreak mode
+    snap = wait_terminal(api, sid, "c", timeout=60)
+    assert snap["status"] == "succeeded", snap
+    assert "\x1b[?1049l" in snap["stdout"] and snap["stdout"].endswith("curses-done\r\n"), snap["stdout"][-300:]
+
+
 @pytest.mark.time_limit(90)
 def test_term_from_the_request_and_pipe_commands_have_no_tty(api, session):
     sid = session["id"]
