@@ -622,6 +622,12 @@ static int relay_setup(HttpRelay *rl, HttpRequest *r, const char *socket_path, c
         (void) curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         (void) curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
         (void) curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1);
+        /* A connection of its own for each request, closed after it (as nginx's proxy does by
+         * default): no request of one client can meet a connection another left in a state
+         * its server did not expect, and a server that writes its head and body apart (Nagle)
+         * is not met by a delayed ACK of a connection past its start: reused, a small GET
+         * took 45 ms instead of 4 (bench/ports.py). */
+        (void) curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
         (void) curl_easy_setopt(h, CURLOPT_HTTPHEADER, rl->headers);
         (void) curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, curl_header);
         (void) curl_easy_setopt(h, CURLOPT_HEADERDATA, rl);
