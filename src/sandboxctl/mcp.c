@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sandboxctl mcp: a Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one
- * message a line). Tools for sessions, commands, files and exposed ports; every result is a JSON text
+ * message a line). Tools for sessions, commands, interactive commands on a terminal, files and exposed
+ * ports; every result is a JSON text
  * {"ok":true,"data":...} or {"ok":false,"error":{...}}, also as structuredContent. */
 
 #include <signal.h>
@@ -1363,6 +1364,8 @@ static json_object *handle_initialize(Mcp *m, json_object *params) {
                  json_object_new_string("Run commands in sandboxes (systemd units with a dynamic user, "
                                         "no network, resource limits). Create a session, or use "
                                         "sandbox_run for the default one; files persist in its workspace. "
+                                        "Interactive commands (a shell, a REPL) run on a terminal by rounds: "
+                                        "sandbox_terminal_start, then sandbox_terminal_send. "
                                         "Every tool returns {ok, data} or {ok:false, error}."),
                  &oom);
         return oom ? NULL : TAKE_PTR(res);
