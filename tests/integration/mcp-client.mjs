@@ -6,7 +6,8 @@
 //   node mcp-client.mjs SDK_DIR SANDBOXCTL CALLS_JSON [ARGS_FOR_SANDBOXCTL_MCP...]
 //
 // CALLS_JSON is a list of {"name": tool, "arguments": {...}}; an argument value
-// "$session" is replaced by the session id of the last result that had one.
+// "$session" is replaced by the session id of the last result that had one, and "$N.key"
+// by the value of key in the data of the result of call N (from 0), e.g. "$0.request_id".
 
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -35,8 +36,12 @@ const out = {
 
 let session = null;
 for (const call of JSON.parse(callsJson)) {
+    const earlier = (v) => {
+        const m = typeof v === "string" ? /^\$(\d+)\.(\w+)$/.exec(v) : null;
+        return m ? out.calls[Number(m[1])]?.body?.data?.[m[2]] : v;
+    };
     const args = Object.fromEntries(Object.entries(call.arguments ?? {}).map(
-        ([k, v]) => [k, v === "$session" ? session : v]));
+        ([k, v]) => [k, v === "$session" ? session : earlier(v)]));
     let result;
     try {
         result = await client.callTool({ name: call.name, arguments: args });
