@@ -323,8 +323,9 @@ typedef int (*sandboxd_terminal_output_fn)(sandboxd_terminal *t, const void *dat
 int sandboxd_terminal_open(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
                            bool readonly, sandboxd_terminal **ret);
 sandboxd_terminal *sandboxd_terminal_free(sandboxd_terminal *t);
-/* Poll this fd for sandboxd_terminal_poll_events() (POLLIN, POLLOUT; 0 once it is over),
- * then call sandboxd_terminal_process(). */
+/* Call sandboxd_terminal_process() once after the open (what came with sandboxd's answer
+ * is read from memory there), then poll this fd for sandboxd_terminal_poll_events()
+ * (POLLIN, POLLOUT; 0 once it is over) and call it again. */
 int sandboxd_terminal_fd(const sandboxd_terminal *t);
 short sandboxd_terminal_poll_events(const sandboxd_terminal *t);
 /* Queue input, or a new window size; sent by sandboxd_terminal_process(). */

@@ -234,6 +234,15 @@ static int shell_loop(Shell *s) {
         bool in_eof = false, left = false, master_gone = false, ended = false;
         int r;
 
+        /* output that came with the WebSocket's answer is not on the socket any more */
+        if (s->ws) {
+                r = sandboxd_terminal_process(s->ws, on_output, s);
+                if (r < 0)
+                        return log_error_errno(r, "The connection to the terminal failed: %s", strerror(-r));
+                if (r > 0)
+                        return 0;
+        }
+
         for (;;) {
                 struct pollfd p[4] = {
                         { .fd = !in_eof && !left && remote_queued(s) < INPUT_QUEUED_MAX ? s->in : -1, .events = POLLIN },
