@@ -298,7 +298,7 @@ static ssize_t relay_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 if (rl->down_off == rl->down.len)
                         rl->down_off = rl->down.len = 0;
                 relay_touch(rl);
-                if (rl->down_paused && !rl->done && rl->down.len - rl->down_off + CURL_MAX_WRITE_SIZE <= RELAY_BUFFER_MAX) {
+                if (rl->down_paused && !rl->done && rl->down.len - rl->down_off + RELAY_CURL_CHUNK <= RELAY_BUFFER_MAX) {
                         /* may hand us the bytes it kept at once (curl_write()) */
                         rl->down_paused = false;
                         (void) curl_easy_pause(rl->easy, rl->up_paused ? CURLPAUSE_RECV_CONT | CURLPAUSE_SEND
@@ -635,7 +635,7 @@ static int relay_setup(HttpRelay *rl, HttpRequest *r, const char *socket_path, c
         (void) curl_easy_setopt(h, CURLOPT_WRITEDATA, rl);
         (void) curl_easy_setopt(h, CURLOPT_PRIVATE, rl);
         (void) curl_easy_setopt(h, CURLOPT_ERRORBUFFER, rl->error);
-        (void) curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long) CURL_MAX_WRITE_SIZE);
+        (void) curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long) RELAY_CURL_CHUNK);
         (void) curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) (RELAY_IDLE_USEC / USEC_PER_MSEC));
 
         if (streq(r->method, "HEAD"))

@@ -25,6 +25,10 @@ typedef struct HttpRelayEngine HttpRelayEngine;
 /* Bytes held per direction of a relay: past it the side that writes is paused (curl) or
  * suspended (the client) until the other side took some. */
 #define RELAY_BUFFER_MAX (256U * 1024U)
+/* What libcurl hands over at once (CURLOPT_BUFFERSIZE): larger than its 16 KiB default, so
+ * that a download costs fewer suspends and resumes of the client's connection; at most half
+ * of RELAY_BUFFER_MAX, so that a paused chunk always fits once the client read half. */
+#define RELAY_CURL_CHUNK (128U * 1024U)
 /* No byte moved either way for this long: the relay ends (504 upstream_timeout before the
  * upstream's head, the connection closed after it). */
 #define RELAY_IDLE_USEC (60 * USEC_PER_SEC)
