@@ -310,6 +310,25 @@ static int check_args(json_object *args, const char *const *allowed, ToolError *
         return 0;
 }
 
+static int arg_bool(json_object *args, const char *key, bool def, bool *ret, ToolError *e) {
+        json_object *v;
+
+        *ret = def;
+        if (!json_object_object_get_ex(args, key, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_boolean))
+                return tool_fail(e, "invalid", "%s must be true or false.", key);
+        *ret = json_object_get_boolean(v);
+        return 0;
+}
+
+/* The arguments of a tool on one session: none but those allowed, and its id. */
+static int session_args(json_object *args, const char *const *allowed, const char **ret_session, ToolError *e) {
+        int r = check_args(args, allowed, e);
+
+        return r < 0 ? r : arg_session(args, ret_session, e);
+}
+
 /* --- tools -------------------------------------------------------------------------------- */
 
 static int scope_of(Mcp *m, json_object *args, const char **ret_user, const char **ret_ws, ToolError *e) {
@@ -545,9 +564,7 @@ static int tool_exec(Mcp *m, json_object *args, json_object **ret, ToolError *e)
         const char *session;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r < 0)
                 return r;
         return exec_in(m, session, args, ret, e);
@@ -590,9 +607,7 @@ static int tool_read_file(Mcp *m, json_object *args, json_object **ret, ToolErro
         size_t n = 0;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_string(args, "path", true, &path, e);
         if (r >= 0)
@@ -624,9 +639,7 @@ static int tool_write_file(Mcp *m, json_object *args, json_object **ret, ToolErr
         Buf b = {};
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_string(args, "path", true, &path, e);
         if (r >= 0)
@@ -693,9 +706,7 @@ static int tool_list_files(Mcp *m, json_object *args, json_object **ret, ToolErr
         size_t n = 0;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_string(args, "path", false, &path, e);
         if (r < 0)
@@ -732,20 +743,15 @@ static int tool_close_session(Mcp *m, json_object *args, json_object **ret, Tool
         static const char *const allowed[] = { "session_id", "purge", NULL };
         sandboxd_session *s = NULL;
         const char *session;
-        json_object *v;
         bool purge = false;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r < 0)
                 return r;
-        if (json_object_object_get_ex(args, "purge", &v)) {
-                if (!json_object_is_type(v, json_type_boolean))
-                        return tool_fail(e, "invalid", "purge must be true or false.");
-                purge = json_object_get_boolean(v);
-        }
+        r = arg_bool(args, "purge", false, &purge, e);
+        if (r < 0)
+                return r;
         r = sandboxd_session_close(m->client, session, purge, &s);
         if (r < 0)
                 return tool_fail_client(m, e, r, "Closing the session failed");
@@ -774,23 +780,18 @@ static int tool_expose_port(Mcp *m, json_object *args, json_object **ret, ToolEr
         static const char *const allowed[] = { "session_id", "port", "host", NULL };
         sandboxd_port *p = NULL;
         const char *session;
-        json_object *v;
         bool host = false;
         uint16_t port = 0;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_port(args, &port, e);
         if (r < 0)
                 return r;
-        if (json_object_object_get_ex(args, "host", &v)) {
-                if (!json_object_is_type(v, json_type_boolean))
-                        return tool_fail(e, "invalid", "host must be true or false.");
-                host = json_object_get_boolean(v);
-        }
+        r = arg_bool(args, "host", false, &host, e);
+        if (r < 0)
+                return r;
         r = sandboxd_port_expose(m->client, session, port, host, &p);
         if (r < 0)
                 return tool_fail_client(m, e, r, "Exposing the port failed");
@@ -809,9 +810,7 @@ static int tool_list_ports(Mcp *m, json_object *args, json_object **ret, ToolErr
         size_t n = 0;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r < 0)
                 return r;
         r = sandboxd_port_list(m->client, session, &list, &n);
@@ -842,9 +841,7 @@ static int tool_unexpose_port(Mcp *m, json_object *args, json_object **ret, Tool
         uint16_t port = 0;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_port(args, &port, e);
         if (r < 0)
@@ -892,17 +889,6 @@ static int arg_range(json_object *args, const char *key, uint64_t min, uint64_t 
         return 0;
 }
 
-static int arg_bool(json_object *args, const char *key, bool def, bool *ret, ToolError *e) {
-        json_object *v;
-
-        *ret = def;
-        if (!json_object_object_get_ex(args, key, &v) || json_object_is_type(v, json_type_null))
-                return 0;
-        if (!json_object_is_type(v, json_type_boolean))
-                return tool_fail(e, "invalid", "%s must be true or false.", key);
-        *ret = json_object_get_boolean(v);
-        return 0;
-}
 
 static int arg_request(json_object *args, const char **ret, ToolError *e) {
         int r = arg_string(args, "request_id", true, ret, e);
@@ -1096,9 +1082,7 @@ static int tool_terminal_start(Mcp *m, json_object *args, json_object **ret, Too
         size_t max;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_range(args, "rows", 1, TERM_SIZE_MAX, TERM_ROWS_DEFAULT, &rows, e);
         if (r >= 0)
@@ -1185,9 +1169,7 @@ static int tool_terminal_send(Mcp *m, json_object *args, json_object **ret, Tool
         Buf in = {};
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_request(args, &rid, e);
         if (r >= 0)
@@ -1236,9 +1218,7 @@ static int tool_terminal_resize(Mcp *m, json_object *args, json_object **ret, To
         bool oom = false;
         int r;
 
-        r = check_args(args, allowed, e);
-        if (r >= 0)
-                r = arg_session(args, &session, e);
+        r = session_args(args, allowed, &session, e);
         if (r >= 0)
                 r = arg_request(args, &rid, e);
         if (r >= 0 && !json_object_object_get_ex(args, "rows", NULL))
