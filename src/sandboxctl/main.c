@@ -510,6 +510,12 @@ bool session_id_looks_valid(const char *s) {
         return n == 16;
 }
 
+int check_session_id(const char *id) {
+        if (!session_id_looks_valid(id))
+                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", id);
+        return 0;
+}
+
 char *format_bytes(uint64_t n, char buf[static 32]) {
         static const char units[] = "KMGTPE";
         double v = (double) n;

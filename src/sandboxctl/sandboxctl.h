@@ -78,6 +78,8 @@ const char *client_error_message(sandboxd_client *c);
 void print_json_text(const char *json);
 
 bool session_id_looks_valid(const char *s);
+/* Logs why id is not a session id: -EINVAL, else 0. */
+int check_session_id(const char *id);
 char *format_bytes(uint64_t n, char buf[static 32]);
 char *format_timestamp(uint64_t usec, char buf[static 64]);
 

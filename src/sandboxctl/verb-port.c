@@ -14,12 +14,6 @@ static int parse_port_arg(const char *s, uint16_t *ret) {
         return 0;
 }
 
-static int check_session(const char *id) {
-        if (!session_id_looks_valid(id))
-                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", id);
-        return 0;
-}
-
 static int port_expose(const char *session, const char *port_arg) {
         _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         sandboxd_port *p = NULL;
@@ -101,7 +95,7 @@ int verb_port(int argc, char *argv[]) {
 
         if (argc < 3)
                 return log_error_errno(-EINVAL, "'port %s' takes a session; see sandboxctl --help.", what);
-        r = check_session(argv[2]);
+        r = check_session_id(argv[2]);
         if (r < 0)
                 return r;
         if (streq(what, "expose") || streq(what, "rm")) {

@@ -309,8 +309,9 @@ int verb_exec(int argc, char *argv[]) {
         ExecSpec spec;
         int r;
 
-        if (!session_id_looks_valid(argv[1]))
-                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
+        r = check_session_id(argv[1]);
+        if (r < 0)
+                return r;
         if (arg_tty)
                 return verb_shell(argc, argv);
         r = exec_spec_from_words(argv + 2, &spec);
@@ -333,8 +334,9 @@ int verb_shell(int argc, char *argv[]) {
         ExecSpec spec;
         int r;
 
-        if (!session_id_looks_valid(argv[1]))
-                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
+        r = check_session_id(argv[1]);
+        if (r < 0)
+                return r;
         if (arg_stdin || arg_json)
                 return log_error_errno(-EINVAL, "A command on a terminal takes its input from the terminal: "
                                                 "--stdin and --json do not go with shell or -t.");
@@ -397,8 +399,9 @@ int verb_attach(int argc, char *argv[]) {
         _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         int r;
 
-        if (!session_id_looks_valid(argv[1]))
-                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
+        r = check_session_id(argv[1]);
+        if (r < 0)
+                return r;
         r = connect_client(&b);
         if (r < 0)
                 return r;
@@ -431,8 +434,9 @@ int verb_signal(int argc, char *argv[]) {
         _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
         int sig = SIGTERM, r;
 
-        if (!session_id_looks_valid(argv[1]))
-                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", argv[1]);
+        r = check_session_id(argv[1]);
+        if (r < 0)
+                return r;
         if (argc > 3) {
                 sig = parse_signal(argv[3]);
                 if (sig < 0)

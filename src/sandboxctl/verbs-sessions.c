@@ -8,12 +8,6 @@
 #include "sandboxctl.h"
 #include "validate.h"
 
-static int check_session_id(const char *id) {
-        if (!session_id_looks_valid(id))
-                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", id);
-        return 0;
-}
-
 static char *session_options_json(void) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *limits = json_object_new_object();
         const char *text;
