@@ -42,11 +42,12 @@ Environment:
 import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from benchlib import Failed, Http, pct
 
 SOCK = os.environ.get("BENCH_SOCKET", "/run/sandboxd/http.sock")
 TCP = os.environ.get("BENCH_TCP", "127.0.0.1:8421")
@@ -95,43 +96,12 @@ def log(msg):
     print("bench-ports: " + msg, file=sys.stderr, flush=True)
 
 
-class Failed(Exception):
-    pass
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
-
-
-class UnixConn(http.client.HTTPConnection):
-    def __init__(self, path, timeout):
-        super().__init__("localhost", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
-class Target:
+class Target(Http):
     """Where a side's GETs go: a unix socket path or a TCP port, a URL prefix, a key."""
 
     def __init__(self, unix=None, tcp=None, prefix="", key=None):
-        self.unix, self.tcp, self.prefix, self.key = unix, tcp, prefix, key
-
-    def conn(self):
-        if self.unix:
-            return UnixConn(self.unix, TIMEOUT)
-        host, port = self.tcp.rsplit(":", 1)
-        return http.client.HTTPConnection(host, int(port), timeout=TIMEOUT)
-
-    def headers(self, body=None):
-        h = {"Content-Type": "application/json"} if body is not None else {}
-        if self.key:
-            h["Authorization"] = "Bearer " + self.key
-        return h
+        super().__init__(unix=unix, tcp=tcp, key=key, timeout=TIMEOUT)
+        self.prefix = prefix
 
     def get(self, path, buf=None):
         """GET PREFIX+PATH on a new connection; the body's length (read into BUF if given)."""
@@ -151,18 +121,6 @@ class Target:
                 n += k
         finally:
             c.close()
-
-    def api(self, method, url, body=None, ok=(200, 201, 202, 204)):
-        c = self.conn()
-        try:
-            c.request(method, url, body=json.dumps(body) if body is not None else None, headers=self.headers(body))
-            r = c.getresponse()
-            data = r.read()
-        finally:
-            c.close()
-        if r.status not in ok:
-            raise Failed("%s %s: %d %s" % (method, url, r.status, data[:300]))
-        return json.loads(data) if data else None
 
 
 def wait_answer(target, what):
@@ -247,10 +205,10 @@ def main():
         body = {"user": "benchports", "workspace": "ports" + tag}
         if EXEC_MODE:
             body["exec_mode"] = EXEC_MODE
-        sid = owner.api("POST", "/v1/sessions", body)["id"]
-        owner.api("POST", "/v1/sessions/%s/commands?wait=false" % sid,
+        sid = owner.request("POST", "/v1/sessions", body)["id"]
+        owner.request("POST", "/v1/sessions/%s/commands?wait=false" % sid,
                   {"argv": ["python3", "-c", SERVER, str(PORT), str(BIG)], "timeout_ms": 3600000})
-        port = owner.api("POST", "/v1/sessions/%s/ports" % sid, {"port": PORT, "host": True})
+        port = owner.request("POST", "/v1/sessions/%s/ports" % sid, {"port": PORT, "host": True})
         relay = "/v1/sessions/%s/ports/%d" % (sid, PORT)
         targets = {
             "direct": Target(tcp="127.0.0.1:%d" % DIRECT_PORT),
@@ -300,7 +258,7 @@ def main():
             direct.wait()
         if sid is not None:
             try:
-                owner.api("DELETE", "/v1/sessions/" + sid)
+                owner.request("DELETE", "/v1/sessions/" + sid)
             except (Failed, OSError, http.client.HTTPException) as e:
                 log("deleting session %s: %s" % (sid, e))
     return rc

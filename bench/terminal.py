@@ -39,11 +39,9 @@ Environment:
 
 import asyncio
 import fcntl
-import http.client
 import json
 import os
 import select
-import socket
 import subprocess
 import sys
 import termios
@@ -51,6 +49,8 @@ import time
 
 import dbus
 import websockets
+
+from benchlib import Failed, Http, pct
 
 SOCK = os.environ.get("BENCH_SOCKET", "/run/sandboxd/http.sock")
 TCP = os.environ.get("BENCH_TCP", "127.0.0.1:8421")
@@ -74,54 +74,11 @@ def log(msg):
     print("bench-terminal: " + msg, file=sys.stderr, flush=True)
 
 
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+class Api(Http):
+    """sandboxd's API: on its unix socket, or on TCP with a key."""
 
-
-class Failed(Exception):
-    pass
-
-
-# --------------------------------------------------------------------------- the API
-
-class UnixConn(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("localhost", timeout=60)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(60)
-        self.sock.connect(SOCK)
-
-
-class Api:
     def __init__(self, key=None):
-        self.key = key
-
-    def conn(self):
-        if self.key is None:
-            return UnixConn()
-        host, port = TCP.rsplit(":", 1)
-        return http.client.HTTPConnection(host, int(port), timeout=60)
-
-    def headers(self, body=None):
-        h = {"Content-Type": "application/json"} if body is not None else {}
-        if self.key is not None:
-            h["Authorization"] = "Bearer " + self.key
-        return h
-
-    def request(self, method, url, body=None, ok=(200, 201, 202, 204)):
-        c = self.conn()
-        try:
-            c.request(method, url, body=json.dumps(body) if body is not None else None, headers=self.headers(body))
-            r = c.getresponse()
-            data = r.read()
-        finally:
-            c.close()
-        if r.status not in ok:
-            raise Failed("%s %s: %d %s" % (method, url, r.status, data[:300]))
-        return json.loads(data) if data else None
+        super().__init__(unix=None if key else SOCK, tcp=TCP if key else None, key=key)
 
     def create_session(self, user, workspace):
         body = {"user": user, "workspace": workspace}
