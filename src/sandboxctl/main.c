@@ -37,6 +37,9 @@ const char *arg_exec_mode = NULL;
 int arg_drain = 1;
 size_t arg_max_output = 64 * 1024;
 bool arg_tty = false;
+unsigned arg_jobs = 0;
+uint64_t arg_kill_grace_ms = 0;
+char **arg_host_paths = NULL;
 
 static char *arg_key_buf = NULL;
 
@@ -102,7 +105,11 @@ static void help(void) {
                "  drain:  --cancel          Stop draining;  --status  Only show the state\n"
                "  port expose: --host       Also on a free port of 127.0.0.1 of the host\n"
                "  mcp:    --user=USER --workspace=NAME (defaults for new sessions)\n"
-               "          --max-output=BYTES (output returned per stream, default 64K)\n\n"
+               "          --max-output=BYTES (output returned per stream, default 64K)\n"
+               "          --timeout=DURATION (a command's default timeout, default 50s)\n"
+               "          --jobs=N (tool calls at once, default 4)  --kill-grace=DURATION\n"
+               "          (SIGTERM to SIGKILL on cancel, default 5s)  --host-path=DIR[:ro|:rw]\n"
+               "          (a host directory that files may be copied from, and with :rw to)\n\n"
                "exec, run and attach exit with the command's status: its exit code, 128+N when\n"
                "signal N killed it, 124 when it timed out, 1 when it could not start, 125 when\n"
                "sandboxctl or sandboxd failed. Ctrl-C sends SIGINT to the command, a second one\n"
@@ -156,7 +163,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 ARG_VERSION = 0x100, ARG_URL, ARG_KEY, ARG_KEY_FILE, ARG_JSON, ARG_CWD, ARG_TIMEOUT,
                 ARG_REQUEST_ID, ARG_USER, ARG_WORKSPACE, ARG_PURGE, ARG_RM, ARG_OFFSET, ARG_PROGRESS,
                 ARG_NO_PROGRESS, ARG_MEMORY_MAX, ARG_CPU_QUOTA, ARG_TASKS_MAX, ARG_TTL, ARG_CANCEL, ARG_STATUS,
-                ARG_MAX_OUTPUT, ARG_TRANSPORT, ARG_EXEC_MODE, ARG_HOST,
+                ARG_MAX_OUTPUT, ARG_TRANSPORT, ARG_EXEC_MODE, ARG_HOST, ARG_JOBS, ARG_KILL_GRACE, ARG_HOST_PATH,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -190,6 +197,9 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 { "status", no_argument, NULL, ARG_STATUS },
                 { "max-output", required_argument, NULL, ARG_MAX_OUTPUT },
                 { "tty", no_argument, NULL, 't' },
+                { "jobs", required_argument, NULL, ARG_JOBS },
+                { "kill-grace", required_argument, NULL, ARG_KILL_GRACE },
+                { "host-path", required_argument, NULL, ARG_HOST_PATH },
                 {},
         };
         uint64_t u;
@@ -322,6 +332,32 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                                 return log_error_errno(-EINVAL, "Invalid --max-output= '%s'.", optarg);
                         arg_max_output = (size_t) u;
                         break;
+                case ARG_JOBS:
+                        if (parse_uint64(optarg, &u) < 0 || u < 1 || u > 64)
+                                return log_error_errno(-EINVAL, "Invalid --jobs= '%s' (1 to 64).", optarg);
+                        arg_jobs = (unsigned) u;
+                        break;
+                case ARG_KILL_GRACE:
+                        if (parse_duration(optarg, &u) < 0 || u > 600 * USEC_PER_SEC)
+                                return log_error_errno(-EINVAL, "Invalid --kill-grace= '%s' (say 5s; at most 10min).",
+                                                       optarg);
+                        arg_kill_grace_ms = u / USEC_PER_MSEC;
+                        break;
+                case ARG_HOST_PATH: {
+                        size_t n = strv_length(arg_host_paths);
+                        char **l;
+
+                        if (n >= 64)
+                                return log_error_errno(-E2BIG, "At most 64 --host-path= options.");
+                        l = realloc(arg_host_paths, (n + 2) * sizeof(char *));
+                        if (!l)
+                                return log_oom();
+                        arg_host_paths = l;
+                        if (!(arg_host_paths[n] = strdup(optarg)))
+                                return log_oom();
+                        arg_host_paths[n + 1] = NULL;
+                        break;
+                }
                 case '?':
                         return -EINVAL;
                 default:
@@ -598,6 +634,7 @@ int main(int argc, char *argv[]) {
 
 finish:
         strv_free(arg_env);
+        strv_free(arg_host_paths);
         if (arg_key_buf) {
                 explicit_bzero(arg_key_buf, strlen(arg_key_buf));
                 free(arg_key_buf);

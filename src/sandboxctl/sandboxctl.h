@@ -63,6 +63,9 @@ extern const char *arg_exec_mode; /* NULL: sandboxd's default */
 extern int arg_drain; /* 1 start, 0 cancel, -1 show */
 extern size_t arg_max_output;
 extern bool arg_tty;
+extern unsigned arg_jobs;          /* mcp: tool calls at once; 0: the default */
+extern uint64_t arg_kill_grace_ms;  /* mcp: SIGTERM to SIGKILL on cancel; 0: the default */
+extern char **arg_host_paths;       /* mcp: --host-path=DIR[:ro|:rw] as given */
 
 /* A libsandboxd client as the options say (--url/--key, SANDBOXD_URL/SANDBOXD_KEY,
  * --transport, SANDBOXD_TRANSPORT): sandboxd_client_new_bus() for the local sandboxd by

@@ -96,7 +96,7 @@ def test_session_exec_truncation_and_close(api):
 
     # failures are results with ok:false, not protocol errors
     assert after["isError"] is True and after["body"]["ok"] is False, after
-    assert after["body"]["error"]["http_status"] == 409 and after["body"]["error"]["kind"] == "conflict", after
+    assert after["body"]["error"]["http_status"] == 409 and after["body"]["error"]["code"] == "session_not_active", after
     assert bad["isError"] is True and "argv" in bad["body"]["error"]["message"], bad
     assert unknown.get("protocolError") or unknown.get("isError"), unknown
 

@@ -180,7 +180,7 @@ def test_resize_and_pipe_commands(api, sid):
     assert snapshot(api, sid, rid)["tty"] == {"rows": 33, "cols": 101}
     assert "33 101" in ok(size)["output"], size
     err = refused(pipe)
-    assert err["code"] == "not_a_terminal" and err["kind"] == "conflict", err
+    assert err["code"] == "not_a_terminal" and err["http_status"] == 409, err
     c = ok(cat)
     assert c["output"] == "hi\t\x1b[A" and c["exit"]["exit_code"] == 0, c
 
