@@ -34,7 +34,16 @@ const exec = (argv, options = {}, extra = {}) =>
 
 const out = { scenario };
 
-if (scenario === "ping") {
+if (scenario === "pings") {
+    // pings with nothing else in flight: the baseline of "ping"
+    out.pings = [];
+    for (let i = 0; i < (args.pings ?? 5); i++) {
+        const t = now();
+        await client.ping();
+        out.pings.push({ ms: now() - t });
+        await sleep(50);
+    }
+} else if (scenario === "ping") {
     // pings while a long call runs: each answer's latency, and whether the call was still running
     let done = false;
     const t0 = now();
