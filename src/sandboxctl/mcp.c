@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -553,6 +554,29 @@ static void cancel(json_object *params) {
         job_free(dropped);
 }
 
+/* Told to stop (SIGTERM, as an MCP client does after closing stdin): waiting calls are
+ * dropped, running ones cancelled, so that their commands stop too. */
+static void cancel_all(void) {
+        Job *dropped;
+
+        pthread_mutex_lock(&lock);
+        dropped = queue_head;
+        queue_head = queue_tail = NULL;
+        queue_len = 0;
+        for (Job *j = running_jobs; j; j = j->next) {
+                atomic_store(&j->cancelled, true);
+                (void) eventfd_write(j->cancel_fd, 1);
+        }
+        quitting = true;
+        pthread_cond_broadcast(&work);
+        pthread_mutex_unlock(&lock);
+        while (dropped) {
+                Job *next = dropped->next;
+                job_free(dropped);
+                dropped = next;
+        }
+}
+
 /* --- what the main thread answers ----------------------------------------------------------- */
 
 static const char instructions[] =
@@ -683,8 +707,8 @@ static int parse_host_paths(void) {
 }
 
 /* Reads one line of at most MCP_LINE_MAX from fd into *b (without the newline): 1, 0 at the
- * end, or -E2BIG for a longer one (skipped to its end). */
-static int read_line(int fd, Buf *b, Buf *rest) {
+ * end, -E2BIG for a longer one (skipped to its end), -EINTR when sig_fd (a signalfd) fired. */
+static int read_line(int fd, int sig_fd, Buf *b, Buf *rest) {
         bool skipping = false;
 
         b->len = 0;
@@ -710,6 +734,17 @@ static int read_line(int fd, Buf *b, Buf *rest) {
                 rest->len = 0;
                 if (buf_reserve(rest, 64 * 1024) < 0)
                         return -ENOMEM;
+                {
+                        struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = sig_fd, .events = POLLIN } };
+
+                        if (poll(p, 2, -1) < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                return -errno;
+                        }
+                        if (p[1].revents & POLLIN)
+                                return -EINTR;
+                }
                 k = read(fd, rest->data, 64 * 1024);
                 if (k < 0 && errno == EINTR)
                         continue;
@@ -735,7 +770,8 @@ int verb_mcp(int argc, char *argv[]) {
         pthread_t threads[64];
         unsigned started = 0;
         Buf line = {}, rest = {};
-        int r;
+        int sig_fd = -EBADF, r;
+        sigset_t mask;
 
         (void) argc;
         (void) argv;
@@ -761,6 +797,22 @@ int verb_mcp(int argc, char *argv[]) {
         }
         /* the protocol owns stdout; everything else goes to stderr */
         (void) signal(SIGPIPE, SIG_IGN);
+        /* SIGTERM, SIGINT, SIGHUP: the client is gone, as when stdin ends (the workers, which
+         * inherit the mask, never take them) */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        r = -pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        if (r >= 0) {
+                sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+                if (sig_fd < 0)
+                        r = -errno;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Setting up signals failed: %m");
+                goto finish;
+        }
         for (; started < jobs; started++) {
                 r = -pthread_create(&threads[started], NULL, worker, clients[started]);
                 if (r < 0) {
@@ -768,7 +820,16 @@ int verb_mcp(int argc, char *argv[]) {
                         goto finish;
                 }
         }
-        while ((r = read_line(STDIN_FILENO, &line, &rest)) != 0) {
+        while ((r = read_line(STDIN_FILENO, sig_fd, &line, &rest)) != 0) {
+                if (r == -EINTR) {
+                        struct signalfd_siginfo si = {};
+
+                        (void) !read(sig_fd, &si, sizeof(si));
+                        log_debug("Signal %u: stopping.", si.ssi_signo);
+                        cancel_all();
+                        r = 0;
+                        break;
+                }
                 if (r == -E2BIG) {
                         send_error(NULL, JSONRPC_INVALID_REQUEST, "Message too long (at most 32 MiB a line).");
                         continue;
@@ -784,7 +845,8 @@ int verb_mcp(int argc, char *argv[]) {
         }
 
 finish:
-        /* stdin ended: the calls in flight are answered, then the workers go */
+        /* stdin ended: the calls read so far are answered, then the workers go (after a
+         * signal, cancel_all() has cancelled them) */
         pthread_mutex_lock(&lock);
         quitting = true;
         pthread_cond_broadcast(&work);
@@ -800,5 +862,6 @@ finish:
         json_object_put(tools_list_json);
         buf_done(&line);
         buf_done(&rest);
+        safe_close(sig_fd);
         return r < 0 ? r : 0;
 }

@@ -10,6 +10,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import time
 
@@ -170,6 +171,30 @@ def test_cancel_of_a_waiting_call_runs_nothing(api, sid):
     assert [c["argv"] for c in commands(api, sid)] == [["sleep", "2"], ["echo", "after"]]
 
 
+def test_sigterm_stops_the_calls_and_their_commands(api, sid):
+    with RawServer() as srv:
+        srv.initialize()
+        srv.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["sleep", "100"]}}})
+        rid = wait_for(lambda: next((c["request_id"] for c in commands(api, sid) if c["status"] == "running"), None),
+                       timeout=30, what="the command to run")
+        srv.p.send_signal(signal.SIGTERM)
+        assert srv.p.wait(timeout=30) == 0
+    snap = snapshot(api, sid, rid)
+    assert snap["status"] != "running" and snap["signal"] == "SIGTERM", snap
+
+
+def test_end_of_input_answers_the_calls_read(api, sid):
+    with RawServer() as srv:
+        srv.initialize()
+        srv.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "sandbox_exec", "arguments": {"session_id": sid, "command": "sleep 1; echo x"}}})
+        srv.p.stdin.close()
+        msgs = srv.read_until(lambda m: m.get("id") == 1, timeout=60)
+        assert srv.p.wait(timeout=30) == 0
+    assert msgs[-1]["result"]["structuredContent"]["data"]["stdout"] == "x\n", msgs
+
+
 def test_default_timeout_flag(api, sid):
     with RawServer("--timeout=1s") as srv:
         srv.initialize()
@@ -237,7 +262,7 @@ class RawServer:
     def __exit__(self, *exc):
         try:
             self.p.stdin.close()
-        except BrokenPipeError:
+        except (BrokenPipeError, ValueError):
             pass
         try:
             self.p.wait(timeout=60)
