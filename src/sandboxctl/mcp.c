@@ -27,7 +27,7 @@
 
 #define MCP_LATEST_VERSION "2025-11-25"
 /* newest first: initialize answers with the client's version when it is one of these */
-static const char *const mcp_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
+static const char *const mcp_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07" };
 
 #define JSONRPC_PARSE_ERROR -32700
 #define JSONRPC_INVALID_REQUEST -32600
