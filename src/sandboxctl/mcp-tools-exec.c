@@ -124,6 +124,11 @@ static int exec_in(McpCall *c, const char *session, json_object *args, json_obje
         if (spec.timeout_ms == 0)
                 spec.timeout_ms = c->config->timeout_ms;
         r = exec_spec_start(c->client, session, &spec, &rid);
+        if (r < 0 && mcp_call_cancelled(c)) {
+                /* it may have been accepted before the cancellation cut the answer short */
+                (void) mcp_call_stop_command(c, session, spec.request_id);
+                goto finish;
+        }
         if (r < 0) {
                 r = tool_fail_client(c, e, r, "Starting the command failed");
                 goto finish;

@@ -267,8 +267,8 @@ int mcp_call_stop_command(McpCall *c, const char *session, const char *request_i
                                 r = sandboxd_command_wait(c->client, session, request_id, 30 * USEC_PER_SEC, &res);
                 }
         }
-        if (r == -ESRCH || r == -EBUSY)
-                r = 0; /* it had ended already */
+        if (r == -ESRCH || r == -EBUSY || r == -ENOENT)
+                r = 0; /* it had ended already, or never began */
         sandboxd_result_free(res);
         (void) sandboxd_client_set_wakeup(c->client, j->epoll_fd, on_wakeup, j);
         if (r < 0)
