@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // An MCP client made with the official SDK (@modelcontextprotocol/sdk): it starts
 // `sandboxctl mcp` over stdio, lists the tools, calls the ones named on the command line
-// and prints what it got as one JSON object. Run by test_mcp.py:
+// and prints what it got as one JSON object (with the protocol version it negotiated). Run by test_mcp.py:
 //
 //   node mcp-client.mjs SDK_DIR SANDBOXCTL CALLS_JSON [ARGS_FOR_SANDBOXCTL_MCP...]
 //
@@ -25,9 +25,14 @@ const transport = new StdioClientTransport({
     stderr: "inherit",
 });
 const client = new Client({ name: "sandboxd-integration-test", version: "1.0.0" });
+// the SDK keeps the negotiated version to itself: it hands it to a transport that asks
+// (the HTTP ones, for their header), so ask as one
+let protocolVersion = null;
+transport.setProtocolVersion = (v) => { protocolVersion = v; };
 await client.connect(transport);
 
 const out = {
+    protocolVersion,
     server: client.getServerVersion(),
     capabilities: client.getServerCapabilities(),
     tools: (await client.listTools()).tools,
