@@ -577,6 +577,85 @@ static void cancel_all(void) {
         }
 }
 
+/* --- prompts ------------------------------------------------------------------------------ */
+
+static const char prompts_json[] =
+        "[{\"name\":\"sandbox_task\",\"title\":\"Do a task in a sandbox\","
+        "\"description\":\"Carry out a task (write code, run it, test it) in a sandboxd session, and close it.\","
+        "\"arguments\":[{\"name\":\"task\",\"description\":\"what to do\",\"required\":true},"
+        "{\"name\":\"workspace\",\"description\":\"the workspace to keep files in (default: the server's)\","
+        "\"required\":false}]},"
+        "{\"name\":\"sandbox_overview\",\"title\":\"What the sandbox offers\","
+        "\"description\":\"Look at sandboxd's runtime and policy and say what commands in a sandbox can do.\","
+        "\"arguments\":[]}]";
+
+/* prompts/get: NULL with *rpc set for a protocol error */
+static json_object *handle_prompts_get(json_object *params, McpRpcError *rpc) {
+        _cleanup_(json_object_putp) json_object *res = json_object_new_object();
+        json_object *name = NULL, *args = NULL, *v, *messages = json_object_new_array(),
+                    *msg = json_object_new_object(), *content = json_object_new_object();
+        const char *task = NULL, *ws = NULL;
+        _cleanup_free_ char *text = NULL;
+        bool oom = false;
+
+        if (!params || !json_object_object_get_ex(params, "name", &name) || !json_object_is_type(name, json_type_string)) {
+                *rpc = (McpRpcError) { JSONRPC_INVALID_PARAMS, "prompts/get needs a prompt name." };
+                goto fail;
+        }
+        if (json_object_object_get_ex(params, "arguments", &args) && !json_object_is_type(args, json_type_object))
+                args = NULL;
+        if (args && json_object_object_get_ex(args, "task", &v) && json_object_is_type(v, json_type_string))
+                task = json_object_get_string(v);
+        if (args && json_object_object_get_ex(args, "workspace", &v) && json_object_is_type(v, json_type_string))
+                ws = json_object_get_string(v);
+        if (streq(json_object_get_string(name), "sandbox_task")) {
+                if (!task || !*task || strlen(task) > 65536) {
+                        *rpc = (McpRpcError) { JSONRPC_INVALID_PARAMS,
+                                               "sandbox_task needs the argument task (1 to 65536 bytes)." };
+                        goto fail;
+                }
+                if (ws && !workspace_name_is_valid(ws)) {
+                        *rpc = (McpRpcError) { JSONRPC_INVALID_PARAMS,
+                                               "workspace must match ^[a-z0-9_-]{1,64}$." };
+                        goto fail;
+                }
+                if (asprintf(&text,
+                             "Do this task in a sandbox of sandboxd, with its tools:\n\n%s\n\n"
+                             "Create a session with sandbox_create_session (workspace \"%s\"); write files with "
+                             "sandbox_write_file (paths relative to the workspace) and run commands with sandbox_exec. "
+                             "For anything that may take longer than %llu seconds, start it with sandbox_exec_start "
+                             "and follow it with sandbox_exec_poll. Read the result of each command (status, "
+                             "exit_code, stdout, stderr) before the next step. When you are done, say what you did "
+                             "and what the commands reported, and close the session with sandbox_close_session.",
+                             task, ws ?: config.workspace, (unsigned long long) (config.timeout_ms / 1000)) < 0) {
+                        text = NULL;
+                        oom = true;
+                }
+        } else if (streq(json_object_get_string(name), "sandbox_overview")) {
+                text = strdup("Call sandbox_health, and read the resources sandboxd://runtime and sandboxd://policy. "
+                              "Then say in a few lines what a command in a sandbox can do here: the network it has "
+                              "(by network mode), its limits (memory, CPU, tasks, time), where its files persist, and "
+                              "what the exec modes are.");
+                oom = !text;
+        } else {
+                *rpc = (McpRpcError) { JSONRPC_INVALID_PARAMS, "" };
+                snprintf(rpc->message, sizeof(rpc->message), "Unknown prompt: %.200s", json_object_get_string(name));
+                goto fail;
+        }
+        json_put(content, "type", json_object_new_string("text"), &oom);
+        json_put(content, "text", text ? json_object_new_string(text) : NULL, &oom);
+        json_put(msg, "role", json_object_new_string("user"), &oom);
+        json_put(msg, "content", content, &oom);
+        json_push(messages, msg, &oom);
+        json_put(res, "messages", messages, &oom);
+        return oom ? NULL : TAKE_PTR(res);
+fail:
+        json_object_put(messages);
+        json_object_put(msg);
+        json_object_put(content);
+        return NULL;
+}
+
 /* --- what the main thread answers ----------------------------------------------------------- */
 
 static const char instructions[] =
@@ -667,7 +746,16 @@ static void handle_message(const char *line, size_t n) {
         else if (streq(name, "tools/list"))
                 send_result(id, result_with("tools", json_object_get(tools_list_json)));
         else if (streq(name, "prompts/list"))
-                send_result(id, result_with("prompts", json_object_new_array()));
+                send_result(id, result_with("prompts", json_tokener_parse(prompts_json)));
+        else if (streq(name, "prompts/get")) {
+                McpRpcError rpc = {};
+                json_object *res = handle_prompts_get(params, &rpc);
+
+                if (!res && rpc.code != 0)
+                        send_error(id, rpc.code, rpc.message);
+                else
+                        send_result(id, res);
+        }
         else if (streq(name, "logging/setLevel"))
                 send_result(id, json_object_new_object());
         else if (method_is_pooled(name))

@@ -239,12 +239,25 @@ def test_prompts_and_capabilities():
     with RawServer() as srv:
         init = srv.initialize()
         srv.send({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"})
-        msgs = srv.read_until(lambda m: m.get("id") == 2, timeout=30)
+        srv.send({"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
+                  "params": {"name": "sandbox_task", "arguments": {"task": "print 6*7 in Python", "workspace": "w1"}}})
+        srv.send({"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {"name": "sandbox_task"}})
+        srv.send({"jsonrpc": "2.0", "id": 5, "method": "prompts/get",
+                  "params": {"name": "sandbox_task", "arguments": {"task": "x", "workspace": "../w"}}})
+        srv.send({"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "no_such_prompt"}})
+        srv.send({"jsonrpc": "2.0", "id": 7, "method": "prompts/get", "params": {"name": "sandbox_overview"}})
+        msgs = srv.read_until(lambda m: m.get("id") == 7, timeout=30)
     caps = init["result"]["capabilities"]
     assert set(caps) >= {"tools", "resources", "prompts"}, caps
     assert caps["resources"] == {"subscribe": True, "listChanged": True}, caps
     assert "proxy" in init["result"]["instructions"] and "no network" not in init["result"]["instructions"]
-    assert msgs[-1]["result"] == {"prompts": []}, msgs
+    by_id = {m["id"]: m for m in msgs}
+    assert [p["name"] for p in by_id[2]["result"]["prompts"]] == ["sandbox_task", "sandbox_overview"], msgs
+    text = by_id[3]["result"]["messages"][0]["content"]["text"]
+    assert "print 6*7 in Python" in text and '"w1"' in text and "sandbox_exec_start" in text, text
+    for i in (4, 5, 6):
+        assert by_id[i]["error"]["code"] == -32602, by_id[i]
+    assert "sandbox_health" in by_id[7]["result"]["messages"][0]["content"]["text"], by_id[7]
 
 
 class RawServer:
