@@ -100,14 +100,14 @@ int url_file(Buf *b, const sandboxd_client *c, const char *session, const char *
                 seg = strndup(p, n);
                 if (!seg)
                         return -ENOMEM;
-                /* ".." would be resolved away by the HTTP stack before sandboxd sees it */
-                if (streq(seg, ".."))
-                        return -EINVAL;
+                /* ".." is sandboxd's to judge, as over D-Bus (it resolves the path beneath the
+                 * workspace: invalid_path for one that climbs out); escaped, so that no HTTP
+                 * stack on the way resolves it away first */
                 if (!streq(seg, ".")) {
                         if (!first)
                                 r = buf_puts(b, "/");
                         if (r >= 0)
-                                r = url_append_escaped(b, seg, false);
+                                r = streq(seg, "..") ? buf_puts(b, "%2E%2E") : url_append_escaped(b, seg, false);
                         first = false;
                 }
                 p += n;

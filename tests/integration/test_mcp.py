@@ -139,7 +139,7 @@ def test_file_tools(api):
     out = mcp([
         {"name": "sandbox_create_session", "arguments": {"user": user, "workspace": "files"}},
         {"name": "sandbox_write_file", "arguments": {"session_id": "$session", "path": "notes/a.txt",
-                                                     "content": "written by mcp\n"}},
+                                                     "content": "written by mcp\n", "make_parents": True}},
         {"name": "sandbox_exec", "arguments": {"session_id": "$session", "argv": ["cat", "notes/a.txt"]}},
         {"name": "sandbox_write_file", "arguments": {"session_id": "$session", "path": "b.bin",
                                                      "content": "/wA=", "encoding": "base64"}},

@@ -8,6 +8,7 @@ listing {"entries":[{name,type,size,mode,mtime}],"truncated":..}, ?stat, ?mkdir,
 
 usage: test-files-client.py SANDBOXCTL"""
 
+import base64
 import json
 import os
 import shutil
@@ -249,9 +250,15 @@ try:
         {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sandbox_list_files", "arguments": {
             "session_id": SID, "path": "dir"}}},
         {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "sandbox_read_file", "arguments": {
-            "session_id": SID, "path": "in.bin", "max_bytes": 10}}},
+            "session_id": SID, "path": "in.bin", "offset": 5, "length": 10, "encoding": "base64"}}},
         {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "sandbox_read_file", "arguments": {
             "session_id": SID, "path": "dir"}}},
+        {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "sandbox_write_file", "arguments": {
+            "session_id": SID, "path": "/abs.txt", "content": "x"}}},
+        {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "sandbox_write_file", "arguments": {
+            "session_id": SID, "path": "mcp/../x", "content": "x"}}},
+        {"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "sandbox_write_file", "arguments": {
+            "session_id": SID, "path": "no/such/x", "content": "x"}}},
     ]
     p = subprocess.run([sandboxctl, "--url=unix:" + sock, "mcp"], input="".join(json.dumps(m) + "\n" for m in msgs),
                        capture_output=True, text=True, timeout=60)
@@ -266,8 +273,14 @@ try:
     names = {e["name"]: e for e in body(7)["data"]["entries"]}
     check(set(names) == {"in.bin", "note.txt"} and names["note.txt"]["type"] == "file"
           and names["note.txt"]["size"] == 6, "mcp: list a directory %r" % body(7))
-    check(body(8)["ok"] is False and body(8)["error"]["kind"] == "too_large", "mcp: max_bytes %r" % body(8))
+    check(body(8)["ok"] and body(8)["data"]["returned_bytes"] == 10 and body(8)["data"]["size"] == len(data)
+          and base64.b64decode(body(8)["data"]["content_b64"]) == data[5:15], "mcp: a range %r" % body(8))
     check(body(9)["ok"] is False and "directory" in body(9)["error"]["message"], "mcp: reading a directory")
+    check(body(10)["ok"] is False and body(10)["error"]["code"] == "invalid_path"
+          and not os.path.exists(os.path.join(ws, "abs.txt")), "mcp: an absolute path is refused %r" % body(10))
+    check(body(11)["ok"] is False and body(11)["error"]["code"] == "invalid_path", "mcp: '..' goes to sandboxd %r" % body(11))
+    check(body(12)["ok"] is False and body(12)["error"]["code"] == "not_found"
+          and not os.path.exists(os.path.join(ws, "no")), "mcp: no parents made unasked %r" % body(12))
     server.shutdown()
 finally:
     shutil.rmtree(tmp, ignore_errors=True)

@@ -346,7 +346,11 @@ static void test_urls(void) {
         ASSERT(url_file(&b, &c, "s1", "/") == 0);
         ASSERT_STREQ(b.data, "http://localhost/v1/sessions/s1/files/");
         buf_done(&b);
-        ASSERT(url_file(&b, &c, "s1", "a/../b") == -EINVAL);
+        ASSERT(url_file(&b, &c, "s1", "a/../b") == 0);
+        ASSERT_STREQ(b.data, "http://localhost/v1/sessions/s1/files/a/%2E%2E/b");
+        buf_done(&b);
+        ASSERT(url_file(&b, &c, "s1", "../x") == 0);
+        ASSERT_STREQ(b.data, "http://localhost/v1/sessions/s1/files/%2E%2E/x");
         buf_done(&b);
         ASSERT(url_file(&b, &c, "s1", "a/..b") == 0);
         ASSERT_STREQ(b.data, "http://localhost/v1/sessions/s1/files/a/..b");
