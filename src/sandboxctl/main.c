@@ -462,7 +462,9 @@ static int exec_from_spec(sandboxd_client *c, const ExecSpec *s, sandboxd_exec *
         }
         if (r >= 0 && s->timeout_ms > 0)
                 r = sandboxd_exec_set_timeout_ms(e, s->timeout_ms);
-        if (r >= 0 && s->has_stdin)
+        if (r >= 0 && s->stdin_stream && s->tty_rows == 0)
+                r = sandboxd_exec_set_stdin_stream(e, true);
+        else if (r >= 0 && s->has_stdin)
                 r = sandboxd_exec_set_stdin(e, s->stdin_data, s->stdin_size);
         if (r >= 0 && s->request_id)
                 r = sandboxd_exec_set_request_id(e, s->request_id);

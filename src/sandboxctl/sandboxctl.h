@@ -15,6 +15,7 @@ typedef struct ExecSpec {
         char *stdin_data;    /* all of stdin at once, when has_stdin */
         size_t stdin_size;
         bool has_stdin;
+        bool stdin_stream;   /* stdin stays open for sandboxd_command_write_stdin() (not with has_stdin) */
         char *request_id;    /* always set by the verbs: they need it to send signals */
         bool events;         /* the caller prints sandboxd's events (--json); else, over D-Bus, the
                               * output goes to our stdout and stderr (sandboxd_exec_set_output_fds()) */

@@ -8,6 +8,9 @@
 // CALLS_JSON is a list of {"name": tool, "arguments": {...}}; an argument value
 // "$session" is replaced by the session id of the last result that had one, and "$N.key"
 // by the value of key in the data of the result of call N (from 0), e.g. "$0.request_id".
+// A call may also say "progress": true (its notifications/progress are collected in the
+// call's "progress"), and "cancel_after_ms": N (the SDK cancels it after N ms: it sends
+// notifications/cancelled, and the call ends as a protocolError).
 
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -47,11 +50,19 @@ for (const call of JSON.parse(callsJson)) {
     };
     const args = Object.fromEntries(Object.entries(call.arguments ?? {}).map(
         ([k, v]) => [k, v === "$session" ? session : earlier(v)]));
+    const progress = [];
+    const options = {};
+    if (call.progress)
+        options.onprogress = (p) => progress.push(p);
+    if (call.cancel_after_ms)
+        options.signal = AbortSignal.timeout(call.cancel_after_ms);
+    const began = Date.now();
     let result;
     try {
-        result = await client.callTool({ name: call.name, arguments: args });
+        result = await client.callTool({ name: call.name, arguments: args }, undefined, options);
     } catch (e) {
-        out.calls.push({ name: call.name, protocolError: { code: e.code, message: e.message } });
+        out.calls.push({ name: call.name, protocolError: { code: e.code, message: e.message }, progress,
+                         ms: Date.now() - began });
         continue;
     }
     const text = result.content?.[0]?.text;
@@ -59,7 +70,8 @@ for (const call of JSON.parse(callsJson)) {
     const id = body?.data?.session_id ?? (call.name === "sandbox_create_session" ? body?.data?.id : undefined);
     if (id)
         session = id;
-    out.calls.push({ name: call.name, isError: result.isError ?? false, body, structured: result.structuredContent });
+    out.calls.push({ name: call.name, isError: result.isError ?? false, body, structured: result.structuredContent,
+                     progress, ms: Date.now() - began });
 }
 
 await client.close();
