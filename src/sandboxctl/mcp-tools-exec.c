@@ -365,8 +365,7 @@ static int tool_run(McpCall *c, json_object *args, json_object **ret, ToolError 
                 int k;
 
                 if (mcp_call_cancelled(c))
-                        /* the call's wakeup would cut this short: what is left is cleaning up */
-                        (void) sandboxd_client_set_wakeup(c->client, -1, NULL, NULL);
+                        mcp_call_cleanup_begin(c); /* what is left is cleaning up */
                 k = sandboxd_session_close(c->client, s->id, false, NULL);
                 if (k < 0)
                         log_warning_errno(k, "Closing session %s that sandbox_run created failed: %s", s->id,

@@ -247,13 +247,19 @@ int mcp_call_watch(McpCall *c, int fd, sandboxd_wakeup_fn fn, void *userdata) {
         return 0;
 }
 
-int mcp_call_stop_command(McpCall *c, const char *session, const char *request_id) {
+void mcp_call_cleanup_begin(McpCall *c) {
         Job *j = job_of(c);
+
+        /* the cancellation stays readable: out of the wakeup, it cuts no more calls short */
+        if (j->cancel_fd >= 0)
+                (void) epoll_ctl(j->epoll_fd, EPOLL_CTL_DEL, j->cancel_fd, NULL);
+}
+
+int mcp_call_stop_command(McpCall *c, const char *session, const char *request_id) {
         sandboxd_result *res = NULL;
         int r;
 
-        /* the wakeup would cut these calls short: the cancellation stays readable */
-        (void) sandboxd_client_set_wakeup(c->client, -1, NULL, NULL);
+        mcp_call_cleanup_begin(c);
         r = sandboxd_command_signal(c->client, session, request_id, SIGTERM);
         if (r >= 0) {
                 r = sandboxd_command_wait(c->client, session, request_id, config.kill_grace_ms * USEC_PER_MSEC, &res);
@@ -270,7 +276,6 @@ int mcp_call_stop_command(McpCall *c, const char *session, const char *request_i
         if (r == -ESRCH || r == -EBUSY || r == -ENOENT)
                 r = 0; /* it had ended already, or never began */
         sandboxd_result_free(res);
-        (void) sandboxd_client_set_wakeup(c->client, j->epoll_fd, on_wakeup, j);
         if (r < 0)
                 log_warning_errno(r, "Stopping command %s of a cancelled call failed: %m", request_id);
         return r;

@@ -64,6 +64,10 @@ void mcp_call_progress(McpCall *c, uint64_t output_bytes);
  * fd < 0 removes the one set before. */
 int mcp_call_watch(McpCall *c, int fd, sandboxd_wakeup_fn fn, void *userdata);
 
+/* After a cancellation, before the tool cleans up (stops a command, closes a session it
+ * made): libsandboxd calls on c->client then no longer end at once with -ECANCELED. */
+void mcp_call_cleanup_begin(McpCall *c);
+
 /* A command of this call must not outlive it (cancelled, or the tool gave up): SIGTERM,
  * SIGKILL after config->kill_grace_ms, and wait (bounded) until it has ended. */
 int mcp_call_stop_command(McpCall *c, const char *session, const char *request_id);
