@@ -173,11 +173,14 @@ bool mcp_call_cancelled(McpCall *c) {
 }
 
 static void progress_send(Job *j, uint64_t now) {
-        json_object *p = json_object_new_object();
+        json_object *p;
         double secs = (double) (now - j->begin_usec) / USEC_PER_SEC;
         char msg[128];
         bool oom = false;
 
+        if (atomic_load(&j->cancelled))
+                return; /* the client has forgotten the token */
+        p = json_object_new_object();
         j->last_progress_usec = now;
         snprintf(msg, sizeof(msg), "running for %.1f s, %llu bytes of output", secs,
                  (unsigned long long) j->output_bytes);
