@@ -25,6 +25,8 @@ pytestmark = pytest.mark.skipif(not SDK, reason="SANDBOXD_MCP_SDK is not set: ru
 PORT = 8000
 # generous, as in test_mcp_terminal.py: a call returns early once the output was quiet
 WAIT = 30000
+# the host directory the server may copy files from and to (--host-path=), made by the test
+HOST_DIR = "/tmp/sbx-mcp-inspector-host"
 
 
 class Call:
@@ -54,8 +56,33 @@ CALLS = {
     "sandbox_run": Call(
         {"user": "$user", "workspace": "inspector", "command": "echo ran; exit 3"},
         lambda d, c: d["exit_code"] == 3 and d["stdout"] == "ran\n" and d["session_id"] == c["session"]),
+    "sandbox_exec_start": Call(
+        {"session_id": "$session", "argv": ["sh", "-c", "echo started; read x; echo got-$x; exec sleep 100"],
+         "stdin_stream": True},
+        lambda d, c: d["cursor"] == 0 and d["stdin_stream"] is True, save={"exec_rid": "request_id"}),
+    "sandbox_exec_write": Call(
+        {"session_id": "$session", "request_id": "$exec_rid", "input": "v\n"},
+        lambda d, c: d["written_bytes"] == 2),
+    "sandbox_exec_poll": Call(
+        {"session_id": "$session", "request_id": "$exec_rid", "wait_ms": WAIT},
+        lambda d, c: d["stdout"].startswith("started\n") and d["running"] is True),
+    "sandbox_read_output": Call(
+        {"session_id": "$session", "request_id": "$exec_rid", "follow_ms": WAIT},
+        lambda d, c: "started\n" in d["stdout"]),
+    "sandbox_exec_signal": Call(
+        {"session_id": "$session", "request_id": "$exec_rid", "signal": "SIGTERM"},
+        lambda d, c: d["signal"] == "SIGTERM"),
+    "sandbox_exec_close": Call(
+        {"session_id": "$session", "request_id": "$exec_rid"},
+        lambda d, c: d["status"] != "running" and d["stdout"] == "started\ngot-v\n"),
+    "sandbox_wait": Call(
+        {"session_id": "$session", "request_id": "$exec_rid", "timeout_ms": 10000},
+        lambda d, c: d["running"] is False and d["signal"] == "SIGTERM"),
+    "sandbox_list_commands": Call(
+        {"session_id": "$session"},
+        lambda d, c: c["exec_rid"] in [x["request_id"] for x in d["commands"]]),
     "sandbox_write_file": Call(
-        {"session_id": "$session", "path": "dir/a.txt", "content": "inspected\n"},
+        {"session_id": "$session", "path": "dir/a.txt", "content": "inspected\n", "make_parents": True},
         lambda d, c: d["bytes"] == 10),
     "sandbox_read_file": Call(
         {"session_id": "$session", "path": "dir/a.txt"},
@@ -63,6 +90,27 @@ CALLS = {
     "sandbox_list_files": Call(
         {"session_id": "$session", "path": "dir"},
         lambda d, c: names(d["entries"]) == ["a.txt"]),
+    "sandbox_stat": Call(
+        {"session_id": "$session", "path": "dir/a.txt"},
+        lambda d, c: d["size"] == 10),
+    "sandbox_mkdir": Call(
+        {"session_id": "$session", "path": "made"},
+        lambda d, c: d is not None),
+    "sandbox_copy": Call(
+        {"session_id": "$session", "from": "dir/a.txt", "to": "made/b.txt"},
+        lambda d, c: d is not None),
+    "sandbox_move": Call(
+        {"session_id": "$session", "from": "made/b.txt", "to": "made/c.txt"},
+        lambda d, c: d is not None),
+    "sandbox_copy_to_host": Call(
+        {"session_id": "$session", "path": "made/c.txt", "host_path": HOST_DIR + "/out.txt"},
+        lambda d, c: open(HOST_DIR + "/out.txt").read() == "inspected\n"),
+    "sandbox_copy_from_host": Call(
+        {"session_id": "$session", "host_path": HOST_DIR + "/out.txt", "path": "made/back.txt"},
+        lambda d, c: d is not None),
+    "sandbox_remove": Call(
+        {"session_id": "$session", "path": "made", "recursive": True, "confirm": True},
+        lambda d, c: d is not None),
     "sandbox_expose_port": Call(
         {"session_id": "$session", "port": PORT},
         lambda d, c: d["port"] == PORT and d["socket"].endswith("/%s/%d.sock" % (c["session"], PORT))),
@@ -93,11 +141,13 @@ def inspector(method, *args, check=True):
     (check), or the CompletedProcess (not check)."""
     node = shutil.which("node")
     assert node, "node is not installed"
+    os.makedirs(HOST_DIR, exist_ok=True)  # --host-path= wants it there
     pkg = os.path.join(SDK, "node_modules/@modelcontextprotocol/inspector-cli")
     assert os.path.isdir(pkg), "the MCP Inspector CLI is missing in %s (tools/dev installs it)" % SDK
     # in its build directory: the CLI finds its own package.json relative to the working
     # directory (../package.json), or fails
-    p = subprocess.run([node, os.path.join(pkg, "build/cli.js"), "--cli", SANDBOXCTL, "mcp", "--method", method]
+    p = subprocess.run([node, os.path.join(pkg, "build/cli.js"), "--cli", SANDBOXCTL, "mcp",
+                        "--host-path=%s:rw" % HOST_DIR, "--method", method]
                        + list(args), cwd=os.path.join(pkg, "build"), capture_output=True, text=True, timeout=180,
                        env={"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "HOME": "/root"})
     if not check:
@@ -143,6 +193,8 @@ def test_every_listed_tool_has_a_call(listed):
 
 @pytest.mark.time_limit(600)
 def test_call_every_tool(api, listed):
+    for f in os.listdir(HOST_DIR) if os.path.isdir(HOST_DIR) else []:
+        os.unlink(os.path.join(HOST_DIR, f))
     user = unique_user()
     ctx = {"user": user}
     served = set(names(listed))
