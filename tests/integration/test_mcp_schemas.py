@@ -221,7 +221,8 @@ def results(api, versions):
             call("sandbox_list_sessions", {"user": user})
             call("sandbox_exec", {"session_id": sid, "argv": ["sh", "-c", "echo out; echo err >&2; exit 2"]})
             call("sandbox_run", {"user": user, "workspace": "schemas", "command": "echo run"})
-            call("sandbox_write_file", {"session_id": sid, "path": "d/f.txt", "content": "text\n"})
+            call("sandbox_write_file", {"session_id": sid, "path": "d/f.txt", "content": "text\n",
+                                        "make_parents": True})
             call("sandbox_read_file", {"session_id": sid, "path": "d/f.txt"})
             call("sandbox_list_files", {"session_id": sid, "path": "d"})
             call("sandbox_list_ports", {"session_id": sid})
