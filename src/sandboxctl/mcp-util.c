@@ -265,3 +265,29 @@ int scope_of(McpCall *c, json_object *args, const char **ret_user, const char **
         *ret_ws = ws;
         return 0;
 }
+
+/* The server's own configuration (the flags of sandboxctl mcp), as sandbox_health and the
+ * resource sandboxd://runtime show it; NULL when out of memory. */
+json_object *server_config_data(const McpConfig *config, sandboxd_client *client) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        json_object *paths = json_object_new_array();
+        bool oom = false;
+
+        json_put(o, "name", json_object_new_string("sandboxctl"), &oom);
+        json_put(o, "version", json_object_new_string(PROJECT_VERSION), &oom);
+        json_put(o, "transport", json_object_new_string(sandboxd_client_is_bus(client) ? "dbus" : "http"), &oom);
+        json_put(o, "user", json_object_new_string(config->user ?: ""), &oom);
+        json_put(o, "workspace", json_object_new_string(config->workspace ?: ""), &oom);
+        json_put(o, "jobs", json_object_new_int64((int64_t) config->jobs), &oom);
+        json_put(o, "timeout_ms", json_object_new_int64((int64_t) config->timeout_ms), &oom);
+        json_put(o, "kill_grace_ms", json_object_new_int64((int64_t) config->kill_grace_ms), &oom);
+        for (size_t i = 0; i < config->n_host_paths; i++) {
+                json_object *p = json_object_new_object();
+
+                json_put(p, "dir", json_object_new_string(config->host_paths[i].dir), &oom);
+                json_put(p, "writable", json_object_new_boolean(config->host_paths[i].writable), &oom);
+                json_push(paths, p, &oom);
+        }
+        json_put(o, "host_paths", paths, &oom);
+        return oom ? NULL : TAKE_PTR(o);
+}

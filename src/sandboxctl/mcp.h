@@ -161,3 +161,6 @@ json_object *exit_data(const sandboxd_result *res, bool *oom);
 json_object *result_data(const sandboxd_result *r, const char *session, size_t max);
 /* a fresh request id "mcp-<16 hex>" */
 int mcp_request_id(char **ret);
+/* the server's configuration (transport, default scope, jobs, timeouts, host paths), as
+ * sandbox_health and sandboxd://runtime show it; NULL: OOM */
+json_object *server_config_data(const McpConfig *config, sandboxd_client *client);
