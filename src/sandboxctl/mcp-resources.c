@@ -648,7 +648,8 @@ static int method_subscribe(McpCall *c, json_object *params, json_object **ret, 
         s->fingerprint = fp;
         s->known = true;
         s->generation = next_generation++;
-        if (set_ok && !set_known) {
+        /* the first subscription (again) takes the baseline of the set of sessions */
+        if (set_ok && (!set_known || n_subs == 1)) {
                 set_fingerprint = set_fp;
                 set_known = true;
         }

@@ -131,35 +131,43 @@ def test_subscriptions_notify(api, sid):
         {"method": "resources/subscribe", "params": {"uri": uri}},                      # 0
         {"method": "resources/subscribe", "params": {"uri": "sandboxd://sessions"}},    # 1
         {"method": "resources/subscribe", "params": {"uri": "sandboxd://policy"}},      # 2
-        {"sleep_ms": 3000},                                                              # 3: quiet: nothing changed
-        {"name": "sandbox_freeze_session", "arguments": {"session_id": sid}},            # 4
-        {"wait": "notifications/resources/updated", "uri": uri, "since": 4, "timeout_ms": 20000},  # 5
-        {"method": "resources/read", "params": {"uri": uri}},                            # 6
-        {"name": "sandbox_thaw_session", "arguments": {"session_id": sid}},              # 7
-        {"name": "sandbox_create_session", "arguments": {"user": user, "workspace": "new"}},  # 8
-        {"wait": "notifications/resources/list_changed", "since": 8, "timeout_ms": 20000},    # 9
-        {"wait": "notifications/resources/updated", "uri": "sandboxd://sessions", "since": 8,
-         "timeout_ms": 20000},                                                           # 10
-        {"method": "resources/unsubscribe", "params": {"uri": uri}},                     # 11
-        {"method": "resources/list", "params": {}},                                      # 12
+        {"method": "resources/subscribe", "params": {"uri": uri}},                      # 3: again: one
+        {"sleep_ms": 3000},                                                              # 4: nothing changed
+        {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["true"]}},    # 5: commands 0 -> 1
+        {"wait": "notifications/resources/updated", "uri": uri, "since": 5, "timeout_ms": 20000},  # 6
+        {"method": "resources/read", "params": {"uri": uri}},                            # 7
+        {"name": "sandbox_freeze_session", "arguments": {"session_id": sid}},            # 8
+        {"wait": "notifications/resources/updated", "uri": uri, "since": 8, "timeout_ms": 20000},  # 9
+        {"name": "sandbox_thaw_session", "arguments": {"session_id": sid}},              # 10
+        {"name": "sandbox_create_session", "arguments": {"user": user, "workspace": "new"}},  # 11
+        {"wait": "notifications/resources/list_changed", "since": 11, "timeout_ms": 20000},   # 12
+        {"wait": "notifications/resources/updated", "uri": "sandboxd://sessions", "since": 11,
+         "timeout_ms": 20000},                                                           # 13
+        {"method": "resources/unsubscribe", "params": {"uri": uri}},                     # 14
+        {"method": "resources/list", "params": {}},                                      # 15
     ])
     calls = out["calls"]
     try:
-        frozen = calls[4]
-        if frozen.get("isError") and frozen["body"]["error"]["code"] == "unsupported":
-            pytest.skip("no cgroup v2 here: sandboxd cannot freeze")
-        for i in (0, 1, 2, 11):
+        for i in (0, 1, 2, 3, 14):
             assert result(calls[i]) == {}, calls[i]
-        assert calls[5]["notification"] == {"method": "notifications/resources/updated", "params": {"uri": uri},
-                                             "after": calls[5]["notification"]["after"]}, calls[5]
-        assert content(calls[6], uri)["frozen"] is True
-        assert calls[9]["notification"] is not None, out["notifications"]
-        assert calls[10]["notification"] is not None, out["notifications"]
-        new_id = calls[8]["body"]["data"]["id"]
-        assert "sandboxd://sessions/" + new_id in {r["uri"] for r in result(calls[12])["resources"]}
-        # nothing for the session before it changed, and never for what did not change
-        early = [n for n in out["notifications"] if n["after"] <= 4 and (n["params"] or {}).get("uri") == uri]
-        assert early == [], out["notifications"]
+        n = calls[6]["notification"]
+        assert n and n["method"] == "notifications/resources/updated" and n["params"] == {"uri": uri}, calls[6]
+        assert content(calls[7], uri)["commands"] == 1
+        if calls[8].get("isError"):  # no cgroup v2: nothing changed, nothing came
+            assert calls[8]["body"]["error"]["code"] == "unsupported", calls[8]
+            assert calls[9]["notification"] is None, out["notifications"]
+        else:
+            assert calls[9]["notification"] is not None, out["notifications"]
+        assert calls[12]["notification"] is not None, out["notifications"]
+        assert calls[13]["notification"] is not None, out["notifications"]
+        new_id = calls[11]["body"]["data"]["id"]
+        assert "sandboxd://sessions/" + new_id in {r["uri"] for r in result(calls[15])["resources"]}
+        # nothing for the session before it changed, one a change (subscribed twice), never for
+        # what did not change
+        mine = [n for n in out["notifications"] if (n["params"] or {}).get("uri") == uri]
+        assert mine and min(n["after"] for n in mine) >= 5, out["notifications"]
+        # the command's start and end at most: not one more for the second subscription
+        assert len([n for n in mine if n["after"] < 8]) <= 2, out["notifications"]
         assert not [n for n in out["notifications"] if (n["params"] or {}).get("uri") == "sandboxd://policy"]
     finally:
         for s in api.get("/v1/sessions?user=" + user).json["sessions"]:

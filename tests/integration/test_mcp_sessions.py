@@ -6,6 +6,8 @@ uses it), checked against what sandboxd's HTTP API says. The SDK validates every
 structuredContent against the tool's outputSchema, so a result that does not match its
 schema fails the client."""
 
+import time
+
 import pytest
 
 from conftest import MAX_CPU_QUOTA, start_command, unique_user, wait_command_running, wait_terminal
@@ -207,39 +209,57 @@ def test_network_lists_over_http(api, user):
     assert [s["workspace"] for s in sessions_of(api, user)] == ["net"]
 
 
-def test_freeze_thaw_and_touch(api, user):
-    s = api.create_session(user, "freeze", ttl_s=600)
+def test_freeze_and_thaw(api, user):
+    s = api.create_session(user, "freeze")
     sid = s["id"]
     out = mcp([
         {"name": "sandbox_freeze_session", "arguments": {"session_id": sid}},
         {"name": "sandbox_session_status", "arguments": {"session_id": sid}},
+        {"name": "sandbox_freeze_session", "arguments": {"session_id": "0123456789abcdef"}},
+        {"name": "sandbox_thaw_session", "arguments": {"session_id": "x"}},
     ])
-    frozen, status = out["calls"]
-    if frozen.get("isError") and frozen["body"]["error"]["code"] == "unsupported":
-        pytest.skip("no cgroup v2 here: sandboxd cannot freeze")
+    frozen, status, unknown, bad = out["calls"]
+    refused(unknown, "not_found", 404)
+    refused(bad, "invalid_value", 400)
+    if frozen.get("isError"):
+        # a host without cgroup v2 (sandboxd-api(7)): refused, and nothing changed
+        refused(frozen, "unsupported", 501, "cgroup v2")
+        assert ok(status)["frozen"] is False and api.get_session(sid)["frozen"] is False
+        out = mcp([{"name": "sandbox_thaw_session", "arguments": {"session_id": sid}}])
+        refused(out["calls"][0], "unsupported", 501)
+        return
     assert ok(frozen)["frozen"] is True and ok(status)["frozen"] is True, frozen
     assert api.get_session(sid)["frozen"] is True
     # a command started while frozen waits for the thaw
     rid = start_command(api, sid, ["sh", "-c", "echo thawed"])["request_id"]
+    time.sleep(1)
+    assert api.get("/v1/sessions/%s/commands/%s" % (sid, rid)).json["terminal"] is False
+    out = mcp([{"name": "sandbox_thaw_session", "arguments": {"session_id": sid}},
+               {"name": "sandbox_thaw_session", "arguments": {"session_id": sid}}])
+    thawed, again = out["calls"]
+    assert ok(thawed)["frozen"] is False and ok(again)["frozen"] is False, thawed
+    assert api.get_session(sid)["frozen"] is False
+    assert wait_terminal(api, sid, rid)["stdout"] == "thawed\n"
 
+
+def test_touch_moves_expiry(api, user):
+    s = api.create_session(user, "touch", ttl_s=600)
+    sid = s["id"]
     out = mcp([
         {"name": "sandbox_session_status", "arguments": {"session_id": sid}},
         {"sleep_ms": 1500},
         {"name": "sandbox_touch_session", "arguments": {"session_id": sid}},
-        {"name": "sandbox_thaw_session", "arguments": {"session_id": sid}},
-        {"name": "sandbox_thaw_session", "arguments": {"session_id": sid}},
         {"name": "sandbox_touch_session", "arguments": {"session_id": "0123456789abcdef"}},
-        {"name": "sandbox_freeze_session", "arguments": {"session_id": "x"}},
+        {"name": "sandbox_touch_session", "arguments": {"session_id": sid, "ttl_s": 5}},
     ])
-    before, _, touched, thawed, again, touch_unknown, freeze_bad = out["calls"]
+    before, _, touched, unknown, extra = out["calls"]
     b, t = ok(before), ok(touched)
     assert t["id"] == sid and t["expires_at_usec"] >= b["expires_at_usec"] + 1000000, (b, t)
     assert t["last_activity_usec"] > b["last_activity_usec"], (b, t)
-    assert ok(thawed)["frozen"] is False and ok(again)["frozen"] is False, thawed
-    assert api.get_session(sid)["frozen"] is False
-    refused(touch_unknown, "not_found", 404)
-    refused(freeze_bad, "invalid_value", 400)
-    assert wait_terminal(api, sid, rid)["stdout"] == "thawed\n"
+    assert t["expires_at_usec"] == t["last_activity_usec"] + 600 * 1000000, t
+    assert api.get_session(sid)["expires_at_usec"] == t["expires_at_usec"]
+    refused(unknown, "not_found", 404)
+    refused(extra, "unknown_field", 400, "ttl_s")
 
 
 @pytest.mark.time_limit(180)
