@@ -656,7 +656,7 @@ const McpTool mcp_session_tools[] = {
           tool_touch_session },
         { "sandbox_session_metrics",
           "\"title\":\"Session usage\""
-          ",\"description\":\"CPU, memory, tasks and disk of a session, from what sandboxd measures of its commands (it samples each running command's cgroup every 200 ms): cpu_usec is the CPU time of the commands sandboxd remembers, running and finished; memory_bytes and tasks are sums over the running commands of each one's peak so far; disk_bytes is the workspace's size, counted in the background. running lists the running commands, the most CPU first (at most 64).\""
+          ",\"description\":\"CPU, memory, tasks and disk of a session, from what sandboxd measures of its commands (it samples each running command's cgroup every 200 ms): cpu_usec is the CPU time of the commands sandboxd remembers, running and finished; memory_bytes and tasks are sums over the running commands of each one's peak so far (0 in exec mode session on a host whose controllers are on cgroup v1, where sandboxd cannot see them while a command runs); disk_bytes is the workspace's size, counted in the background. running lists the running commands, the most CPU first (at most 64).\""
           "," SESSION_ONLY
           "," MCP_OUTPUT("{\"type\":\"object\",\"properties\":{"
                         "\"session_id\":" STR ",\"state\":" STR ",\"frozen\":" BOOL ","
