@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -368,6 +369,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
 
 /* "the system bus (io.sandboxd.sandbox1)", "the unix socket ...", "http://...": for messages */
 static char *client_description = NULL;
+static pthread_mutex_t client_description_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void free_client_description(void) {
         free(client_description);
@@ -413,6 +415,8 @@ int connect_client(sandboxd_client **ret) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to set up the connection to sandboxd: %m");
         }
+        /* the MCP server's watcher of subscriptions connects from a thread of its own */
+        pthread_mutex_lock(&client_description_lock);
         if (!client_description)
                 (void) atexit(free_client_description);
         free(client_description);
@@ -422,8 +426,10 @@ int connect_client(sandboxd_client **ret) {
                 r = asprintf(&client_description, "the unix socket %s", url ? url + 5 : SANDBOXD_DEFAULT_SOCKET);
         else
                 r = asprintf(&client_description, "%s", url);
-        if (r < 0) {
+        if (r < 0)
                 client_description = NULL;
+        pthread_mutex_unlock(&client_description_lock);
+        if (r < 0) {
                 sandboxd_client_free(c);
                 return log_oom();
         }
