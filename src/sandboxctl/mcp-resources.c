@@ -74,8 +74,9 @@ static int rpc_fail(McpRpcError *err, int code, const char *fmt, ...) {
         return -EINVAL;
 }
 
-/* McpRpcError has no data: the uri goes into the message */
+/* the uri goes into the message too, for clients that show only that */
 static int not_found(McpRpcError *err, const char *uri) {
+        snprintf(err->uri, sizeof(err->uri), "%s", uri);
         return rpc_fail(err, RPC_RESOURCE_NOT_FOUND, "Resource not found: %.300s", uri);
 }
 

@@ -135,13 +135,20 @@ static void send_result(json_object *id, json_object *result) {
         send_message(id, oom ? NULL : TAKE_PTR(msg));
 }
 
-static void send_error(json_object *id, int code, const char *message) {
+/* uri: NULL, or the error's data {"uri": uri} */
+static void send_error_data(json_object *id, int code, const char *message, const char *uri) {
         _cleanup_(json_object_putp) json_object *msg = json_object_new_object();
         json_object *err = json_object_new_object();
         bool oom = false;
 
         json_put(err, "code", json_object_new_int(code), &oom);
         json_put(err, "message", json_object_new_string(message), &oom);
+        if (uri) {
+                json_object *data = json_object_new_object();
+
+                json_put(data, "uri", json_object_new_string(uri), &oom);
+                json_put(err, "data", data, &oom);
+        }
         json_put(msg, "jsonrpc", json_object_new_string("2.0"), &oom);
         if (id)
                 json_put(msg, "id", json_object_get(id), &oom);
@@ -149,6 +156,10 @@ static void send_error(json_object *id, int code, const char *message) {
                 json_put_null(msg, "id", &oom);
         json_put(msg, "error", err, &oom);
         send_message(id, oom ? NULL : TAKE_PTR(msg));
+}
+
+static void send_error(json_object *id, int code, const char *message) {
+        send_error_data(id, code, message, NULL);
 }
 
 void mcp_notify(const char *method, json_object *params) {
@@ -466,7 +477,7 @@ static void *worker(void *userdata) {
                 else if (res)
                         send_result(j->id, res);
                 else if (rpc.code != 0)
-                        send_error(j->id, rpc.code, rpc.message);
+                        send_error_data(j->id, rpc.code, rpc.message, rpc.uri[0] ? rpc.uri : NULL);
                 else
                         send_oom(j->id);
                 job_free(j);

@@ -98,6 +98,7 @@ extern const McpTool mcp_file_tools[];
 typedef struct McpRpcError {
         int code;
         char message[512];
+        char uri[512];       /* not empty: sent as the error's data {"uri": ...} */
 } McpRpcError;
 
 typedef int (*mcp_method_fn)(McpCall *c, json_object *params, json_object **ret, McpRpcError *err);

@@ -111,8 +111,9 @@ def test_unknown_resources(api, sid):
         {"method": "resources/read", "params": {"uri": "sandboxd://sessions/" + sid}},
     ])
     nope, unknown_session, bad_id, other, too_long, no_uri, sub_nope, sub_unknown, unsub, fine = out["calls"]
-    rpc_error(nope, NOT_FOUND, "sandboxd://nope")
-    rpc_error(unknown_session, NOT_FOUND, "sandboxd://sessions/0123456789abcdef")
+    assert rpc_error(nope, NOT_FOUND, "sandboxd://nope")["data"] == {"uri": "sandboxd://nope"}, nope
+    assert rpc_error(unknown_session, NOT_FOUND, "sandboxd://sessions/0123456789abcdef")["data"] == {
+        "uri": "sandboxd://sessions/0123456789abcdef"}, unknown_session
     rpc_error(bad_id, NOT_FOUND, "sandboxd://sessions/xyz")
     rpc_error(other, NOT_FOUND, "file:///etc/passwd")
     rpc_error(too_long, -32602, "256")
