@@ -761,14 +761,33 @@ static int json_to_variant(sd_bus_message *m, const char *key, json_object *v) {
                 r = sd_bus_message_append(m, "v", "s", json_object_get_string(v));
         else if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0)
                 r = sd_bus_message_append(m, "v", "t", (uint64_t) json_object_get_int64(v));
-        else
+        else if (json_object_is_type(v, json_type_array)) {
+                /* a list of strings: "as" */
+                size_t n = json_object_array_length(v);
+
+                r = sd_bus_message_open_container(m, 'v', "as");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'a', "s");
+                for (size_t i = 0; r >= 0 && i < n; i++) {
+                        json_object *item = json_object_array_get_idx(v, i);
+
+                        if (!json_object_is_type(item, json_type_string))
+                                return -EINVAL;
+                        r = sd_bus_message_append(m, "s", json_object_get_string(item));
+                }
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        } else
                 return -EINVAL;
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(m);
 }
 
-/* The options of POST /v1/sessions ({"limits":{...},"ttl_s":N,"network":"none","exec_mode":"session"}) as a{sv}. */
+/* The options of POST /v1/sessions ({"limits":{...},"ttl_s":N,"network":{"mode","deny","allow"} or
+ * "MODE","exec_mode":"session"}) as a{sv}. */
 static int append_session_options(sd_bus_message *m, const char *options_json) {
         json_object *o = NULL;
         int r;
@@ -786,6 +805,22 @@ static int append_session_options(sd_bus_message *m, const char *options_json) {
                         if (streq(key, "limits") && json_object_is_type(v, json_type_object)) {
                                 json_object_object_foreach(v, lk, lv) {
                                         r = json_to_variant(m, lk, lv);
+                                        if (r < 0)
+                                                break;
+                                }
+                        } else if (streq(key, "network") && json_object_is_type(v, json_type_object)) {
+                                /* {"mode", "deny", "allow"}: the options network, network_deny and
+                                 * network_allow of CreateSession */
+                                r = 0;
+                                json_object_object_foreach(v, nk, nv) {
+                                        char name[32];
+
+                                        if (!streq(nk, "mode") && !streq(nk, "deny") && !streq(nk, "allow")) {
+                                                r = -EINVAL;
+                                                break;
+                                        }
+                                        snprintf(name, sizeof(name), streq(nk, "mode") ? "network" : "network_%s", nk);
+                                        r = json_to_variant(m, name, nv);
                                         if (r < 0)
                                                 break;
                                 }

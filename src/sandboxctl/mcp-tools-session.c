@@ -143,17 +143,6 @@ static int network_arg(McpCall *c, json_object *args, json_object *opts, ToolErr
                 } else
                         return tool_fail(e, "unknown_field", "Unknown argument 'network.%.64s'.", key);
         }
-        if (sandboxd_client_is_bus(c->client)) {
-                /* CreateSession's options: "network" is the mode. libsandboxd cannot send
-                 * network_deny/network_allow (string arrays) over D-Bus yet. */
-                if (allow || deny)
-                        return tool_fail(e, "unsupported",
-                                         "network.allow and network.deny cannot be sent over D-Bus by this sandboxctl; "
-                                         "start the server with --transport=http for them.");
-                if (mode)
-                        json_put(opts, "network", json_object_get(mode), &oom);
-                return oom ? -ENOMEM : 0;
-        }
         o = json_object_new_object();
         if (mode)
                 json_put(o, "mode", json_object_get(mode), &oom);
