@@ -451,6 +451,11 @@ static int tool_exec_start(McpCall *c, json_object *args, json_object **ret, Too
         exec_spec_done(&spec);
         if (r < 0)
                 return r;
+        if (mcp_call_cancelled(c)) {
+                /* the answer would not reach the client: nobody would know the command */
+                (void) mcp_call_stop_command(c, session, rid);
+                return -ECANCELED;
+        }
         o = json_object_new_object();
         json_put(o, "session_id", json_object_new_string(session), &oom);
         json_put(o, "request_id", json_object_new_string(rid), &oom);
@@ -954,6 +959,11 @@ static int tool_terminal_start(McpCall *c, json_object *args, json_object **ret,
         r = start_spec(c, session, &spec, false, &rid, e);
         if (r >= 0)
                 r = term_read(c, session, rid, 0, &ra, ret, e);
+        if (r >= 0 && mcp_call_cancelled(c))
+                r = -ECANCELED;
+        if (rid && r < 0 && mcp_call_cancelled(c))
+                /* the answer would not reach the client: nobody would know the command */
+                (void) mcp_call_stop_command(c, session, rid);
 finish:
         exec_spec_done(&spec);
         return r;

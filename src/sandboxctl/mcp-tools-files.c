@@ -206,7 +206,8 @@ static int tool_read_file(McpCall *c, json_object *args, json_object **ret, Tool
                 return -errno;
         t.fd = fd;
         t.skip = offset;
-        t.stop = length > 0 && offset + length < size ? offset + length : 0;
+        /* always: the file may grow (or be truncated up) after the stat, while it is sent */
+        t.stop = offset + length;
         if (length > 0 && offset < size) {
                 r = sandboxd_file_download(c->client, session, path, fd, transfer_progress, &t);
                 if (r < 0 && !t.stopped)

@@ -6,6 +6,7 @@
  * of its own. Answers and notifications leave through one lock, a line each. The tools are in
  * mcp-tools-*.c, the resources in mcp-resources.c. */
 
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,7 +36,12 @@ static const char *const mcp_versions[] = { "2025-11-25", "2025-06-18", "2025-03
 #define JSONRPC_INVALID_PARAMS -32602
 #define JSONRPC_INTERNAL_ERROR -32603
 
-#define MCP_LINE_MAX (32u * 1024 * 1024) /* a longer message is refused, and skipped to its end */
+#define MCP_LINE_MAX (16u * 1024 * 1024) /* a longer message is refused, and skipped to its end */
+/* json-c takes far more memory than the text it parses (some 800 bytes an empty object): a
+ * message with more objects, arrays and elements than this is refused before it is parsed */
+#define MCP_TOKENS_MAX 100000
+#define MCP_QUEUE_BYTES_MAX (64u * 1024 * 1024) /* the messages of the calls waiting, in all */
+#define MCP_ID_MAX 1024 /* the longest id or progressToken, serialized */
 #define MCP_QUEUE_MAX 256                /* calls waiting for a worker; more are refused (overloaded) */
 #define MCP_JOBS_DEFAULT 4
 #define MCP_TIMEOUT_MS_DEFAULT 50000 /* under the 60 s that MCP clients commonly wait */
@@ -50,6 +56,7 @@ typedef struct Job {
         json_object *params;
         char *method;
         json_object *progress_token; /* NULL: the client wants no progress */
+        size_t bytes;            /* of its message, counted in queue_bytes while it waits */
         uint64_t begin_usec;
         uint64_t last_progress_usec;
         uint64_t output_bytes;
@@ -69,7 +76,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the queue and the li
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER; /* stdout */
 static Job *queue_head, *queue_tail, *running_jobs;
-static size_t queue_len;
+static size_t queue_len, queue_bytes;
 static bool quitting;
 
 static Job *job_of(McpCall *c) {
@@ -449,6 +456,7 @@ static void *worker(void *userdata) {
                 if (!queue_head)
                         queue_tail = NULL;
                 queue_len--;
+                queue_bytes -= j->bytes;
                 j->running = true;
                 j->next = running_jobs;
                 running_jobs = j;
@@ -484,7 +492,7 @@ static void *worker(void *userdata) {
         }
 }
 
-static int job_new(json_object *id, const char *method, json_object *params, Job **ret) {
+static int job_new(json_object *id, const char *method, json_object *params, size_t bytes, Job **ret) {
         Job *j = calloc(1, sizeof(Job));
         json_object *meta, *token;
 
@@ -492,9 +500,15 @@ static int job_new(json_object *id, const char *method, json_object *params, Job
                 return -ENOMEM;
         j->call.config = &config;
         j->cancel_fd = j->tick_fd = j->epoll_fd = j->watch_fd = -EBADF;
-        j->id = json_object_get(id);
-        j->params = json_object_get(params);
-        if (params && json_object_object_get_ex(params, "_meta", &meta) &&
+        j->bytes = bytes;
+        /* copies: json-c's reference counts are not atomic, and the message is the main
+         * thread's */
+        if (json_object_deep_copy(id, &j->id, NULL) < 0 ||
+            (params && json_object_deep_copy(params, &j->params, NULL) < 0)) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        if (j->params && json_object_object_get_ex(j->params, "_meta", &meta) &&
             json_object_object_get_ex(meta, "progressToken", &token) &&
             (json_object_is_type(token, json_type_string) || json_object_is_type(token, json_type_int)))
                 j->progress_token = json_object_get(token);
@@ -515,23 +529,24 @@ static int job_new(json_object *id, const char *method, json_object *params, Job
         return 0;
 }
 
-static void enqueue(json_object *id, const char *method, json_object *params) {
+static void enqueue(json_object *id, const char *method, json_object *params, size_t bytes) {
         Job *j = NULL;
         int r;
 
         pthread_mutex_lock(&lock);
-        r = queue_len >= MCP_QUEUE_MAX ? -EBUSY : 0;
+        r = queue_len >= MCP_QUEUE_MAX || queue_bytes + bytes > MCP_QUEUE_BYTES_MAX ? -EBUSY : 0;
         pthread_mutex_unlock(&lock);
         if (r < 0) {
                 ToolError e = {};
 
-                tool_fail(&e, "overloaded", "%d calls are waiting already; ask again once some are answered.",
-                          MCP_QUEUE_MAX);
+                tool_fail(&e, "overloaded",
+                          "Too many calls wait already (at most %d, of %u MiB in all); ask again once some are answered.",
+                          MCP_QUEUE_MAX, MCP_QUEUE_BYTES_MAX >> 20);
                 if (streq(method, "tools/call"))
                         return send_result(id, tool_result(NULL, &e));
                 return send_error(id, JSONRPC_INTERNAL_ERROR, e.message);
         }
-        r = job_new(id, method, params, &j);
+        r = job_new(id, method, params, bytes, &j);
         if (r < 0)
                 return send_oom(id);
         pthread_mutex_lock(&lock);
@@ -541,6 +556,7 @@ static void enqueue(json_object *id, const char *method, json_object *params) {
                 queue_head = j;
         queue_tail = j;
         queue_len++;
+        queue_bytes += j->bytes;
         pthread_cond_signal(&work);
         pthread_mutex_unlock(&lock);
 }
@@ -560,6 +576,7 @@ static void cancel(json_object *params) {
                         if (queue_tail == dropped)
                                 queue_tail = prev;
                         queue_len--;
+                        queue_bytes -= dropped->bytes;
                         break;
                 }
         if (!dropped)
@@ -581,7 +598,7 @@ static void cancel_all(void) {
         pthread_mutex_lock(&lock);
         dropped = queue_head;
         queue_head = queue_tail = NULL;
-        queue_len = 0;
+        queue_len = queue_bytes = 0;
         for (Job *j = running_jobs; j; j = j->next) {
                 atomic_store(&j->cancelled, true);
                 (void) eventfd_write(j->cancel_fd, 1);
@@ -728,14 +745,64 @@ static json_object *result_with(const char *key, json_object *v) {
         return res;
 }
 
+/* Objects, arrays and elements of a JSON text (its '{', '[' and ',' outside strings): what
+ * json-c would allocate for, counted without allocating. */
+static size_t json_tokens(const char *p, size_t n) {
+        bool in_string = false, escaped = false;
+        size_t count = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                char ch = p[i];
+
+                if (in_string) {
+                        if (escaped)
+                                escaped = false;
+                        else if (ch == '\\')
+                                escaped = true;
+                        else if (ch == '"')
+                                in_string = false;
+                } else if (ch == '"')
+                        in_string = true;
+                else if (ch == '{' || ch == '[' || ch == ',')
+                        count++;
+        }
+        return count;
+}
+
+/* One JSON text, the whole line and nothing after it; NULL if it is not. */
+static json_object *parse_line(const char *line, size_t n) {
+        struct json_tokener *tok = json_tokener_new();
+        json_object *o;
+
+        if (!tok || n > INT_MAX) {
+                json_tokener_free(tok);
+                return NULL;
+        }
+        o = json_tokener_parse_ex(tok, line, (int) n);
+        if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+                  line[json_tokener_get_parse_end(tok) + strspn(line + json_tokener_get_parse_end(tok), " \t")])) {
+                json_object_put(o); /* trailing bytes: not one message */
+                o = NULL;
+        }
+        json_tokener_free(tok);
+        return o;
+}
+
+static bool id_too_long(json_object *v) {
+        const char *t = v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : NULL;
+
+        return t && strlen(t) > MCP_ID_MAX;
+}
+
 static void handle_message(const char *line, size_t n) {
         _cleanup_(json_object_putp) json_object *msg = NULL;
-        json_object *id = NULL, *method = NULL, *params = NULL;
-        enum json_tokener_error err;
+        json_object *id = NULL, *method = NULL, *params = NULL, *meta, *token;
         const char *name;
 
-        (void) n;
-        msg = json_tokener_parse_verbose(line, &err);
+        if (json_tokens(line, n) > MCP_TOKENS_MAX)
+                return send_error(NULL, JSONRPC_INVALID_REQUEST,
+                                  "Message too large: more than 100000 objects, arrays and elements.");
+        msg = parse_line(line, n);
         if (!msg)
                 return send_error(NULL, JSONRPC_PARSE_ERROR, "Parse error.");
         if (!json_object_is_type(msg, json_type_object))
@@ -756,8 +823,12 @@ static void handle_message(const char *line, size_t n) {
                         log_debug("MCP notification %s", name);
                 return;
         }
-        if (!json_object_is_type(id, json_type_string) && !json_object_is_type(id, json_type_int))
-                return send_error(NULL, JSONRPC_INVALID_REQUEST, "id must be a string or an integer.");
+        if ((!json_object_is_type(id, json_type_string) && !json_object_is_type(id, json_type_int)) ||
+            id_too_long(id))
+                return send_error(NULL, JSONRPC_INVALID_REQUEST, "id must be a string (at most 1 KiB) or an integer.");
+        if (params && json_object_object_get_ex(params, "_meta", &meta) &&
+            json_object_object_get_ex(meta, "progressToken", &token) && id_too_long(token))
+                return send_error(id, JSONRPC_INVALID_PARAMS, "progressToken: at most 1 KiB.");
         if (streq(name, "initialize"))
                 send_result(id, handle_initialize(params));
         else if (streq(name, "ping"))
@@ -778,7 +849,7 @@ static void handle_message(const char *line, size_t n) {
         else if (streq(name, "logging/setLevel"))
                 send_result(id, json_object_new_object());
         else if (method_is_pooled(name))
-                enqueue(id, name, params);
+                enqueue(id, name, params, n);
         else
                 send_error(id, JSONRPC_METHOD_NOT_FOUND, "Method not found.");
 }
@@ -938,7 +1009,7 @@ int verb_mcp(int argc, char *argv[]) {
                         break;
                 }
                 if (r == -E2BIG) {
-                        send_error(NULL, JSONRPC_INVALID_REQUEST, "Message too long (at most 32 MiB a line).");
+                        send_error(NULL, JSONRPC_INVALID_REQUEST, "Message too long (at most 16 MiB a line).");
                         continue;
                 }
                 if (r < 0) {
@@ -951,9 +1022,29 @@ int verb_mcp(int argc, char *argv[]) {
                         handle_message(line.data, line.len);
         }
 
+        /* stdin ended: the calls read so far are answered; a signal (an MCP client sends
+         * SIGTERM after closing stdin) still cancels them */
+        while (sig_fd >= 0) {
+                struct pollfd p = { .fd = sig_fd, .events = POLLIN };
+                bool busy;
+
+                pthread_mutex_lock(&lock);
+                busy = queue_head || running_jobs;
+                pthread_mutex_unlock(&lock);
+                if (!busy)
+                        break;
+                if (poll(&p, 1, 100) > 0) {
+                        struct signalfd_siginfo si = {};
+
+                        (void) !read(sig_fd, &si, sizeof(si));
+                        log_debug("Signal %u after the end of input: stopping.", si.ssi_signo);
+                        cancel_all();
+                        break;
+                }
+        }
+
 finish:
-        /* stdin ended: the calls read so far are answered, then the workers go (after a
-         * signal, cancel_all() has cancelled them) */
+        /* the workers go once the queue is empty (after a signal, cancel_all() emptied it) */
         pthread_mutex_lock(&lock);
         quitting = true;
         pthread_cond_broadcast(&work);

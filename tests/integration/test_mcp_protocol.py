@@ -184,6 +184,22 @@ def test_sigterm_stops_the_calls_and_their_commands(api, sid):
     assert snap["status"] != "running" and snap["signal"] == "SIGTERM", snap
 
 
+def test_sigterm_after_the_end_of_input(api, sid):
+    # what an MCP client does to stop a server: close stdin, then SIGTERM
+    with RawServer() as srv:
+        srv.initialize()
+        srv.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["sleep", "100"]}}})
+        rid = wait_for(lambda: next((c["request_id"] for c in commands(api, sid) if c["status"] == "running"), None),
+                       timeout=30, what="the command to run")
+        srv.p.stdin.close()
+        time.sleep(0.5)
+        srv.p.send_signal(signal.SIGTERM)
+        assert srv.p.wait(timeout=30) == 0
+    snap = snapshot(api, sid, rid)
+    assert snap["status"] != "running" and snap["signal"] == "SIGTERM", snap
+
+
 def test_end_of_input_answers_the_calls_read(api, sid):
     with RawServer() as srv:
         srv.initialize()
@@ -223,16 +239,29 @@ def test_bad_messages_get_json_rpc_errors():
         srv.send({"jsonrpc": "2.0", "id": {"an": "object"}, "method": "ping"})
         # a line longer than the bound is refused and skipped; the next one is read as usual
         srv.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"' + b"a" * (33 << 20) + b'"}}\n')
+        # what json-c would take gigabytes for, refused unparsed: 200000 empty objects
+        srv.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":[' + b"{}," * 200000 + b'{}]}}\n')
+        # trailing bytes after the message, and an id of more than 1 KiB
+        srv.send_raw(b'{"jsonrpc":"2.0","id":8,"method":"ping"} {"x":1}\n')
+        srv.send({"jsonrpc": "2.0", "id": "i" * 2000, "method": "ping"})
+        srv.send({"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"_meta": {"progressToken": "t" * 2000}}})
         srv.send({"jsonrpc": "2.0", "id": 6, "method": "ping"})
         msgs = srv.read_until(lambda m: m.get("id") == 6, timeout=60)
+        # the big one cost no memory to speak of
+        with open("/proc/%d/status" % srv.p.pid) as f:
+            rss_kib = int(next(line for line in f if line.startswith("VmHWM:")).split()[1])
+        assert rss_kib < 200 * 1024, rss_kib
     errors = [m["error"]["code"] for m in msgs if "error" in m]
     assert errors[:2] == [-32700, -32600], msgs
     by_id = {m["id"]: m for m in msgs if isinstance(m.get("id"), int)}
     assert by_id[1]["error"]["code"] == -32600 and by_id[2]["error"]["code"] == -32601, msgs
     assert by_id[3]["error"]["code"] == -32602 and "no_such_tool" in by_id[3]["error"]["message"], msgs
     assert by_id[4]["error"]["code"] == -32602, msgs
-    assert 5 not in by_id and by_id[6]["result"] == {}, msgs
-    assert sum(1 for m in msgs if m.get("error", {}).get("code") == -32600) == 4, msgs  # [..], method 5, {id}, long
+    assert 5 not in by_id and 7 not in by_id and 8 not in by_id and by_id[6]["result"] == {}, msgs
+    assert by_id[9]["error"]["code"] == -32602 and "progressToken" in by_id[9]["error"]["message"], msgs
+    # [..], method 5, {id}, the long line, 200000 objects, the long id
+    assert sum(1 for m in msgs if m.get("error", {}).get("code") == -32600) == 6, msgs
+    assert sum(1 for m in msgs if m.get("error", {}).get("code") == -32700) == 2, msgs  # {not json, trailing
 
 
 def test_prompts_and_capabilities():
