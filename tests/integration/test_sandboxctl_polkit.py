@@ -153,10 +153,12 @@ def test_every_verb_over_dbus_without_the_socket(api, polkit_user):
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                  "params": {"name": "sandbox_write_file",
-                            "arguments": {"session_id": sid, "path": "mcp/note.txt", "content": "via mcp\n"}}},
+                            "arguments": {"session_id": sid, "path": "mcp/note.txt", "content": "via mcp\n",
+                                          "make_parents": True}}},
                 {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                  "params": {"name": "sandbox_read_file", "arguments": {"session_id": sid, "path": "mcp/note.txt"}}}]
-        p = ctl("mcp", input="".join(json.dumps(r) + "\n" for r in reqs).encode(), check=0)
+        # one call at a time: the read must come after the write (calls run at once otherwise)
+        p = ctl("mcp", "--jobs=1", input="".join(json.dumps(r) + "\n" for r in reqs).encode(), check=0)
         answers = {a["id"]: a for a in map(json.loads, p.stdout.splitlines()) if "id" in a}
         assert answers[2]["result"]["isError"] is False, answers[2]
         read = answers[3]["result"]

@@ -260,7 +260,8 @@ try:
         {"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "sandbox_write_file", "arguments": {
             "session_id": SID, "path": "no/such/x", "content": "x"}}},
     ]
-    p = subprocess.run([sandboxctl, "--url=unix:" + sock, "mcp"], input="".join(json.dumps(m) + "\n" for m in msgs),
+    # --jobs=1: one call at a time, in order (each reads what the one before wrote)
+    p = subprocess.run([sandboxctl, "--url=unix:" + sock, "mcp", "--jobs=1"], input="".join(json.dumps(m) + "\n" for m in msgs),
                        capture_output=True, text=True, timeout=60)
     res = {m["id"]: m for m in map(json.loads, p.stdout.splitlines())}
     body = lambda i: res[i]["result"]["structuredContent"]
