@@ -655,12 +655,10 @@ static int host_resolve(McpCall *c, const char *host_path, bool write, int *ret_
                 return host_refused(e, host_path, "the allowed directory cannot be opened.");
         fd = host_openat2(top, *rel ? rel : ".", O_PATH | O_DIRECTORY,
                           RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-        if (fd == -ENOSYS) { /* no openat2(): realpath() gave a path without symlinks; its last
-                              * component at least is not followed */
-                fd = openat(top, *rel ? rel : ".", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0)
-                        fd = -errno;
-        }
+        if (fd == -ENOSYS)
+                /* without openat2() a directory swapped for a symlink between the checks
+                 * could not be told from the real one */
+                return host_refused(e, host_path, "this kernel has no openat2(), which host copies need.");
         if (fd < 0)
                 return host_refused(e, host_path, "its directory changed while it was resolved.");
         *ret_parent_fd = fd;
@@ -728,10 +726,20 @@ static int tool_copy_from_host(McpCall *c, json_object *args, json_object **ret,
                 return tool_fail(e, "is_a_directory", "%s is a directory: the host copies take files.", host_path);
         if (!S_ISREG(st.st_mode))
                 return tool_fail(e, "not_a_regular_file", "%s is not a regular file.", host_path);
+        if (st.st_nlink > 1)
+                /* another name of the same file may be outside every allowed directory */
+                return host_refused(e, host_path, "it has other hard links, which may be outside the allowed directories.");
         if ((uint64_t) st.st_size > COPY_MAX)
                 return tool_fail(e, "payload_too_large", "%s is larger than %llu bytes.", host_path,
                                  (unsigned long long) COPY_MAX);
-        fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        {
+                /* the inode looked at, opened for reading through its O_PATH fd: nothing else
+                 * (a device swapped in meanwhile) can be opened by this */
+                char proc[64];
+
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+                fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        }
         if (fd < 0 && (errno == EACCES || errno == EPERM))
                 return tool_fail(e, "forbidden", "%s may not be read: %m.", host_path);
         if (fd < 0 || fstat(fd, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino)
