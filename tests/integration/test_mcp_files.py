@@ -218,6 +218,7 @@ def test_mcp_files_host_copies(api, sid, tmp_path):
     (rw / "escape").symlink_to(outside / "secret")
     (rw / "escape-dir").symlink_to(outside)
     (rw / "taken").write_bytes(b"old\n")
+    os.link(outside / "secret", rw / "hard")  # another name of a file outside
     big = os.urandom(2 * 1024 * 1024 + 7)
     (ro / "big.bin").write_bytes(big)
     api.request("PUT", files_url(sid, "w.txt"), body=b"from the sandbox\n", headers=OCTET)
@@ -243,6 +244,8 @@ def test_mcp_files_host_copies(api, sid, tmp_path):
         {"name": "sandbox_copy_to_host", "arguments": {"path": "big.bin", "host_path": str(rw / "big.bin")}},
         # 14 the workspace path is checked as everywhere
         {"name": "sandbox_copy_to_host", "arguments": {"path": "/w.txt", "host_path": str(rw / "abs")}},
+        # 15 a hard link to a file outside
+        {"name": "sandbox_copy_from_host", "arguments": {"host_path": str(rw / "hard"), "path": "x"}},
     ]
     for c in calls:
         c["arguments"]["session_id"] = sid
@@ -260,12 +263,14 @@ def test_mcp_files_host_copies(api, sid, tmp_path):
         assert (err[i]["code"], err[i]["http_status"]) == ("forbidden", 403), (i, c[i])
     assert "read-only" in err[9]["message"], c[9]
     assert (outside / "secret").read_bytes() == b"secret\n" and sorted(os.listdir(outside)) == ["secret"]
+    assert (outside / "secret").stat().st_nlink == 2  # the test's own link, nothing else
     assert not (ro / "new.txt").exists()
     assert (rw / "escape").is_symlink()
     assert api.request("GET", files_url(sid, "x")).status == 404
     assert d[12]["bytes"] == len(big) and d[13]["bytes"] == len(big), (c[12], c[13])
     assert (rw / "big.bin").read_bytes() == big
     assert err[14]["code"] == "invalid_path", c[14]
+    assert err[15]["code"] == "forbidden" and "hard links" in err[15]["message"], c[15]
     assert [n for n in os.listdir(rw) if n.startswith(".sandboxctl")] == []
 
     # without --host-path at all: forbidden, and the message says how to allow it
