@@ -84,6 +84,7 @@ static void read_timer_stop(McpCall *c, ReadTimer *t) {
 static int exec_spec_from_args(json_object *args, ExecSpec *spec, size_t *ret_max, ToolError *e) {
         json_object *argv = NULL, *env = NULL;
         const char *command, *cwd, *in;
+        size_t in_len = 0;
         uint64_t u;
         int r;
 
@@ -93,7 +94,7 @@ static int exec_spec_from_args(json_object *args, ExecSpec *spec, size_t *ret_ma
         if (r >= 0)
                 r = arg_string(args, "cwd", false, &cwd, e);
         if (r >= 0)
-                r = arg_string(args, "stdin", false, &in, e);
+                r = arg_text(args, "stdin", &in, &in_len, e);
         if (r < 0)
                 return r;
         json_object_object_get_ex(args, "argv", &argv);
@@ -151,10 +152,11 @@ static int exec_spec_from_args(json_object *args, ExecSpec *spec, size_t *ret_ma
                 }
         }
         if (in) {
-                spec->stdin_data = strdup(in);
+                spec->stdin_data = malloc(in_len + 1);
                 if (!spec->stdin_data)
                         return -ENOMEM;
-                spec->stdin_size = strlen(in);
+                memcpy(spec->stdin_data, in, in_len + 1); /* NUL bytes and all */
+                spec->stdin_size = in_len;
                 spec->has_stdin = true;
         }
         if ((r = arg_range(args, "timeout_ms", 1, UINT64_MAX / USEC_PER_MSEC, 0, &u, e)) < 0)
@@ -625,12 +627,11 @@ static int tool_exec_write(McpCall *c, json_object *args, json_object **ret, Too
         if (r >= 0)
                 r = arg_request(args, &rid, e);
         if (r >= 0)
-                r = arg_string(args, "input", false, &input, e);
+                r = arg_text(args, "input", &input, &n, e);
         if (r >= 0)
                 r = arg_bool(args, "eof", false, &eof, e);
         if (r < 0)
                 return r;
-        n = input ? strlen(input) : 0;
         if (n > EXEC_INPUT_MAX)
                 return tool_fail(e, "invalid_value", "input is %zu bytes; at most %d at once.", n, EXEC_INPUT_MAX);
         if (n == 0 && !eof)
@@ -976,10 +977,10 @@ static int term_input(json_object *args, Buf *b, ToolError *e) {
         size_t n;
         int r;
 
-        r = arg_string(args, "input", false, &input, e);
+        r = arg_text(args, "input", &input, &n, e);
         if (r < 0)
                 return r;
-        if (input && buf_puts(b, input) < 0)
+        if (input && buf_append(b, input, n) < 0)
                 return -ENOMEM;
         if (!json_object_object_get_ex(args, "keys", &keys) || json_object_is_type(keys, json_type_null))
                 keys = NULL;

@@ -151,6 +151,18 @@ int arg_string(json_object *args, const char *key, bool required, const char **r
         return 0;
 }
 
+int arg_text(json_object *args, const char *key, const char **ret, size_t *ret_len, ToolError *e) {
+        json_object *v;
+        int r;
+
+        r = arg_string(args, key, false, ret, e);
+        if (r >= 0 && *ret && json_object_object_get_ex(args, key, &v))
+                *ret_len = (size_t) json_object_get_string_len(v);
+        else
+                *ret_len = 0;
+        return r;
+}
+
 int arg_uint(json_object *args, const char *key, uint64_t *ret, ToolError *e) {
         json_object *v;
 

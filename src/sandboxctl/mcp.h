@@ -138,6 +138,8 @@ void mcp_resources_done(void);
 /* Each fails with missing_field, invalid_type or invalid_value (the shared codes). */
 int check_args(json_object *args, const char *const *allowed, ToolError *e);
 int arg_string(json_object *args, const char *key, bool required, const char **ret, ToolError *e);
+/* a string that may hold NUL bytes (input for a command): its length in *ret_len */
+int arg_text(json_object *args, const char *key, const char **ret, size_t *ret_len, ToolError *e);
 /* 1 when given, 0 when absent (*ret untouched) */
 int arg_uint(json_object *args, const char *key, uint64_t *ret, ToolError *e);
 /* within [min, max], def when absent */

@@ -408,3 +408,19 @@ def test_cancelled_reads_free_the_worker(api, sid):
     cmds = api.get(commands_path(sid)).json["commands"]
     assert len(cmds) == 2 and [c["terminal"] for c in cmds] == [True, False], cmds
     api.post(commands_path(sid, cmds[1]["request_id"], "/signal"), {"signal": "SIGKILL"})
+
+
+def test_input_with_nul_bytes(api, sid):
+    # JSON strings may hold U+0000: every byte reaches the command, none is cut there
+    out = mcp([
+        {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["od", "-An", "-c"], "stdin": "a\u0000b"}},
+        {"name": "sandbox_exec_start", "arguments": {"session_id": sid, "argv": ["od", "-An", "-c"],
+                                                     "stdin_stream": True}},
+        {"name": "sandbox_exec_write", "arguments": {"session_id": sid, "request_id": "$1.request_id",
+                                                     "input": "x\u0000y", "eof": True}},
+        {"name": "sandbox_wait", "arguments": {"session_id": sid, "request_id": "$1.request_id"}},
+    ])
+    run, _, written, waited = out["calls"]
+    assert ok(run)["stdout"].split() == ["a", "\\0", "b"], run
+    assert ok(written)["written_bytes"] == 3, written
+    assert ok(waited)["stdout"].split() == ["x", "\\0", "y"], waited
