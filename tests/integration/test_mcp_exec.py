@@ -404,10 +404,11 @@ def test_cancelled_reads_free_the_worker(api, sid):
         assert "protocolError" in call, call
     assert listed["ms"] < 10000 and len(ok(listed)["commands"]) == 1, listed
     assert closed["ms"] < 15000 and ok(closed)["stopped"] is True, closed
-    # the terminal's command was started and runs on: a read does not own it
-    cmds = api.get(commands_path(sid)).json["commands"]
-    assert len(cmds) == 2 and [c["terminal"] for c in cmds] == [True, False], cmds
-    api.post(commands_path(sid, cmds[1]["request_id"], "/signal"), {"signal": "SIGKILL"})
+    # the terminal's command was started, but the answer that named it never went out: it
+    # was stopped with the call, not left running with nobody knowing it
+    cmds = wait_for(lambda: (lambda l: l if all(c["terminal"] for c in l) else None)(
+        api.get(commands_path(sid)).json["commands"]), timeout=30, what="both commands to end")
+    assert len(cmds) == 2 and cmds[1]["signal"] == "SIGTERM", cmds
 
 
 def test_input_with_nul_bytes(api, sid):
