@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -152,6 +153,15 @@ static int transfer_progress(uint64_t done, uint64_t total, void *userdata) {
                 return -ECANCELED;
         }
         return 0;
+}
+
+/* sandbox_copy stages a file on this host (at most COPY_MAX): so many may be staged at once */
+#define COPIES_STAGED_MAX 2
+static atomic_int copies_staged;
+
+static void copy_unstage(bool *staged) {
+        if (*staged)
+                atomic_fetch_sub(&copies_staged, 1);
 }
 
 /* --- sandbox_read_file ---------------------------------------------------------------------- */
@@ -511,6 +521,7 @@ static int tool_move(McpCall *c, json_object *args, json_object **ret, ToolError
 static int tool_copy(McpCall *c, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "session_id", "from", "to", "overwrite", NULL };
         _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_(copy_unstage) bool staged = false; /* released after fd is closed */
         _cleanup_close_ int fd = -EBADF;
         sandboxd_file_info *info = NULL;
         const char *session, *from, *to;
@@ -547,6 +558,13 @@ static int tool_copy(McpCall *c, json_object *args, json_object **ret, ToolError
                         return tool_fail(e, "exists", "%s exists (overwrite is false).", to);
                 if (r < 0)
                         return r;
+        }
+        /* each copy stages up to COPY_MAX on this host, until it returns: only so many at once */
+        staged = atomic_fetch_add(&copies_staged, 1) < COPIES_STAGED_MAX;
+        if (!staged) {
+                atomic_fetch_sub(&copies_staged, 1);
+                return tool_fail(e, "too_many_file_operations",
+                                 "%d copies are under way already; copy again once one is done.", COPIES_STAGED_MAX);
         }
         fd = tmpfile_fd();
         if (fd < 0)
