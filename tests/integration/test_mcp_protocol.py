@@ -45,6 +45,23 @@ def commands(api, sid):
     return api.get("/v1/sessions/%s/commands" % sid).json["commands"]
 
 
+def exec_call(srv, call_id, sid, **arguments):
+    srv.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+              "params": {"name": "sandbox_exec", "arguments": dict(arguments, session_id=sid)}})
+
+
+def running_command(api, sid):
+    """The request id of the session's command once it runs."""
+    return wait_for(lambda: next((c["request_id"] for c in commands(api, sid) if c["status"] == "running"), None),
+                    timeout=30, what="the command to run")
+
+
+def ended(api, sid, rid):
+    """Its snapshot once it is no longer running."""
+    return wait_for(lambda: (lambda s: s if s["status"] != "running" else None)(snapshot(api, sid, rid)),
+                    timeout=30, what="the command to end")
+
+
 @needs_sdk
 def test_ping_is_answered_while_a_call_runs(api, sid):
     out = scenario("ping", {"session_id": sid, "long_s": 4, "pings": 5})
@@ -128,16 +145,14 @@ def test_cancel_stops_the_command(api, sid):
 def test_cancel_kills_a_command_that_ignores_sigterm(api, sid):
     with RawServer("--kill-grace=1s") as srv:
         srv.initialize()
-        srv.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                  "params": {"name": "sandbox_exec", "arguments": {
-                      "session_id": sid, "argv": ["sh", "-c", "trap '' TERM; echo ready; sleep 100 & wait"]}}})
-        rid = wait_for(lambda: next((c["request_id"] for c in commands(api, sid) if c["status"] == "running"), None),
-                       timeout=30, what="the command to run")
-        time.sleep(0.5)
+        exec_call(srv, 9, sid, argv=["sh", "-c", "trap '' TERM; echo ready; sleep 100 & wait"])
+        rid = running_command(api, sid)
+        # the trap is set once it said so: before, SIGTERM would end it
+        wait_for(lambda: "ready" in (snapshot(api, sid, rid).get("stdout") or ""), timeout=30,
+                 what="the command to ignore SIGTERM")
         srv.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9,
                                                                                     "reason": "test"}})
-        snap = wait_for(lambda: (lambda s: s if s["status"] != "running" else None)(snapshot(api, sid, rid)),
-                        timeout=30, what="the command to end")
+        snap = ended(api, sid, rid)
         # a ping is still answered, and the cancelled call never is
         srv.send({"jsonrpc": "2.0", "id": 10, "method": "ping"})
         msgs = srv.read_until(lambda m: m.get("id") == 10, timeout=30)
@@ -150,9 +165,7 @@ def test_sdk_timeout_cancels_and_the_server_goes_on(api, sid):
     out = scenario("timeout", {"session_id": sid, "long_s": 120, "timeout_ms": 1500})
     assert out["long"] == "rejected" and "timed out" in out["error"].lower(), out
     cmds = [c for c in commands(api, sid) if c.get("argv", [None])[0] == "sleep"]
-    snap = wait_for(lambda: (lambda s: s if s["status"] != "running" else None)(
-        snapshot(api, sid, cmds[0]["request_id"])), timeout=30, what="the command to end")
-    assert snap["signal"] == "SIGTERM", snap
+    assert ended(api, sid, cmds[0]["request_id"])["signal"] == "SIGTERM", cmds
 
 
 def test_cancel_of_a_waiting_call_runs_nothing(api, sid):
@@ -171,29 +184,16 @@ def test_cancel_of_a_waiting_call_runs_nothing(api, sid):
     assert [c["argv"] for c in commands(api, sid)] == [["sleep", "2"], ["echo", "after"]]
 
 
-def test_sigterm_stops_the_calls_and_their_commands(api, sid):
+# SIGTERM with stdin open, and after closing it (what an MCP client does to stop a server)
+@pytest.mark.parametrize("close_stdin", [False, True])
+def test_sigterm_stops_the_calls_and_their_commands(api, sid, close_stdin):
     with RawServer() as srv:
         srv.initialize()
-        srv.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                  "params": {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["sleep", "100"]}}})
-        rid = wait_for(lambda: next((c["request_id"] for c in commands(api, sid) if c["status"] == "running"), None),
-                       timeout=30, what="the command to run")
-        srv.p.send_signal(signal.SIGTERM)
-        assert srv.p.wait(timeout=30) == 0
-    snap = snapshot(api, sid, rid)
-    assert snap["status"] != "running" and snap["signal"] == "SIGTERM", snap
-
-
-def test_sigterm_after_the_end_of_input(api, sid):
-    # what an MCP client does to stop a server: close stdin, then SIGTERM
-    with RawServer() as srv:
-        srv.initialize()
-        srv.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                  "params": {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["sleep", "100"]}}})
-        rid = wait_for(lambda: next((c["request_id"] for c in commands(api, sid) if c["status"] == "running"), None),
-                       timeout=30, what="the command to run")
-        srv.p.stdin.close()
-        time.sleep(0.5)
+        exec_call(srv, 1, sid, argv=["sleep", "100"])
+        rid = running_command(api, sid)
+        if close_stdin:
+            srv.p.stdin.close()
+            time.sleep(0.5)
         srv.p.send_signal(signal.SIGTERM)
         assert srv.p.wait(timeout=30) == 0
     snap = snapshot(api, sid, rid)
