@@ -47,8 +47,13 @@ def sid(api):
     api.request("DELETE", "/v1/sessions/" + s["id"])
 
 
+def live_sessions(api):
+    return {"sandboxd://sessions/" + s["id"] for s in api.get("/v1/sessions").json["sessions"]}
+
+
 def test_list_templates_and_read(api, sid):
     uri = "sandboxd://sessions/" + sid
+    before = live_sessions(api)
     out = mcp([
         {"method": "resources/list", "params": {}},
         {"method": "resources/templates/list", "params": {}},
@@ -66,8 +71,8 @@ def test_list_templates_and_read(api, sid):
     for r in resources.values():
         assert r["name"] and r["mimeType"] == "application/json" and r["description"], r
     assert sid in resources[uri]["title"], resources[uri]
-    # one per session sandboxd lists, no more
-    live = {"sandboxd://sessions/" + s["id"] for s in api.get("/v1/sessions").json["sessions"]}
+    # one per session sandboxd lists, no more (other tests' sessions come and go meanwhile)
+    live = before | live_sessions(api)
     assert set(resources) - STATIC <= live, (set(resources) - STATIC) - live
 
     t = result(templates)["resourceTemplates"]
