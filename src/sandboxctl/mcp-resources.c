@@ -191,29 +191,6 @@ static int schema_content(json_object **ret) {
         return -ENOENT;
 }
 
-static int sessions_content(sandboxd_client *client, json_object **ret) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        json_object *arr = json_object_new_array();
-        sandboxd_session **list = NULL;
-        bool oom = false;
-        size_t n = 0;
-        int r;
-
-        r = sandboxd_session_list(client, NULL, &list, &n);
-        if (r < 0) {
-                json_object_put(arr);
-                return r;
-        }
-        for (size_t i = 0; i < n; i++)
-                json_push(arr, json_from_text(list[i]->json), &oom);
-        sandboxd_session_list_free(list);
-        json_put(o, "sessions", arr, &oom);
-        if (oom)
-                return -ENOMEM;
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
 static int session_content(sandboxd_client *client, const char *id, json_object **ret) {
         sandboxd_session *s = NULL;
         int r;
@@ -240,7 +217,7 @@ static int content_of(sandboxd_client *client, const McpConfig *config, const ch
                 r = runtime_content(client, config, ret);
                 break;
         case KIND_SESSIONS:
-                r = sessions_content(client, ret);
+                r = sessions_json(client, NULL, ret);
                 break;
         case KIND_SESSION:
                 r = session_content(client, id, ret);

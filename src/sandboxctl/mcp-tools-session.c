@@ -234,12 +234,7 @@ static int tool_create_session(McpCall *c, json_object *args, json_object **ret,
 
 static int tool_list_sessions(McpCall *c, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "user", NULL };
-        sandboxd_session **list = NULL;
-        _cleanup_(json_object_putp) json_object *o = NULL;
         const char *user;
-        json_object *arr;
-        bool oom = false;
-        size_t n = 0;
         int r;
 
         r = check_args(args, allowed, e);
@@ -250,18 +245,11 @@ static int tool_list_sessions(McpCall *c, json_object *args, json_object **ret, 
         if (user && !user_name_is_valid(user))
                 return tool_fail(e, "invalid_name", "Invalid user name '%.64s': it must match ^[a-z_][a-z0-9_-]{0,31}$.",
                                  user);
-        r = sandboxd_session_list(c->client, user, &list, &n);
+        r = sessions_json(c->client, user, ret);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0)
                 return tool_fail_client(c, e, r, "Listing sessions failed");
-        o = json_object_new_object();
-        arr = json_object_new_array();
-        for (size_t i = 0; i < n; i++)
-                json_push(arr, json_from_text(list[i]->json), &oom);
-        json_put(o, "sessions", arr, &oom);
-        sandboxd_session_list_free(list);
-        if (oom)
-                return -ENOMEM;
-        *ret = TAKE_PTR(o);
         return 0;
 }
 

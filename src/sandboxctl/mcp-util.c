@@ -303,3 +303,26 @@ json_object *server_config_data(const McpConfig *config, sandboxd_client *client
         json_put(o, "host_paths", paths, &oom);
         return oom ? NULL : TAKE_PTR(o);
 }
+
+int sessions_json(sandboxd_client *client, const char *user, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        json_object *arr = json_object_new_array();
+        sandboxd_session **list = NULL;
+        bool oom = false;
+        size_t n = 0;
+        int r;
+
+        r = sandboxd_session_list(client, user, &list, &n);
+        if (r < 0) {
+                json_object_put(arr);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                json_push(arr, json_from_text(list[i]->json), &oom);
+        sandboxd_session_list_free(list);
+        json_put(o, "sessions", arr, &oom);
+        if (oom)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}

@@ -162,6 +162,8 @@ void add_bytes(json_object *o, const char *key, const char *p, size_t n, bool *o
 json_object *exit_data(const sandboxd_result *res, bool *oom);
 /* a finished command: exit_data's, output up to max bytes a stream, truncation, usage; NULL: OOM */
 json_object *result_data(const sandboxd_result *r, const char *session, size_t max);
+/* {"sessions":[...]} as sandboxd lists them (of user; NULL: all): libsandboxd's error, or -ENOMEM */
+int sessions_json(sandboxd_client *client, const char *user, json_object **ret);
 /* a fresh request id "mcp-<16 hex>" */
 int mcp_request_id(char **ret);
 /* the server's configuration (transport, default scope, jobs, timeouts, host paths), as
