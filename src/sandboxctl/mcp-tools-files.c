@@ -316,6 +316,10 @@ static int tool_write_file(McpCall *c, json_object *args, json_object **ret, Too
                         return tool_fail(e, "payload_too_large", "content is larger than %u bytes.", WRITE_MAX);
                 if (base64_decode(content, len, &b) < 0)
                         return tool_fail(e, "invalid_value", "content is not valid base64.");
+                if (b.len > WRITE_MAX) {
+                        buf_done(&b);
+                        return tool_fail(e, "payload_too_large", "content is larger than %u bytes.", WRITE_MAX);
+                }
         } else if (streq(encoding, "utf8")) {
                 if (len > WRITE_MAX)
                         return tool_fail(e, "payload_too_large", "content is larger than %u bytes.", WRITE_MAX);
