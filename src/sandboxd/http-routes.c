@@ -847,9 +847,27 @@ static int queue_files_error(HttpRequest *r, int err) {
 
 static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_resp);
 
-/* The path within the workspace of a file request, "" for its top. */
-static const char *files_path(HttpRequest *r) {
-        return FLAGS_SET(r->route->flags, HTTP_ROUTE_TAIL) ? r->params[r->n_params - 1] : "";
+/* The path within the workspace of a file request, "" for its top: what follows "files/" in
+ * the request's path, or ?path= (for clients generated from an OpenAPI description, which
+ * cannot put a '/' in a path parameter), not both. NULL: refused, with *ret_message why. */
+static const char *files_path(HttpRequest *r, const char **ret_message) {
+        const char *tail = FLAGS_SET(r->route->flags, HTTP_ROUTE_TAIL) ? r->params[r->n_params - 1] : "";
+        const char *v = NULL;
+        size_t n;
+
+        if (MHD_lookup_connection_value_n(r->connection, MHD_GET_ARGUMENT_KIND, "path", strlen("path"), &v, &n) != MHD_YES)
+                return tail;
+        if (!v)
+                v = "", n = 0;
+        if (tail[0]) {
+                *ret_message = "Give the path either after files/ or as ?path=, not both.";
+                return NULL;
+        }
+        if (strlen(v) != n) {
+                *ret_message = "?path= contains a NUL byte (%00).";
+                return NULL;
+        }
+        return v;
 }
 
 /* May a file request go on: 0, or the status of the refusal. */
@@ -1073,12 +1091,14 @@ static int route_files_change(HttpRequest *r, FileOp *op) {
  * of it on the file API's threads (file-ops.h). */
 static int route_files(HttpRequest *r) {
         struct MHD_Response *resp = NULL;
-        const char *path = files_path(r);
+        const char *why = NULL, *path = files_path(r, &why);
         Session *s = r->target;
         FileOp *op = NULL;
         unsigned status;
         int ret;
 
+        if (!path)
+                return http_queue_error(r, "invalid_path", why);
         status = files_check(r, path, &resp);
         if (status > 0)
                 return http_queue(r, status, resp);
@@ -1103,13 +1123,15 @@ int http_route_upload_begin(HttpRequest *r) {
         Manager *m = r->server->manager;
         _cleanup_(workspace_close) Workspace ws = WORKSPACE_NULL;
         struct MHD_Response *resp = NULL;
-        const char *path = files_path(r), *v;
+        const char *why = NULL, *path = files_path(r, &why), *v;
         mode_t mode = MODE_INVALID;
         uint64_t length;
         unsigned status;
         int ret;
 
         status = http_route_resolve(r, &resp);
+        if (status == 0 && !path)
+                status = refuse(&resp, "invalid_path", why);
         if (status == 0)
                 status = files_prepare(r, path, &ws, &resp);
         if (status > 0)
