@@ -74,11 +74,19 @@ static const char *query(HttpRequest *r, const char *key) {
         return v ?: "";
 }
 
-/* ?flag, ?flag=1, ?flag=true: true; ?flag=0, ?flag=false: false; anything else: -EINVAL */
+/* Every boolean query flag, through parse_flag(): ?flag, ?flag=1, ?flag=true: true; ?flag=0,
+ * ?flag=false: false; absent: dflt; anything else: -EINVAL (answer with flag_error()). */
 static int query_bool(HttpRequest *r, const char *key, bool dflt) {
         const char *v = query(r, key);
 
         return v ? parse_flag(v) : dflt;
+}
+
+static int flag_error(HttpRequest *r, const char *key) {
+        char msg[128];
+
+        snprintf(msg, sizeof(msg), "?%s= must be true, 1, false or 0 (a bare ?%s is true).", key, key);
+        return http_queue_error(r, "invalid_value", msg);
 }
 
 static int queue_session(HttpRequest *r, unsigned status, Session *s) {
@@ -376,7 +384,7 @@ static int route_delete_session(HttpRequest *r) {
         int purge = query_bool(r, "purge", false), ret;
 
         if (purge < 0)
-                return http_queue_error(r, "invalid_value", "?purge= must be true or false.");
+                return flag_error(r, "purge");
         if (s->state == SESSION_STARTING)
                 return http_queue_error(r, "session_starting", "The session is still starting.");
 
@@ -608,7 +616,7 @@ static int route_start_command(HttpRequest *r) {
         int ret;
 
         if (wait < 0)
-                return http_queue_error(r, "invalid_value", "?wait= must be true or false.");
+                return flag_error(r, "wait");
         if (!is_json_request(r))
                 return http_queue_error(r, "unsupported_media_type", "Send the request body as application/json.");
 
@@ -785,7 +793,7 @@ static int route_stdin(HttpRequest *r) {
         int eof = query_bool(r, "eof", false), ret;
 
         if (eof < 0)
-                return http_queue_error(r, "invalid_value", "?eof= must be 1 or 0.");
+                return flag_error(r, "eof");
         if (c->stdin_mode != STDIN_STREAM)
                 return http_queue_error(r, "stdin_not_streamed", "The command was not started with \"stdin\":\"stream\".");
         ret = command_write_stdin(c, r->body.data ?: "", r->body.len, eof, on_stdin_written, r, &r->op);
@@ -809,7 +817,7 @@ static int route_tty(HttpRequest *r) {
         if (v && parse_uint64(v, &offset) < 0)
                 return http_queue_error(r, "invalid_value", "?offset= must be a byte offset of stdout (an integer).");
         if (readonly < 0)
-                return http_queue_error(r, "invalid_value", "?readonly= must be 1 or 0.");
+                return flag_error(r, "readonly");
         if (!c->tty_master)
                 return http_queue_error(r, "not_a_terminal", "The command is not on a terminal of sandboxd's (no \"tty\" in its start).");
         if (!readonly) {
@@ -1041,7 +1049,13 @@ static int queue_file_op(HttpRequest *r, FileOp *op) {
 }
 
 static int route_files_get(HttpRequest *r, FileOp *op) {
-        op->kind = query(r, "stat") ? FILE_OP_STAT : FILE_OP_READ;
+        int want_stat = query_bool(r, "stat", false);
+
+        if (want_stat < 0) {
+                file_op_free(op);
+                return flag_error(r, "stat");
+        }
+        op->kind = want_stat ? FILE_OP_STAT : FILE_OP_READ;
         op->max_entries = FILES_LIST_MAX;
         return queue_file_op(r, op);
 }
@@ -1051,7 +1065,7 @@ static int route_files_delete(HttpRequest *r, FileOp *op) {
 
         if (recursive < 0) {
                 file_op_free(op);
-                return http_queue_error(r, "invalid_value", "?recursive= must be true or false.");
+                return flag_error(r, "recursive");
         }
         op->kind = FILE_OP_REMOVE;
         op->flag = recursive;
@@ -1061,22 +1075,23 @@ static int route_files_delete(HttpRequest *r, FileOp *op) {
 static int route_files_change(HttpRequest *r, FileOp *op) {
         _cleanup_(file_op_freep) FileOp *o = op;
         const char *move_to = query(r, "move_to");
-        int mkdir = query_bool(r, "mkdir", true), overwrite = query_bool(r, "overwrite", false);
+        int mkdir = query_bool(r, "mkdir", false), overwrite = query_bool(r, "overwrite", false);
 
-        if (!query(r, "mkdir") && !move_to)
+        /* ?mkdir=false is as good as no ?mkdir */
+        if (mkdir < 0)
+                return flag_error(r, "mkdir");
+        if (overwrite < 0)
+                return flag_error(r, "overwrite");
+        if (!mkdir && !move_to)
                 return http_queue_error(r, "invalid_value", "Say what to do: ?mkdir, or ?move_to=NEW_PATH (a plain PUT uploads a file).");
-        if (query(r, "mkdir") && move_to)
+        if (mkdir && move_to)
                 return http_queue_error(r, "invalid_value", "?mkdir and ?move_to= do not go together.");
 
         if (!move_to) {
-                if (mkdir <= 0)
-                        return http_queue_error(r, "invalid_value", "?mkdir takes no value, or true.");
                 o->kind = FILE_OP_MKDIR;
                 return queue_file_op(r, TAKE_PTR(o));
         }
 
-        if (overwrite < 0)
-                return http_queue_error(r, "invalid_value", "?overwrite= must be true or false.");
         if (move_to[0] == '/')
                 return http_queue_error(r, "invalid_path", "?move_to= must be relative to the workspace, not absolute.");
         o->kind = FILE_OP_MOVE;
@@ -1115,8 +1130,9 @@ static int route_files(HttpRequest *r) {
 }
 
 bool http_route_is_upload(HttpRequest *r) {
+        /* ?mkdir=false is an upload; a ?mkdir= that is no flag is route_files_change()'s to refuse */
         return r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_FILES) && streq(r->method, "PUT") &&
-               !query(r, "mkdir") && !query(r, "move_to");
+               query_bool(r, "mkdir", false) == 0 && !query(r, "move_to");
 }
 
 int http_route_upload_begin(HttpRequest *r) {

@@ -84,9 +84,9 @@ int parse_percent(const char *s, uint64_t *ret) {
 int parse_flag(const char *s) {
         if (!s)
                 return -EINVAL;
-        if (streq(s, "") || streq(s, "1") || streq(s, "true") || streq(s, "yes"))
+        if (streq(s, "") || streq(s, "1") || streq(s, "true"))
                 return 1;
-        if (streq(s, "0") || streq(s, "false") || streq(s, "no"))
+        if (streq(s, "0") || streq(s, "false"))
                 return 0;
         return -EINVAL;
 }

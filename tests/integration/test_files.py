@@ -275,7 +275,9 @@ def test_mkdir_with_parents(api, session):
     put(api, sid, "a/file", b"x")
     assert_error(api.request("PUT", url(sid, "a/file", "mkdir")), 409, "not_a_directory")
     assert_error(api.request("PUT", url(sid, "a/file/sub", "mkdir")), 409, "not_a_directory")
-    assert_error(api.request("PUT", url(sid, "a/x", "mkdir=false")), 400, "invalid_value")
+    # ?mkdir=false is no ?mkdir (a POST then says nothing to do); a value that is no flag is refused
+    assert_error(api.request("POST", url(sid, "a/x", "mkdir=false")), 400, "invalid_value")
+    assert_error(api.request("PUT", url(sid, "a/x", "mkdir=bogus")), 400, "invalid_value")
     assert_error(api.request("POST", url(sid, "a/x")), 400, "invalid_value")
     # usable by the command
     sh_in(api, sid, "echo hi > a/b/c/from-cmd")

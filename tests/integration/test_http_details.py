@@ -89,7 +89,7 @@ def test_path_query_missing_or_empty_is_the_top(api, session):
 def test_path_query_validated_as_the_path_form(api, session):
     sid = session["id"]
     assert api.request("PUT", files(sid, "mine.txt"), body=b"x", headers=OCTET).status == 201  # the workspace exists
-    for bad in ("../x", "a/../../x", "/etc/passwd"):
+    for bad in ("../x", "..", "../../etc/passwd", "/etc/passwd"):
         assert_error(api.get(files(sid, bad)), 400, "invalid_path")
         assert_error(api.request("PUT", files(sid, bad), body=b"x", headers=OCTET), 400, "invalid_path")
     assert_error(api.get(files(sid) + "?path=a%00b"), 400, "invalid_path")
@@ -111,3 +111,69 @@ def test_path_query_with_curl(api, session, tmp_path):
     curl("--fail-with-body", "-T", str(src), base + "?path=d%2Fsrc.bin")
     out = curl("--fail-with-body", "-o", str(tmp_path / "dst.bin"), base + "?path=d/src.bin")
     assert (tmp_path / "dst.bin").read_bytes() == src.read_bytes()
+
+
+# --- 2. one parser for every boolean query flag ----------------------------------------------
+
+def assert_flag_refused(resp, name):
+    err = assert_error(resp, 400, "invalid_value")
+    assert "?%s=" % name in err["message"], err
+
+
+def test_stat_flag_values(api, session):
+    sid = session["id"]
+    api.request("PUT", tail(sid, "f"), body=b"bytes", headers=OCTET)
+    for v in ("stat", "stat=1", "stat=true"):
+        r = api.get(tail(sid, "f", v))
+        assert r.status == 200 and r.json["name"] == "f" and r.json["size"] == 5, (v, r)
+    for v in ("stat=0", "stat=false"):
+        r = api.get(tail(sid, "f", v))
+        assert r.status == 200 and r.body == b"bytes", (v, r)
+    for v in ("stat=bogus", "stat=yes", "stat=TRUE", "stat=2"):
+        assert_flag_refused(api.get(tail(sid, "f", v)), "stat")
+
+
+def test_file_flags(api, session):
+    sid = session["id"]
+    # mkdir: bare/true/1 make a directory; false/0 is no ?mkdir (a PUT uploads, a POST has nothing to do)
+    for i, v in enumerate(("mkdir", "mkdir=true", "mkdir=1")):
+        r = api.request("PUT", tail(sid, "d%d" % i, v))
+        assert r.status == 201 and r.json["type"] == "dir", (v, r)
+    r = api.request("PUT", tail(sid, "up", "mkdir=false"), body=b"up", headers=OCTET)
+    assert r.status == 201 and r.json["type"] == "file" and r.json["size"] == 2, r
+    assert_error(api.post(tail(sid, "x", "mkdir=0")), 400, "invalid_value")
+    assert_flag_refused(api.request("PUT", tail(sid, "x", "mkdir=bogus")), "mkdir")
+    assert_flag_refused(api.post(tail(sid, "x", "mkdir=yes")), "mkdir")
+    assert api.get(tail(sid, "x")).status == 404
+    # overwrite
+    api.request("PUT", tail(sid, "a"), body=b"a", headers=OCTET)
+    api.request("PUT", tail(sid, "b"), body=b"b", headers=OCTET)
+    for v in ("overwrite=false", "overwrite=0"):
+        assert_error(api.post(tail(sid, "a", "move_to=b&" + v)), 409, "exists")
+    assert_flag_refused(api.post(tail(sid, "a", "move_to=b&overwrite=bogus")), "overwrite")
+    r = api.post(tail(sid, "a", "move_to=b&overwrite=1"))
+    assert r.status == 200 and api.get(tail(sid, "b")).body == b"a", r
+    # recursive
+    api.request("PUT", tail(sid, "d0/f"), body=b"f", headers=OCTET)
+    for v in ("recursive=false", "recursive=0"):
+        assert_error(api.delete(tail(sid, "d0", v)), 409, "not_empty")
+    assert_flag_refused(api.delete(tail(sid, "d0", "recursive=bogus")), "recursive")
+    assert api.delete(tail(sid, "d0", "recursive")).status == 200
+
+
+def test_command_and_session_flags(api, session):
+    sid = session["id"]
+    base = "/v1/sessions/%s/commands" % sid
+    assert_flag_refused(api.post(base + "?wait=bogus", {"argv": ["true"]}), "wait")
+    r = api.post(base + "?wait=0", {"argv": ["sleep", "30"], "stdin": "stream"})
+    assert r.status == 202, r
+    rid = r.json["request_id"]
+    assert_flag_refused(api.post(base + "/%s/stdin?eof=bogus" % rid, b"x"), "eof")
+    r = api.post(base + "/%s/stdin?eof=0" % rid, b"x")
+    assert r.status == 200 and r.json == {"written": 1}, r
+    assert_flag_refused(api.get(base + "/%s/tty?readonly=bogus" % rid), "readonly")
+    api.post(base + "/%s/signal" % rid, {"signal": "SIGKILL"})
+    assert_flag_refused(api.delete("/v1/sessions/%s?purge=bogus" % sid), "purge")
+    assert api.get("/v1/sessions/" + sid).json["state"] == "active"
+    r = api.delete("/v1/sessions/%s?purge=0" % sid)
+    assert r.status == 200 and r.json["state"] == "closed", r

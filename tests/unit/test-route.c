@@ -137,14 +137,6 @@ static void test_allow(void) {
 static void test_query_values(void) {
         unsigned mode;
 
-        ASSERT(parse_flag("") == 1);
-        ASSERT(parse_flag("true") == 1);
-        ASSERT(parse_flag("1") == 1);
-        ASSERT(parse_flag("no") == 0);
-        ASSERT(parse_flag("TRUE") == -EINVAL);
-        ASSERT(parse_flag("2") == -EINVAL);
-        ASSERT(parse_flag(NULL) == -EINVAL);
-
         ASSERT(parse_mode("644", &mode) == 0 && mode == 0644);
         ASSERT(parse_mode("0777", &mode) == 0 && mode == 0777);
         ASSERT(parse_mode("0", &mode) == 0 && mode == 0);
