@@ -15,6 +15,7 @@
 #include "http.h"
 #include "http-relay.h"
 #include "http-json.h"
+#include "http-range.h"
 #include "http-ws.h"
 #include "json-util.h"
 #include "log.h"
@@ -930,19 +931,50 @@ static int queue_entry(HttpRequest *r, unsigned status, const char *path, const 
         return resp ? http_queue(r, status, resp) : MHD_NO;
 }
 
-/* A file, straight from its fd (sendfile()): nothing of it is buffered here. */
-static struct MHD_Response *file_response(int *fd, const struct stat *st) {
+/* A file, straight from its fd (sendfile()): nothing of it is buffered here. A GET with a
+ * Range of one range (http_range_parse()) gets that part, 206, or 416 when it lies past the
+ * end; a malformed Range, several ranges, or an If-Range (sandboxd sends no validator it could
+ * match) get the whole file. Returns the status, *ret_resp the answer (NULL: out of memory). */
+static unsigned file_response(HttpRequest *r, int *fd, const struct stat *st, struct MHD_Response **ret_resp) {
+        uint64_t size = (uint64_t) st->st_size, start = 0, length = size;
+        unsigned status = MHD_HTTP_OK;
         struct MHD_Response *resp;
+        char buf[96];
+
+        if (streq(r->method, "GET") &&
+            !MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_RANGE)) {
+                const char *range = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+                int ret = http_range_parse(range, size, &start, &length);
+
+                if (ret == -ERANGE) {
+                        snprintf(buf, sizeof(buf), "The range lies past the end of the file (%" PRIu64 " bytes).", size);
+                        status = refuse(ret_resp, "invalid_offset", buf);
+                        snprintf(buf, sizeof(buf), "bytes */%" PRIu64, size);
+                        if (*ret_resp) {
+                                (void) MHD_add_response_header(*ret_resp, MHD_HTTP_HEADER_CONTENT_RANGE, buf);
+                                (void) MHD_add_response_header(*ret_resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+                        }
+                        return status;
+                }
+                if (ret > 0)
+                        status = MHD_HTTP_PARTIAL_CONTENT;
+        }
 
         (void) fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
-        resp = MHD_create_response_from_fd64((uint64_t) st->st_size, *fd);
+        resp = MHD_create_response_from_fd_at_offset64(length, *fd, start);
+        *ret_resp = resp;
         if (!resp)
-                return NULL;
+                return status;
         *fd = -EBADF;
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
         (void) MHD_add_response_header(resp, "Cache-Control", "no-store");
         (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-        return resp;
+        if (status == MHD_HTTP_PARTIAL_CONTENT) {
+                snprintf(buf, sizeof(buf), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, start, start + length - 1, size);
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, buf);
+        }
+        return status;
 }
 
 static struct MHD_Response *deleted_response(const char *path) {
@@ -992,7 +1024,7 @@ static void on_file_op_done(FileOp *op, int ret, void *userdata) {
                 break;
         case FILE_OP_READ:
                 if (op->fd >= 0)
-                        resp = file_response(&op->fd, &op->st);
+                        status = file_response(r, &op->fd, &op->st, &resp);
                 else
                         resp = http_json_response(op->listing.data, op->listing.len);
                 break;

@@ -177,3 +177,64 @@ def test_command_and_session_flags(api, session):
     assert api.get("/v1/sessions/" + sid).json["state"] == "active"
     r = api.delete("/v1/sessions/%s?purge=0" % sid)
     assert r.status == 200 and r.json["state"] == "closed", r
+
+
+# --- 3. Range on file downloads ------------------------------------------------------------------
+
+def test_range_with_http_client(api, session):
+    sid = session["id"]
+    data = os.urandom(10000)
+    assert api.request("PUT", tail(sid, "r.bin"), body=data, headers=OCTET).status == 201
+    u = files(sid, "r.bin")
+    r = api.get(u)
+    assert r.status == 200 and r.body == data and r.headers["Accept-Ranges"] == "bytes", r
+    r = api.request("HEAD", u)
+    assert r.status == 200 and r.headers["Accept-Ranges"] == "bytes" and r.headers["Content-Length"] == "10000", r
+    for spec, start, end in (("0-99", 0, 99), ("9990-", 9990, 9999), ("-10", 9990, 9999), ("100-100", 100, 100),
+                             ("5000-99999", 5000, 9999), ("-20000", 0, 9999)):
+        r = api.get(u, headers={"Range": "bytes=" + spec})
+        assert r.status == 206, (spec, r)
+        assert r.body == data[start:end + 1], spec
+        assert r.headers["Content-Range"] == "bytes %d-%d/10000" % (start, end), (spec, r.headers)
+        assert r.headers["Content-Length"] == str(end - start + 1), (spec, r.headers)
+    # unsatisfiable: 416, the JSON error, and the size
+    for spec in ("10000-", "20000-20001", "-0"):
+        r = api.get(u, headers={"Range": "bytes=" + spec})
+        assert_error(r, 416, "invalid_offset")
+        assert r.headers["Content-Range"] == "bytes */10000", (spec, r.headers)
+    # malformed, several ranges, another unit, or an If-Range: the whole file
+    for h in ({"Range": "bytes=5-1"}, {"Range": "bytes=0-1,5-6"}, {"Range": "items=0-1"}, {"Range": "bytes=abc"},
+              {"Range": "bytes=0-1", "If-Range": '"x"'}):
+        r = api.get(u, headers=h)
+        assert r.status == 200 and r.body == data and "Content-Range" not in r.headers, (h, r)
+    # HEAD ignores Range; a directory listing has none
+    r = api.request("HEAD", u, headers={"Range": "bytes=0-1"})
+    assert r.status == 200 and r.headers["Content-Length"] == "10000", r
+    r = api.get(files(sid), headers={"Range": "bytes=0-1"})
+    assert r.status == 200 and r.json["entries"], r
+    # an empty file: no range of it can be satisfied
+    api.request("PUT", tail(sid, "empty"), body=b"", headers=OCTET)
+    r = api.get(tail(sid, "empty"), headers={"Range": "bytes=0-"})
+    assert_error(r, 416, "invalid_offset")
+    assert r.headers["Content-Range"] == "bytes */0", r.headers
+
+
+def test_range_with_curl(api, session, tmp_path):
+    sid = session["id"]
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(3 << 20))
+    base = "http://localhost" + files(sid, "big.bin")
+    curl("--fail-with-body", "-T", str(src), base)
+    # curl -r
+    out = curl("--fail-with-body", "-r", "1000-1999", "-o", str(tmp_path / "part"), "-w", "%{http_code}", base).stdout
+    assert out == "206" and (tmp_path / "part").read_bytes() == src.read_bytes()[1000:2000], out
+    # curl -C -: resume a partial download
+    dst = tmp_path / "dst.bin"
+    dst.write_bytes(src.read_bytes()[:1234567])
+    out = curl("--fail-with-body", "-C", "-", "-o", str(dst), "-w", "%{http_code}", base).stdout
+    assert out == "206", out
+    assert dst.read_bytes() == src.read_bytes()
+    # resuming a complete download: 416, which curl takes as done
+    out = curl("-C", "-", "-o", str(dst), "-w", "%{http_code}", base, check=False)
+    assert out.stdout == "416", out
+    assert dst.read_bytes() == src.read_bytes()
