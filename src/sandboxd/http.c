@@ -368,6 +368,41 @@ int http_refuse_upload_error(HttpRequest *r, const char *code, const char *messa
         return http_refuse_upload(r, http_error_status(code), http_error_response(code, message));
 }
 
+/* Refused from its headers: the answer goes out at once when the client waits for 100
+ * Continue (or the body is too large to read), else once the body was read and dropped. */
+static int refuse_early(HttpRequest *r, const char *code, const char *message) {
+        r->streaming = true; /* the body, if any, is dropped as it comes */
+        return http_refuse_upload_error(r, code, message);
+}
+
+static void body_too_large_message(Manager *m, char *buf, size_t n) {
+        snprintf(buf, n, "Request body is larger than MaxBodySize=%" PRIu64 " bytes.", m->config.max_body_bytes);
+}
+
+static enum MHD_Result on_content_encoding(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                           const char *value, size_t value_size) {
+        bool *coded = cls;
+
+        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_ENCODING) == 0 && value && value[0] &&
+            strcasecmp(value, "identity") != 0)
+                *coded = true;
+        return MHD_YES;
+}
+
+/* Whether the request has a body with a content coding other than identity (in any of its
+ * Content-Encoding fields): sandboxd decodes none, and would take the coded bytes for JSON
+ * or store them as the file. */
+static bool body_is_coded(struct MHD_Connection *connection) {
+        const char *cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        bool coded = false;
+
+        if (!te && (!cl || streq(cl, "0")))
+                return false; /* no body */
+        (void) MHD_get_connection_values_n(connection, MHD_HEADER_KIND, on_content_encoding, &coded);
+        return coded;
+}
+
 static bool take_url_has_nul(struct MHD_Connection *connection) {
         HttpConnection *c = connection_of(connection);
         bool v;
@@ -420,11 +455,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                                 r->tenant = TAKE_PTR(tenant);
                 }
 
+                /* RFC 9112 3.2: a request of HTTP/1.1 must name its Host (HTTP/1.0 had none). */
+                if (version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
+                    !MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+                        return refuse_early(r, "invalid_request", "An HTTP/1.1 request needs a Host header.");
+
                 /* MHD decodes chunked bodies only; it would wait for the end of any other
                  * coding until the connection times out. */
                 te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
                 if (te && strcasecmp(te, "chunked") != 0)
                         return http_queue_error(r, "not_implemented", "Only the chunked transfer coding is supported.");
+
+                /* A relay passes the body on as it is: its coding is the upstream's business. */
+                if (!http_route_is_relay(r) && body_is_coded(connection))
+                        return refuse_early(r, "unsupported_encoding",
+                                            "sandboxd decodes no Content-Encoding: send the body as it is (identity).");
 
                 /* A file upload is checked and opened before its body comes, which then goes
                  * straight to the file. */
@@ -445,10 +490,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                         return http_route_relay_begin(r);
                 }
 
-                /* Refuse an announced oversize body before reading it. */
+                /* Refuse an announced oversize body before reading it: at once, before MHD
+                 * sends 100 Continue to a client that waits for it. */
                 cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (cl && strtoull(cl, NULL, 10) > m->config.max_body_bytes)
-                        r->body_too_large = true;
+                if (cl && strtoull(cl, NULL, 10) > m->config.max_body_bytes) {
+                        char msg[128];
+
+                        body_too_large_message(m, msg, sizeof(msg));
+                        return refuse_early(r, "payload_too_large", msg);
+                }
                 return MHD_YES;
         }
 
@@ -488,8 +538,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (r->body_too_large) {
                 char msg[128];
 
-                snprintf(msg, sizeof(msg), "Request body is larger than MaxBodySize=%" PRIu64 " bytes.",
-                         m->config.max_body_bytes);
+                body_too_large_message(m, msg, sizeof(msg));
                 return http_queue_error(r, "payload_too_large", msg);
         }
 

@@ -36,7 +36,7 @@ check(len(codes) == len(rows), "codes are unique")
 
 # 1. every code the daemon sends is a row
 emit = re.compile(r'(?:request_error\(\w+, |->code = |\.code = |http_queue_error\(r, |http_complete_error\(r, |'
-                  r'http_refuse_upload_error\(r, |refuse\(ret_resp, |http_error_response\(|http_error_status\()"(\w+)"')
+                  r'http_refuse_upload_error\(r, |refuse_early\(r, |refuse\(ret_resp, |http_error_response\(|http_error_status\()"(\w+)"')
 sources = glob.glob(os.path.join(root, "src", "sandboxd", "*.c")) + glob.glob(os.path.join(root, "src", "shared", "*.c"))
 used = set()
 for path in sources:
