@@ -283,6 +283,12 @@ static int method_attach(sd_bus_message *call, void *userdata, sd_bus_error *err
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_OFFSET,
                                          "Offset %" PRIu64 " is past the end of the command's events (%" PRIu64 " bytes).",
                                          offset, c->output->log_size);
+        r = output_is_line_start(c->output, offset);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_OFFSET,
+                                         "Offset %" PRIu64 " is inside a line of the command's events.", offset);
         r = output_pipe_new(s->manager, c->output, offset, &fd);
         if (r == -EAGAIN)
                 return sd_bus_error_setf(error, BUS_ERROR_OVERLOADED,

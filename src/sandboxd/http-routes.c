@@ -686,11 +686,18 @@ static int route_events(HttpRequest *r) {
         Command *c = r->target_command;
         const char *v = query(r, "offset");
         uint64_t offset = 0;
+        int ret;
 
         if (v && parse_uint64(v, &offset) < 0)
                 return http_queue_error(r, "invalid_value", "?offset= must be a byte offset (an integer).");
         if (offset > c->output->log_size)
                 return http_queue_error(r, "invalid_offset", "?offset= is past the end of the command's events.");
+        ret = output_is_line_start(c->output, offset);
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        if (ret == 0)
+                return http_queue_error(r, "invalid_offset", "?offset= is inside a line of the command's events: give "
+                                        "the number of bytes of whole lines received.");
         return http_queue(r, MHD_HTTP_OK, http_command_stream_response(r, c, offset));
 }
 

@@ -634,6 +634,35 @@ static int find_entry(Output *o, uint64_t pos, uint64_t *hint, SpoolEntry *ret) 
         return -EIO;
 }
 
+int output_is_line_start(Output *o, uint64_t offset) {
+        uint64_t hint = 0;
+        SpoolEntry e;
+        int r;
+
+        if (offset > o->log_size)
+                return -ERANGE;
+        if (offset == 0 || offset == o->log_size)
+                return 1;
+        r = reopen_spools(o);
+        if (r < 0)
+                return r;
+        r = find_entry(o, offset, &hint, &e);
+        if (r >= 0 && offset != e.log_offset) {
+                char c;
+
+                /* inside an output event, which is one line; or within a run of other events */
+                if (e.source != SPOOL_EVENTS)
+                        r = 0;
+                else if (pread(o->events_fd, &c, 1, (off_t) (e.src_offset + (offset - e.log_offset) - 1)) != 1)
+                        r = -EIO;
+                else
+                        r = c == '\n';
+        } else if (r >= 0)
+                r = 1;
+        release_spools(o);
+        return r;
+}
+
 /* An output event, written again from its raw bytes into o->scratch: it must come out as
  * long as it went out the first time (the encoding depends on nothing else). */
 static int render_output(Output *o, const SpoolEntry *e) {

@@ -133,6 +133,9 @@ void output_finish(Output *o);
 bool output_should_pause(Output *o);
 void output_pause(Output *o);
 
+/* Whether offset is where a line of the event log starts (0 and the end are): 1 or 0;
+ * -ERANGE past the end. */
+int output_is_line_start(Output *o, uint64_t offset);
 void output_attach(Output *o, OutputReader *r, uint64_t offset);
 void output_detach(OutputReader *r);
 /* > 0 bytes copied; 0 nothing now (wait for notify); -EPIPE the end. */

@@ -226,10 +226,15 @@ def test_attach_is_the_http_event_stream(api, session):
     whole = api.get("/v1/sessions/%s/commands/ev/events" % sid).body
     assert whole.count(b"\n") >= 5, whole
     first = len(whole.split(b"\n", 1)[0]) + 1
-    for offset in (0, first, len(whole) // 2, len(whole)):
+    middle = whole.rindex(b"\n", 0, len(whole) // 2) + 1  # a line's start
+    for offset in (0, first, middle, len(whole)):
         http = api.get("/v1/sessions/%s/commands/ev/events?offset=%d" % (sid, offset)).body
         assert read_fd(B.call(path, B.COMMAND, "Attach", "t", B.t(offset))[0]) == http, offset
     assert http == b""
+    # inside a line: refused both ways
+    r = api.get("/v1/sessions/%s/commands/ev/events?offset=%d" % (sid, first + 1))
+    assert r.status == 416 and r.json["error"]["code"] == "invalid_offset"
+    assert B.error_of(B.call, path, B.COMMAND, "Attach", "t", B.t(first + 1)) == B.ERROR + "InvalidOffset"
     r = api.get("/v1/sessions/%s/commands/ev/events?offset=%d" % (sid, len(whole) + 1))
     assert r.status == 416 and r.json["error"]["code"] == "invalid_offset"
     assert B.error_of(B.call, path, B.COMMAND, "Attach", "t", B.t(len(whole) + 1)) == B.ERROR + "InvalidOffset"

@@ -357,3 +357,24 @@ def test_host_required_on_http11():
         s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         status, _, _ = read_response(s)
         assert status == 200
+
+
+# --- 6. events?offset= at line boundaries only ---------------------------------------------------------
+
+def test_event_offset_inside_a_line(api, session):
+    sid = session["id"]
+    base = "/v1/sessions/%s/commands" % sid
+    r = api.post(base, {"argv": ["sh", "-c", "echo one; echo two >&2; printf 'three\\nfour\\n'; exit 3"],
+                        "request_id": "lines"})
+    assert r.status == 200, r
+    whole = api.get(base + "/lines/events").body
+    starts = {0} | {i + 1 for i, c in enumerate(whole) if c == ord("\n")}
+    assert len(starts) >= 4 and max(starts) == len(whole), whole
+    for offset in range(len(whole) + 1):
+        r = api.get(base + "/lines/events?offset=%d" % offset)
+        if offset in starts:
+            assert r.status == 200 and r.body == whole[offset:], (offset, r)
+        else:
+            err = assert_error(r, 416, "invalid_offset")
+            assert "inside a line" in err["message"], err
+    assert_error(api.get(base + "/lines/events?offset=%d" % (len(whole) + 1)), 416, "invalid_offset")

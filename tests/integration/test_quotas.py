@@ -167,11 +167,14 @@ def test_spool_per_session(quotas, api, scope):
     assert len(stream_output(events, live=False)) == kept
     spool = os.path.join(SPOOL, sid)
     assert sum(os.path.getsize(os.path.join(spool, f)) for f in os.listdir(spool)) <= 1 << 20
-    # the log replays as it went out, from the start and from inside an event
-    for offset in (0, 12345):
+    # the log replays as it went out, from the start and from a line's start (one inside a
+    # line is refused: 416)
+    line = first.kept_raw.index(b"\n", 12345) + 1
+    for offset in (0, line):
         again = api.get(commands_path(sid, "big", "/events?offset=%d" % offset))
         assert again.status == 200, again
         assert again.body == first.kept_raw[offset:], (offset, len(again.body), len(first.kept_raw))
+    assert_error(api.get(commands_path(sid, "big", "/events?offset=%d" % (line - 1))), 416, "invalid_offset")
 
     # a running command that cannot keep its output: no new one until it ends
     start_command(api, sid, {"argv": ["sh", "-c", "head -c 2097152 /dev/zero; exec sleep 60"], "request_id": "hold"})
