@@ -196,6 +196,7 @@ struct Prop {
 #define PROP_JSON_NULL 2
 #define PROP_OMIT_EMPTY 1U /* a string "" leaves the key out */
 #define PROP_TERMINAL 2U   /* only in the JSON of a finished command */
+#define PROP_NULL_EMPTY 4U /* a string "" is a JSON null */
 
 static const PropValue *prop_value(const Prop *table, size_t n, const PropValue *values, const char *name) {
         static const PropValue none = {};
@@ -332,7 +333,10 @@ static int props_to_json(const Prop *table, size_t n, const PropValue *values, b
                 } else if (p->type[0] == 's') {
                         if (FLAGS_SET(p->flags, PROP_OMIT_EMPTY) && (!v->s || !*v->s))
                                 continue;
-                        j = json_object_new_string(v->s ?: "");
+                        if (FLAGS_SET(p->flags, PROP_NULL_EMPTY) && (!v->s || !*v->s))
+                                null = true;
+                        else
+                                j = json_object_new_string(v->s ?: "");
                 } else if (p->type[0] == 'b')
                         j = json_object_new_boolean(v->b);
                 else if (p->type[0] == 'i')
@@ -450,7 +454,7 @@ static const Prop session_props[] = {
         { "User", "s", "user", S(user) },
         { "Workspace", "s", "workspace", S(workspace) },
         { "State", "s", "state", S(state) },
-        { "CloseReason", "s", "close_reason", NO_FIELD, PROP_OMIT_EMPTY },
+        { "CloseReason", "s", "close_reason", NO_FIELD, PROP_NULL_EMPTY },
         { "Unit", "s", "unit", S(unit) },
         { "WorkspacePath", "s", "workspace_path", S(workspace_path) },
         { "DynamicUser", "s", "dynamic_user", NO_FIELD, PROP_OMIT_EMPTY },

@@ -45,7 +45,7 @@
         "\"running\":" INT ","                                                                                 \
         "\"disk_bytes\":{\"type\":\"integer\",\"description\":\"space the workspace takes, counted in the background\"}," \
         "\"network\":{\"type\":\"object\",\"properties\":{\"mode\":" STR ",\"deny\":" STR_LIST ",\"allow\":" STR_LIST "}}," \
-        "\"exec_mode\":" STR ",\"close_reason\":" STR
+        "\"exec_mode\":" STR ",\"close_reason\":{\"type\":[\"string\",\"null\"],\"description\":\"why it closed; null while open\"}"
 
 #define SESSION_SCHEMA                                                                                         \
         "{\"type\":\"object\",\"description\":\"the session as sandboxd reports it\",\"properties\":{"        \

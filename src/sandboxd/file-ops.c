@@ -95,7 +95,7 @@ static int file_op_read(FileOp *op, Workspace *ws) {
         if (r >= 0)
                 r = buf_puts(&op->listing, ",");
         if (r >= 0)
-                r = files_append_listing(ws, fd, op->max_entries, &op->listing);
+                r = files_append_listing(ws, fd, op->path, op->max_entries, &op->listing);
         if (r >= 0)
                 r = buf_puts(&op->listing, "}");
         return r;

@@ -350,7 +350,23 @@ static void entries_free(Entry *e, size_t n) {
         free(e);
 }
 
-int files_append_listing(Workspace *ws, int dir_fd, size_t max_entries, Buf *b) {
+/* "path":.. of an entry of the directory dir_path: the workspace-relative path */
+static int append_entry_path(Buf *b, const char *dir_path, const char *name) {
+        _cleanup_free_ char *p = NULL;
+        size_t n = strlen(dir_path);
+        int r;
+
+        while (n > 0 && dir_path[n - 1] == '/')
+                n--;
+        if (n == 0)
+                return files_append_name(b, "path", name);
+        if (asprintf(&p, "%.*s/%s", (int) n, dir_path, name) < 0)
+                return -ENOMEM;
+        r = files_append_name(b, "path", p);
+        return r;
+}
+
+int files_append_listing(Workspace *ws, int dir_fd, const char *dir_path, size_t max_entries, Buf *b) {
         Entry *entries = NULL;
         size_t n = 0, allocated = 0;
         bool truncated = false;
@@ -421,6 +437,10 @@ int files_append_listing(Workspace *ws, int dir_fd, size_t max_entries, Buf *b) 
                 r = buf_puts(b, i > 0 ? ",{" : "{");
                 if (r >= 0)
                         r = files_append_entry_fields(b, entries[i].name, &entries[i].st, entries[i].target);
+                if (r >= 0)
+                        r = buf_puts(b, ",");
+                if (r >= 0)
+                        r = append_entry_path(b, dir_path, entries[i].name);
                 if (r >= 0)
                         r = buf_puts(b, "}");
         }

@@ -54,8 +54,9 @@ int files_stat(Workspace *ws, const char *path, struct stat *ret);
 int files_open(Workspace *ws, const char *path, int *ret_fd, struct stat *ret_st);
 
 /* Appends {"entries":[...],"truncated":bool} for the directory dir_fd (from files_open()),
- * sorted by name, at most max_entries entries. Symlinks are listed as such, not followed. */
-int files_append_listing(Workspace *ws, int dir_fd, size_t max_entries, Buf *b);
+ * the workspace's dir_path, sorted by name, at most max_entries entries, each with its
+ * "path" in the workspace. Symlinks are listed as such, not followed. */
+int files_append_listing(Workspace *ws, int dir_fd, const char *dir_path, size_t max_entries, Buf *b);
 
 /* Appends the fields of one entry, without braces:
  * "name":..,"type":"file|dir|symlink|other","size":..,"mode":"0644","mtime":"RFC 3339","mtime_usec":..

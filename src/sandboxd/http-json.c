@@ -46,8 +46,11 @@ int session_append_json(Session *s, Buf *b) {
                 r = buf_puts(b, "}");
         if (r >= 0)
                 r = buf_printf(b, ",\"exec_mode\":\"%s\"", exec_mode_to_string(s->exec_mode));
+        /* null until the session is closed */
         if (r >= 0 && s->close_reason)
                 r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
+        else if (r >= 0)
+                r = buf_puts(b, ",\"close_reason\":null");
         if (r >= 0)
                 r = buf_puts(b, "}");
         return r;

@@ -231,16 +231,17 @@ def test_listing(api, session):
     assert entries["link"]["type"] == "symlink" and entries["link"]["target"] == "a.txt"
     assert entries["fifo"]["type"] == "other"
     for e in entries.values():
-        assert set(e) - {"target"} == {"name", "type", "size", "mode", "mtime", "mtime_usec"}, e
+        assert set(e) - {"target"} == {"name", "path", "type", "size", "mode", "mtime", "mtime_usec"}, e
+        assert e["path"] == e["name"], e  # the top's entries
         t = datetime.datetime.strptime(e["mtime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
         assert abs(t.timestamp() * 1e6 - e["mtime_usec"]) < 2, e
         assert abs(time.time() - t.timestamp()) < 600, e
 
     sub = get(api, sid, "sub").json
-    assert sub["path"] == "sub" and [e["name"] for e in sub["entries"]] == ["in"]
-    # a symlink to a directory inside is followed
+    assert sub["path"] == "sub" and [(e["name"], e["path"]) for e in sub["entries"]] == [("in", "sub/in")]
+    # a symlink to a directory inside is followed (the paths are through it, as asked)
     sh_in(api, sid, "ln -s sub sublink")
-    assert [e["name"] for e in get(api, sid, "sublink/").json["entries"]] == ["in"]
+    assert [(e["name"], e["path"]) for e in get(api, sid, "sublink/").json["entries"]] == [("in", "sublink/in")]
 
 
 def test_listing_of_a_fresh_workspace(api, session):

@@ -378,3 +378,41 @@ def test_event_offset_inside_a_line(api, session):
             err = assert_error(r, 416, "invalid_offset")
             assert "inside a line" in err["message"], err
     assert_error(api.get(base + "/lines/events?offset=%d" % (len(whole) + 1)), 416, "invalid_offset")
+
+
+# --- 8. nullable fields present as null; listing entries with their path ----------------------------------
+
+def test_close_reason_null_until_closed(api, scope):
+    s = api.create_session(*scope)
+    assert "close_reason" in s and s["close_reason"] is None, s
+    listed = [x for x in api.get("/v1/sessions").json["sessions"] if x["id"] == s["id"]]
+    assert listed and listed[0]["close_reason"] is None, listed
+    closed = api.delete("/v1/sessions/" + s["id"]).json
+    assert closed["close_reason"] == "deleted", closed
+
+
+def test_command_nullable_fields_present(api, session):
+    sid = session["id"]
+    r = api.post("/v1/sessions/%s/commands?wait=false" % sid, {"argv": ["sleep", "30"], "request_id": "nul"})
+    assert r.status == 202, r
+    snap = api.get("/v1/sessions/%s/commands/nul" % sid).json
+    for field in ("exit_code", "signal", "reason", "duration_ms", "tty", "cgroup"):
+        assert field in snap, (field, snap)
+    assert snap["exit_code"] is None and snap["signal"] is None and snap["tty"] is None, snap
+    api.post("/v1/sessions/%s/commands/nul/signal" % sid, {"signal": "SIGKILL"})
+
+
+def test_listing_entries_carry_their_path(api, session):
+    sid = session["id"]
+    api.request("PUT", tail(sid, "d/e", "mkdir"))
+    api.request("PUT", tail(sid, "d/e/f.txt"), body=b"f", headers=OCTET)
+    api.request("PUT", tail(sid, "top.txt"), body=b"t", headers=OCTET)
+    top = api.get(files(sid)).json
+    assert {e["name"]: e["path"] for e in top["entries"]} == {"d": "d", "top.txt": "top.txt"}, top
+    for u in (tail(sid, "d/e"), tail(sid, "d/e/"), files(sid, "d/e")):
+        listing = api.get(u).json
+        assert [(e["name"], e["path"]) for e in listing["entries"]] == [("f.txt", "d/e/f.txt")], (u, listing)
+    # each entry's path is what ?stat of it answers
+    entry = api.get(tail(sid, "d/e")).json["entries"][0]
+    st = api.get(files(sid, entry["path"], "stat")).json
+    assert st == entry, (st, entry)

@@ -238,13 +238,14 @@ static void test_listing(Workspace *ws) {
         ASSERT(symlink("/etc/passwd", p) == 0);
 
         ASSERT(files_open(ws, "w", &fd, &st) == 0);
-        ASSERT(buf_puts(&b, "{") == 0 && files_append_listing(ws, fd, 100, &b) == 0 && buf_puts(&b, "}") == 0);
+        ASSERT(buf_puts(&b, "{") == 0 && files_append_listing(ws, fd, "w/", 100, &b) == 0 && buf_puts(&b, "}") == 0);
         safe_close(fd);
         o = json_tokener_parse(b.data);
         ASSERT(o);
         ASSERT(json_object_object_get_ex(o, "entries", &entries) && json_object_array_length(entries) == 4);
         e = json_object_array_get_idx(entries, 0);
         ASSERT(json_object_object_get_ex(e, "name", &v) && streq(json_object_get_string(v), "a"));
+        ASSERT(json_object_object_get_ex(e, "path", &v) && streq(json_object_get_string(v), "w/a"));
         ASSERT(json_object_object_get_ex(e, "type", &v) && streq(json_object_get_string(v), "file"));
         ASSERT(json_object_object_get_ex(e, "mode", &v) && streq(json_object_get_string(v), "0600"));
         ASSERT(json_object_object_get_ex(e, "size", &v) && json_object_get_int(v) == 1);
@@ -254,11 +255,12 @@ static void test_listing(Workspace *ws) {
         ASSERT(json_object_object_get_ex(e, "target", &v) && streq(json_object_get_string(v), "/etc/passwd"));
         e = json_object_array_get_idx(entries, 3);
         ASSERT(json_object_object_get_ex(e, "name_b64", &v) && streq(json_object_get_string(v), "//4="));
+        ASSERT(json_object_object_get_ex(e, "path_b64", &v) && streq(json_object_get_string(v), "dy///g=="));
         json_object_put(o);
         buf_done(&b);
 
         ASSERT(files_open(ws, "w", &fd, &st) == 0);
-        ASSERT(files_append_listing(ws, fd, 2, &b) == 0 && strstr(b.data, "\"truncated\":true"));
+        ASSERT(files_append_listing(ws, fd, "", 2, &b) == 0 && strstr(b.data, "\"truncated\":true"));
         safe_close(fd);
         buf_done(&b);
 }
