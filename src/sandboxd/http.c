@@ -490,12 +490,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                         return http_route_relay_begin(r);
                 }
 
-                /* Refuse an announced oversize body before reading it: at once, before MHD
-                 * sends 100 Continue to a client that waits for it. */
+                /* An announced oversize body: a client that waits for 100 Continue is answered
+                 * at once, and sends no body; one that sends it anyway is answered once it was
+                 * read and dropped (cut off mid-send, it might never read the answer). */
                 cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl && strtoull(cl, NULL, 10) > m->config.max_body_bytes) {
+                        const char *expect = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
                         char msg[128];
 
+                        if (!expect || strcasecmp(expect, "100-continue") != 0) {
+                                r->body_too_large = true;
+                                return MHD_YES;
+                        }
                         body_too_large_message(m, msg, sizeof(msg));
                         return refuse_early(r, "payload_too_large", msg);
                 }

@@ -283,15 +283,18 @@ def test_early_413(api, session):
     sid = session["id"]
     r = api.post("/v1/sessions/%s/commands?wait=false" % sid, {"argv": ["sleep", "30"], "stdin": "stream"})
     rid = r.json["request_id"]
-    for expect in ({"Expect": "100-continue"}, {}):
-        for method, path, ctype, length in (
-                ("POST", "/v1/sessions", "application/json", str((1 << 20) + 1)),   # MaxBodySize=1M
-                ("POST", "/v1/sessions/%s/commands" % sid, "application/json", LARGE),
-                ("POST", "/v1/sessions/%s/commands/%s/stdin" % (sid, rid), "application/octet-stream", LARGE),
-                ("PUT", tail(sid, "huge.bin"), "application/octet-stream", LARGE),      # MaxFileSize=
-                ("PUT", files(sid, "huge.bin"), "application/octet-stream", LARGE)):
-            h = dict(expect, **{"Content-Type": ctype, "Content-Length": length})
-            refused_from_headers(method, path, h, 413, "payload_too_large")
+    expect = {"Expect": "100-continue"}
+    for method, path, ctype, length in (
+            ("POST", "/v1/sessions", "application/json", str((1 << 20) + 1)),   # MaxBodySize=1M
+            ("POST", "/v1/sessions/%s/commands" % sid, "application/json", LARGE),
+            ("POST", "/v1/sessions/%s/commands/%s/stdin" % (sid, rid), "application/octet-stream", LARGE),
+            ("PUT", tail(sid, "huge.bin"), "application/octet-stream", LARGE),      # MaxFileSize=
+            ("PUT", files(sid, "huge.bin"), "application/octet-stream", LARGE)):
+        h = dict(expect, **{"Content-Type": ctype, "Content-Length": length})
+        refused_from_headers(method, path, h, 413, "payload_too_large")
+    # an upload over MaxFileSize= is refused from its headers even without Expect (as before)
+    refused_from_headers("PUT", tail(sid, "huge.bin"), {"Content-Type": "application/octet-stream",
+                                                       "Content-Length": LARGE}, 413, "payload_too_large")
     assert api.get(tail(sid, "huge.bin")).status == 404
     # under the limit: 100 Continue, then the body is read
     with raw_connect() as s:
