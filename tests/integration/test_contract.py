@@ -496,7 +496,7 @@ def test_dredd(world, tmp_path):
     passing, failing, errors, skipped_n, total = map(int, m.groups())
     seen = json.loads(seen_file.read_text()) if seen_file.exists() else {}
     fails = "\n".join("%s: %s" % (k, v.replace("\n", " ")) for k, v in sorted(seen.items()) if v.startswith("fail"))
-    assert (failing, errors) == (0, 0), fails or out[-20000:]
+    assert (failing, errors) == (0, 0), "%s\n%s" % (m.group(0), fails or out[-20000:])
     # every documented answer is a transaction; those run are all those producible here
     assert total == len(answers), (total, len(answers))
     assert skipped_n == len(skipped), (skipped_n, sorted(skipped))
