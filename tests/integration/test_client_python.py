@@ -73,6 +73,7 @@ def test_sessions(client, request):
     again = client.create_session(user, ws)
     assert again.created is False and again.id == s.id
     got = client.get_session(s.id)
+    assert s.refresh() == got and client.session(s.id).refresh() == got
     assert got.id == s.id and got.user == user and got.exec_mode in ("unit", "session")
     assert [x.id for x in client.list_sessions(user=user)] == [s.id]
     assert s.id in [x.id for x in client.list_sessions()]
@@ -121,6 +122,9 @@ def test_run_start_and_commands(sess):
     assert r.stderr == b"err\n"
     # the same request id again: the first command's events, not a second command
     assert sess.run(["false"], request_id="run-1").stdout == r.stdout
+    cat = sess.start(["cat"], stdin="stream")
+    assert sess.write_stdin(cat.request_id, b"abc") == 3 and sess.close_stdin(cat.request_id) == 0
+    assert sess.wait(cat.request_id).stdout == b"abc"
     t = sess.run(["sleep", "10"], timeout_ms=300)
     assert t.status == "timed_out" and not t.ok, t
 
@@ -249,6 +253,8 @@ def test_file_operations(sess):
     assert e.value.code == "invalid_path"
     with pytest.raises(IsADirectoryError):
         sess.read_file("")
+    with pytest.raises(NotADirectoryError):
+        sess.list_dir("hello.txt")
     # what a command wrote, read through the file API, and the other way round
     sess.run(shell="echo from-cmd > cmd.txt; cat hello.txt > copy.txt")
     assert sess.read_file("cmd.txt") == b"from-cmd\n" and sess.read_file("copy.txt") == b"x"
@@ -332,6 +338,26 @@ def test_asyncio_client(api, api_key, request):
             assert (await s.upload("f.bin", big)).size == len(big)
             assert await s.read_file("f.bin") == big
             assert [e.name for e in (await s.list_dir()).entries] == ["f.bin"]
+            assert (await s.mkdir("d/e")).type == "dir"
+            assert (await s.move("f.bin", "d/e/g.bin")).type == "file"
+            assert (await s.stat("d/e/g.bin")).size == len(big)
+            out = io.BytesIO()
+            assert await s.download("d/e/g.bin", out) == len(big) and out.getvalue() == big
+            await s.remove("d", recursive=True)
+            assert (await s.list_dir()).entries == []
+            bg = await s.start(["sh", "-c", "echo ready; exec sleep 30"], request_id="bg")
+            assert bg.request_id == "bg"
+            with_ready = await s.events("bg")
+            async for ev in with_ready:
+                if ev.type == "stdout":
+                    break
+            with_ready.close()
+            await s.signal("bg", "SIGKILL")
+            killed = await s.wait("bg")
+            assert killed.status == "signaled" and killed.signal == "SIGKILL" and killed.stdout == b"ready\n"
+            assert "bg" in [x.request_id for x in await s.commands_list()]
+            assert (await s.touch()).id == s.id and (await s.refresh()).id == s.id
+            assert s.id in [x.id for x in await c.list_sessions()]
             try:
                 await c.get_session("0123456789abcdef")
                 raise AssertionError("no error")
