@@ -219,6 +219,19 @@ def test_files_streamed_10mib(sess, tmp_path):
     assert hashlib.sha256(out.getvalue()).hexdigest() == sha256_of(src)
 
 
+def test_upload_over_the_limit(sess, tmp_path):
+    """A file over MaxFileSize= (1G by default; sparse here): sandboxd refuses it by its
+    Content-Length before the body, and the client reports that answer, not the broken pipe."""
+    huge = tmp_path / "huge"
+    with open(huge, "wb") as f:
+        f.truncate((1 << 30) + 1)
+    with open(huge, "rb") as f, pytest.raises(sandboxd.ApiError) as e:
+        sess.upload("huge", f)
+    assert e.value.status == 413 and e.value.code == "payload_too_large", e.value
+    with pytest.raises(sandboxd.NotFound):
+        sess.stat("huge")
+
+
 def test_file_operations(sess):
     assert sess.write_file("hello.txt", b"hello\n").size == 6
     assert sess.read_file("hello.txt") == b"hello\n"

@@ -240,8 +240,19 @@ class Client:
         raised as ApiError. The caller reads and closes."""
         conn = self._connection(timeout)
         try:
-            conn.request(method, path, body=body, headers=self._headers(headers))
-            resp = conn.getresponse()
+            try:
+                conn.request(method, path, body=body, headers=self._headers(headers))
+            except (BrokenPipeError, ConnectionResetError) as e:
+                # refused before the whole body was sent (413 for a Content-Length over the
+                # limit, at once): the answer may be waiting all the same
+                if conn.sock is None:
+                    raise
+                try:
+                    resp = conn.getresponse()
+                except (OSError, http.client.HTTPException):
+                    raise e from None
+            else:
+                resp = conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             raise _transport_error(e, "%s %s on %s" % (method, path, self.endpoint.url)) from e
