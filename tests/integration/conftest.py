@@ -86,6 +86,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "unit_mode_only: about per-command units (their properties, "
                             "collection, exposure); skipped in the session lane")
     config.addinivalue_line("markers", "session_mode_only: about the session executor; skipped in the unit lane")
+    config.addinivalue_line("markers", "one_exec_mode: the same in both exec modes (the HTTP surface as clients "
+                            "see it); run in the unit lane only, to keep CI short")
     if EXEC_MODE not in EXEC_MODES:
         raise pytest.UsageError("SANDBOXD_TEST_EXEC_MODE=%s: expected one of %s" % (EXEC_MODE, ", ".join(EXEC_MODES)))
 
@@ -95,10 +97,16 @@ def pytest_collection_modifyitems(config, items):
     and the cgroup-v2 lane load this module again: each item is marked once.)"""
     other = "session_mode_only" if EXEC_MODE == "unit" else "unit_mode_only"
     why = pytest.mark.skip(reason="%s: this lane runs exec mode %s (SANDBOXD_TEST_EXEC_MODE)" % (other, EXEC_MODE))
+    once = pytest.mark.skip(reason="one_exec_mode: runs in the unit lane only")
     for item in items:
-        if item.get_closest_marker(other) and not getattr(item, "_sandboxd_exec_mode_skip", False):
+        if getattr(item, "_sandboxd_exec_mode_skip", False):
+            continue
+        if item.get_closest_marker(other):
             item._sandboxd_exec_mode_skip = True
             item.add_marker(why)
+        elif EXEC_MODE != "unit" and item.get_closest_marker("one_exec_mode"):
+            item._sandboxd_exec_mode_skip = True
+            item.add_marker(once)
 
 
 class TimeLimitExceeded(Exception):

@@ -109,13 +109,23 @@ int main(void) {
 """
 
 
+PYTHON_DIR = "/usr/lib/python3/dist-packages/sandboxd"
+PYTHON_EXAMPLE = r"""
+import sandboxd
+print(sandboxd.__file__)
+s = sandboxd.Client().create_session("debtest", "py")
+r = s.run(["sh", "-c", "echo from-python; exit 9"])
+print(r.status, r.exit_code, r.stdout.decode().strip())
+"""
+
+
 def test_install_use_remove_purge(tmp_path, services_may_start):
     assert not os.path.exists("/usr/libexec/sandboxd"), "sandboxd is already installed in this testbed"
     assert dpkg_status("sandboxd") in ("unknown", "un")
 
-    # --- install: the daemon, the library, its development files
-    apt("install", deb("sandboxd"), deb("libsandboxd0"), deb("libsandboxd-dev"))
-    for pkg in ("sandboxd", "libsandboxd0", "libsandboxd-dev"):
+    # --- install: the daemon, the library, its development files, the Python client
+    apt("install", deb("sandboxd"), deb("libsandboxd0"), deb("libsandboxd-dev"), deb("python3-sandboxd"))
+    for pkg in ("sandboxd", "libsandboxd0", "libsandboxd-dev", "python3-sandboxd"):
         assert dpkg_status(pkg) == "ii", (pkg, dpkg_status(pkg))
 
     # the group, the socket (enabled and listening, group sandboxd, 0660), not the service
@@ -154,13 +164,19 @@ def test_install_use_remove_purge(tmp_path, services_may_start):
     p = subprocess.run([str(tmp_path / "example")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 9 and p.stdout == "from-libsandboxd\n", p
     assert any(u.startswith("sandboxd-") and u.endswith(".slice") for u in sandboxd_units())
+    # and through the Python client, imported from the package (not from the source tree)
+    p = subprocess.run(["/usr/bin/python3", "-c", PYTHON_EXAMPLE], capture_output=True, text=True, timeout=120,
+                       cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p
+    assert p.stdout.splitlines() == [PYTHON_DIR + "/__init__.py", "failed 9 from-python"], p
 
     # --- remove: the daemon and every sandbox stop, the configuration stays
-    apt("remove", "sandboxd", "libsandboxd-dev", "libsandboxd0")
+    apt("remove", "sandboxd", "libsandboxd-dev", "libsandboxd0", "python3-sandboxd")
     assert dpkg_status("sandboxd") == "rc"
     assert not os.path.exists("/usr/libexec/sandboxd") and not os.path.exists("/usr/bin/sandboxctl")
     assert not os.path.exists("/lib/systemd/system/sandboxd.socket")
     assert not glob.glob("/usr/lib/*/libsandboxd.so*") and not os.path.exists("/usr/include/libsandboxd.h")
+    assert not os.path.exists(PYTHON_DIR)
     wait_for(lambda: all(s != "active" for s in sandboxd_units().values()), timeout=30,
              what="sandboxd's units to stop")
     failed = sh("systemctl", "list-units", "--failed", "--plain", "--no-legend", "sandboxd*").stdout.strip()
@@ -170,7 +186,7 @@ def test_install_use_remove_purge(tmp_path, services_may_start):
     # --- purge: nothing of sandboxd is left but its group (the libraries have no
     # configuration: removing them was all)
     apt("purge", "sandboxd")
-    for pkg in ("sandboxd", "libsandboxd0", "libsandboxd-dev"):
+    for pkg in ("sandboxd", "libsandboxd0", "libsandboxd-dev", "python3-sandboxd"):
         assert dpkg_status(pkg) in ("unknown", "un", "pn"), (pkg, dpkg_status(pkg))
     for path in ("/etc/sandboxd", "/var/lib/sandboxd", "/var/lib/private/sandboxd",
                  "/etc/systemd/system/sockets.target.wants/sandboxd.socket"):
