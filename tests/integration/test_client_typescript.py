@@ -46,6 +46,7 @@ def test_typescript_client(api, tcp, api_key):
     p = subprocess.run([node, "--test", "--test-reporter=tap", compiled], cwd=CLIENT, env=env,
                        capture_output=True, text=True, timeout=120)
     out = p.stdout + p.stderr
+    print(out)  # shown with -s, and by pytest on a failure
     counts = {k: int(v) for k, v in re.findall(r"^# (pass|fail|cancelled|skipped|todo) (\d+)$", out, re.M)}
     assert p.returncode == 0 and counts.get("fail") == 0 and counts.get("cancelled") == 0, \
         "node --test failed (exit status %d, %r):\n%s" % (p.returncode, counts, out)
