@@ -169,6 +169,9 @@ export class Transport {
             else
                 stream = b instanceof Readable ? b : Readable.from(b);
         }
+        if (stream)
+            // refusals (no such directory, too large) come before the body is sent
+            headers.Expect = "100-continue";
         if (payload)
             headers["Content-Length"] = payload.length;
         else if (stream && opts.length !== undefined)
@@ -209,10 +212,32 @@ export class Transport {
             if (timeout > 0)
                 req.setTimeout(timeout, () => req.destroy(new TransportError(`${method} ${path}: nothing moved for ${timeout} ms`)));
             if (stream) {
-                stream.on("error", (e) => req.destroy(new TransportError(`reading the body to send: ${e.message}`, { cause: e })));
-                // sandboxd may answer (413, 404) before the whole body went: stop sending then
-                req.on("response", () => stream!.unpipe(req));
-                stream.pipe(req);
+                const body = stream;
+                let sending = false;
+                const send = () => {
+                    if (sending || answered)
+                        return;
+                    sending = true;
+                    clearTimeout(fallback);
+                    body.on("error", (e) => req.destroy(new TransportError(`reading the body to send: ${e.message}`, { cause: e })));
+                    body.pipe(req);
+                };
+                // a server (or a proxy) that does not answer 100 Continue gets the body after a second, as curl does
+                const fallback = setTimeout(send, 1000);
+                req.on("continue", send);
+                // an answer before the whole body went (413, say): stop sending
+                req.on("response", (res) => {
+                    clearTimeout(fallback);
+                    if (req.writableFinished)
+                        return;
+                    if (sending)
+                        body.unpipe(req);
+                    body.destroy();
+                    // the request's body is unfinished: its connection cannot carry another request
+                    res.once("end", () => req.destroy());
+                });
+                req.on("close", () => clearTimeout(fallback));
+                req.flushHeaders();
             } else {
                 req.end(payload);
             }

@@ -113,6 +113,37 @@ describe("commands", () => {
         assert.equal(t.status, "timed_out");
     });
 
+    test("output past OutputMax: a truncated event, live lines that do not count in offsets", async () => {
+        const total = 1536 * 1024;
+        const stream = await session.exec({ command: `head -c ${total} /dev/zero | tr '\\0' a` });
+        let kept = 0, live = 0, truncated = 0, beforeExit = 0;
+        for await (const ev of stream) {
+            if (ev.type !== "exit")
+                beforeExit = ev.offset;
+            const raw = ev as { live?: boolean };
+            if (ev.type === "stdout")
+                raw.live ? (live += ev.bytes!.length) : (kept += ev.bytes!.length);
+            else if (ev.type === "truncated") {
+                truncated++;
+                assert.equal(ev.reason, "output_max");
+                assert.equal(ev.stream, "stdout");
+            }
+        }
+        assert.equal(truncated, 1);
+        assert.equal(kept + live, total, "an attached client gets every byte");
+        assert.ok(live > 0 && kept < total, `kept ${kept}, live ${live}`);
+        const r = await session.wait(stream.requestId);
+        assert.equal(r.truncated, true);
+        assert.equal(r.stdout.length, kept, "a replay has the kept bytes only");
+        // re-attached where the exit line starts (the live lines not counted): the exit event alone
+        const tail = await session.events(stream.requestId, { offset: beforeExit });
+        const after: string[] = [];
+        for await (const ev of tail)
+            after.push(ev.type);
+        assert.deepEqual(after, ["exit"]);
+        assert.equal(tail.offset, stream.offset);
+    });
+
     test("re-attach by offset after a dropped stream", async () => {
         const requestId = "ts-reattach-" + randomBytes(4).toString("hex");
         const stream = await session.exec({ command: "echo one; sleep 0.3; echo two; sleep 0.3; echo three", requestId });
@@ -229,6 +260,23 @@ describe("files", () => {
         assert.equal(st.size, size);
         await session.files.remove("big", { recursive: true });
         await assert.rejects(session.files.stat("big"), NotFoundError);
+    });
+
+    test("a refused upload stops before its body, and the client goes on", async () => {
+        const chunks = 160, chunk = 64 * 1024;
+        let read = 0;
+        async function* source() {
+            for (let i = 0; i < chunks; i++) {
+                read++;
+                yield Buffer.alloc(chunk, 1);
+            }
+        }
+        await assert.rejects(session.files.upload("no/such/dir/f.bin", Readable.from(source())), (e: unknown) =>
+            e instanceof NotFoundError && e.status === 404);
+        assert.ok(read < chunks, `the refused upload's body was read whole (${read} chunks)`);
+        const e = await session.files.write("after-refusal.txt", "ok");
+        assert.equal(e.size, 2);
+        await session.files.remove("after-refusal.txt");
     });
 
     test("small files, odd names, list, move, remove", async () => {
