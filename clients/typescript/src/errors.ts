@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Errors: SandboxdError is an answer of sandboxd ({"error":{"code","message"}} and its
+// HTTP status); TransportError is a failure to talk to it at all.
+
+/** An error answer of sandboxd: the shared error code, its message and the HTTP status. */
+export class SandboxdError extends Error {
+    /** The shared error code, e.g. "not_found", "conflict", "unsupported". */
+    readonly code: string;
+    /** The HTTP status of the answer. */
+    readonly status: number;
+    /** Seconds from the Retry-After header, when sandboxd sent one. */
+    readonly retryAfter: number | undefined;
+
+    constructor(status: number, code: string, message: string, retryAfter?: number) {
+        super(message ? `${code}: ${message}` : code);
+        this.name = new.target.name;
+        this.status = status;
+        this.code = code;
+        this.retryAfter = retryAfter;
+    }
+}
+
+/** 400: invalid input. */
+export class BadRequestError extends SandboxdError {}
+/** 401: no key, or a wrong one (TCP). */
+export class UnauthorizedError extends SandboxdError {}
+/** 403: not allowed. */
+export class ForbiddenError extends SandboxdError {}
+/** 404: no such route, session, command or file. */
+export class NotFoundError extends SandboxdError {}
+/** 409: a conflict (session_not_active, not_running, exists, not_empty, busy, ...). */
+export class ConflictError extends SandboxdError {}
+/** 413: a body over its limit. */
+export class PayloadTooLargeError extends SandboxdError {}
+/** 416: an offset past the end. */
+export class InvalidOffsetError extends SandboxdError {}
+/** 429: a quota (too_many_sessions, too_many_running, too_many_file_operations, ...). */
+export class TooManyRequestsError extends SandboxdError {}
+/** 501: not supported on this host (freezing on cgroup v1). */
+export class UnsupportedError extends SandboxdError {}
+/** 503: draining, overloaded or stopping; see retryAfter. */
+export class UnavailableError extends SandboxdError {}
+
+const BY_STATUS: Record<number, typeof SandboxdError> = {
+    400: BadRequestError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    416: InvalidOffsetError,
+    429: TooManyRequestsError,
+    501: UnsupportedError,
+    503: UnavailableError,
+};
+
+/** The error for an answer: the subclass of its status, else SandboxdError. */
+export function errorFor(status: number, code: string, message: string, retryAfter?: number): SandboxdError {
+    const cls = BY_STATUS[status] ?? SandboxdError;
+    return new cls(status, code, message, retryAfter);
+}
+
+/** sandboxd could not be reached, or the connection broke, timed out or carried garbage. */
+export class TransportError extends Error {
+    constructor(message: string, options?: { cause?: unknown }) {
+        super(message, options);
+        this.name = "TransportError";
+    }
+}

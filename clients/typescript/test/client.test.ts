@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Live tests of @sandboxd/client against a running sandboxd (node --test), driven by
+// tests/integration/test_client_typescript.py inside the testbed. Environment:
+//   SANDBOXD_TEST_SOCKET   the unix socket (the caller is root)
+//   SANDBOXD_TEST_TCP_URL  http://127.0.0.1:8421
+//   SANDBOXD_TEST_KEY      a tenant's key for TCP
+//   SANDBOXD_TEST_USER     a user name no other test uses (sessions are made for it)
+
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { Readable, Writable } from "node:stream";
+import { after, before, describe, test } from "node:test";
+import {
+    Client, ConflictError, NotFoundError, SandboxdError, Session, TransportError, UnauthorizedError,
+    UnsupportedError, type ExecEvent,
+} from "../src/index.js";
+
+function env(name: string): string {
+    const v = process.env[name];
+    if (!v)
+        throw new Error(`${name} is not set: run through tests/integration/test_client_typescript.py`);
+    return v;
+}
+
+const SOCKET = env("SANDBOXD_TEST_SOCKET");
+const TCP_URL = env("SANDBOXD_TEST_TCP_URL");
+const KEY = env("SANDBOXD_TEST_KEY");
+const USER = env("SANDBOXD_TEST_USER");
+
+const unix = new Client({ url: "unix:" + SOCKET });
+let session: Session;
+
+before(async () => {
+    session = await unix.createSession({ user: USER, workspace: "ts-main" });
+});
+
+after(async () => {
+    await session?.close({ purge: true }).catch(() => undefined);
+    unix.close();
+});
+
+describe("sessions", () => {
+    test("health", async () => {
+        const h = await unix.health();
+        assert.ok(h.status === "ok" || h.status === "degraded", JSON.stringify(h));
+        assert.equal(typeof h.version, "string");
+    });
+
+    test("create is idempotent, get, list, touch", async () => {
+        assert.equal(session.created, true);
+        assert.equal(session.info.state, "active");
+        assert.equal(session.info.user, USER);
+        assert.match(session.id, /^[0-9a-f]{16}$/);
+        const again = await unix.createSession({ user: USER, workspace: "ts-main" });
+        assert.equal(again.created, false);
+        assert.equal(again.id, session.id);
+        const got = await unix.getSession(session.id);
+        assert.equal(got.info.workspace, "ts-main");
+        const listed = await unix.listSessions({ user: USER });
+        assert.deepEqual(listed.map((s) => s.id), [session.id]);
+        const before = session.info.last_activity_usec ?? 0;
+        const touched = await session.touch();
+        assert.ok((touched.last_activity_usec ?? 0) >= before);
+    });
+
+    test("options: limits, ttl, network, exec mode; close with purge", async () => {
+        const s = await unix.createSession({
+            user: USER, workspace: "ts-opts", limits: { tasks_max: 32, memory_max: "256M" }, ttl_s: 600,
+            network: { mode: "none" }, exec_mode: "unit",
+        });
+        assert.equal(s.created, true);
+        assert.equal(s.info.limits?.tasks_max, 32);
+        assert.equal(s.info.ttl_s, 600);
+        assert.equal(s.info.exec_mode, "unit");
+        assert.equal((s.info.network as { mode?: string }).mode, "none");
+        const closed = await s.close({ purge: true });
+        assert.equal(closed.state, "closed");
+        await assert.rejects(s.run({ argv: ["true"] }), (e: unknown) =>
+            e instanceof ConflictError && e.status === 409 && e.code === "session_not_active");
+    });
+});
+
+describe("commands", () => {
+    test("exec streams typed events, run() gives the result", async () => {
+        const stream = await session.exec({ command: "echo out; echo err >&2; printf '\\377\\376'; exit 3", env: { A: "1" } });
+        const events: ExecEvent[] = [];
+        for await (const ev of stream)
+            events.push(ev);
+        assert.equal(events[0].type, "accepted");
+        assert.equal(events[0].request_id, stream.requestId);
+        const last = events[events.length - 1];
+        assert.equal(last.type, "exit");
+        assert.equal(last.status, "failed");
+        assert.equal(last.exit_code, 3);
+        const out = Buffer.concat(events.filter((e) => e.type === "stdout").map((e) => e.bytes!));
+        const err = Buffer.concat(events.filter((e) => e.type === "stderr").map((e) => e.bytes!));
+        assert.deepEqual(out, Buffer.concat([Buffer.from("out\n"), Buffer.from([0xff, 0xfe])]));
+        assert.equal(err.toString(), "err\n");
+        // offsets grow with each kept line, the last one is the whole log
+        for (let i = 1; i < events.length; i++)
+            assert.ok(events[i].offset > events[i - 1].offset);
+        assert.equal(stream.offset, last.offset);
+
+        const r = await session.run({ argv: ["sh", "-c", "cat; echo \"$A\" >&2"], stdin: "fed", env: { A: "x" }, cwd: "." });
+        assert.equal(r.ok, true);
+        assert.equal(r.status, "succeeded");
+        assert.equal(r.exitCode, 0);
+        assert.equal(r.stdoutText, "fed");
+        assert.equal(r.stderrText, "x\n");
+        assert.equal(typeof r.durationMs, "number");
+
+        const t = await session.run({ argv: ["sleep", "30"], timeoutMs: 300 });
+        assert.equal(t.status, "timed_out");
+    });
+
+    test("output past OutputMax: a truncated event, live lines that do not count in offsets", async () => {
+        const total = 1536 * 1024;
+        const stream = await session.exec({ command: `head -c ${total} /dev/zero | tr '\\0' a` });
+        let kept = 0, live = 0, truncated = 0, beforeExit = 0;
+        for await (const ev of stream) {
+            if (ev.type !== "exit")
+                beforeExit = ev.offset;
+            const raw = ev as { live?: boolean };
+            if (ev.type === "stdout")
+                raw.live ? (live += ev.bytes!.length) : (kept += ev.bytes!.length);
+            else if (ev.type === "truncated") {
+                truncated++;
+                assert.equal(ev.reason, "output_max");
+                assert.equal(ev.stream, "stdout");
+            }
+        }
+        assert.equal(truncated, 1);
+        assert.equal(kept + live, total, "an attached client gets every byte");
+        assert.ok(live > 0 && kept < total, `kept ${kept}, live ${live}`);
+        const r = await session.wait(stream.requestId);
+        assert.equal(r.truncated, true);
+        assert.equal(r.stdout.length, kept, "a replay has the kept bytes only");
+        // re-attached where the exit line starts (the live lines not counted): the exit event alone
+        const tail = await session.events(stream.requestId, { offset: beforeExit });
+        const after: string[] = [];
+        for await (const ev of tail)
+            after.push(ev.type);
+        assert.deepEqual(after, ["exit"]);
+        assert.equal(tail.offset, stream.offset);
+    });
+
+    test("re-attach by offset after a dropped stream", async () => {
+        const requestId = "ts-reattach-" + randomBytes(4).toString("hex");
+        const stream = await session.exec({ command: "echo one; sleep 0.3; echo two; sleep 0.3; echo three", requestId });
+        assert.equal(stream.requestId, requestId);
+        const seen: ExecEvent[] = [];
+        for await (const ev of stream) {
+            seen.push(ev);
+            if (ev.type === "stdout")
+                break; // drop the stream after the first line of output
+        }
+        assert.equal(seen.map((e) => e.type).join(","), "accepted,stdout");
+        assert.equal(seen[1].bytes!.toString(), "one\n");
+
+        const rest = await session.events(requestId, { offset: stream.offset });
+        const r = await rest.result();
+        assert.equal(r.stdoutText, "two\nthree\n", "the re-attached stream starts after what was received");
+        assert.equal(r.status, "succeeded");
+
+        // from 0 (wait()): everything kept, the same bytes
+        const all = await session.wait(requestId);
+        assert.equal(all.stdoutText, "one\ntwo\nthree\n");
+        // an offset past the end: 416
+        await assert.rejects(session.events(requestId, { offset: 1 << 30 }), (e: unknown) =>
+            e instanceof SandboxdError && e.status === 416 && e.code === "invalid_offset");
+
+        const snap = await session.command(requestId);
+        assert.equal(snap.status, "succeeded");
+        assert.equal(snap.stdout, "one\ntwo\nthree\n");
+        const list = await session.commands();
+        assert.ok(list.some((c) => c.request_id === requestId));
+    });
+
+    test("stdin streamed, then eof", async () => {
+        const acc = await session.start({ argv: ["cat"], stdin: "stream" });
+        assert.equal(typeof acc.request_id, "string");
+        const rid = acc.request_id!;
+        assert.equal(await session.writeStdin(rid, "hello "), 6);
+        assert.equal(await session.writeStdin(rid, Buffer.from([0x00, 0x41, 0x0a]), { eof: true }), 3);
+        const r = await session.wait(rid);
+        assert.equal(r.status, "succeeded");
+        assert.deepEqual(r.stdout, Buffer.from("hello \u0000A\n", "latin1"));
+        await assert.rejects(session.writeStdin(rid, "late"), (e: unknown) => e instanceof ConflictError);
+    });
+
+    test("signal", async () => {
+        const stream = await session.exec({ command: "trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.1; done" });
+        for await (const ev of stream) {
+            if (ev.type === "stdout" && ev.bytes!.toString().includes("ready"))
+                break;
+        }
+        await session.signal(stream.requestId, "SIGTERM");
+        const r = await session.wait(stream.requestId);
+        assert.equal(r.exitCode, 7);
+        assert.match(r.stdoutText, /got TERM/);
+        await assert.rejects(session.signal(stream.requestId, "SIGKILL"), (e: unknown) =>
+            e instanceof ConflictError && e.code === "not_running");
+
+        const acc = await session.start({ argv: ["sleep", "60"] });
+        await session.signal(acc.request_id!, "SIGKILL");
+        const k = await session.wait(acc.request_id!);
+        assert.equal(k.status, "signaled");
+        assert.equal(k.signal, "SIGKILL");
+    });
+
+    test("freeze and thaw (501 unsupported on cgroup v1)", async (t) => {
+        let frozen;
+        try {
+            frozen = await session.freeze();
+        } catch (e) {
+            assert.ok(e instanceof UnsupportedError, String(e));
+            t.diagnostic("freezing is unsupported here (501): the refusal was checked");
+            assert.equal(e.status, 501);
+            assert.equal(e.code, "unsupported");
+            await assert.rejects(session.thaw(), (e2: unknown) => e2 instanceof UnsupportedError && e2.status === 501);
+            return;
+        }
+        t.diagnostic("frozen and thawed");
+        assert.equal(frozen.frozen, true);
+        const thawed = await session.thaw();
+        assert.equal(thawed.frozen, false);
+        assert.equal((await session.run({ argv: ["true"] })).ok, true);
+    });
+});
+
+describe("files", () => {
+    test("10 MiB streamed up and down", async () => {
+        const size = 10 * 1024 * 1024, chunk = 64 * 1024;
+        const up = createHash("sha256");
+        async function* source() {
+            for (let i = 0; i < size / chunk; i++) {
+                const b = randomBytes(chunk);
+                up.update(b);
+                yield b;
+            }
+        }
+        await session.files.mkdir("big/dir");
+        const entry = await session.files.upload("big/dir/blob.bin", Readable.from(source()), { mode: 0o640 });
+        assert.equal(entry.size, size);
+        assert.equal(entry.type, "file");
+        assert.equal(entry.mode, "0640");
+
+        const down = createHash("sha256");
+        let n = 0;
+        const sink = new Writable({
+            write(c: Buffer, _enc, cb) {
+                n += c.length;
+                down.update(c);
+                cb();
+            },
+        });
+        assert.equal(await session.files.downloadTo("big/dir/blob.bin", sink), size);
+        assert.equal(n, size);
+        assert.equal(down.digest("hex"), up.digest("hex"));
+
+        const st = await session.files.stat("big/dir/blob.bin");
+        assert.equal(st.size, size);
+        await session.files.remove("big", { recursive: true });
+        await assert.rejects(session.files.stat("big"), NotFoundError);
+    });
+
+    test("a refused upload stops before its body, and the client goes on", async () => {
+        const chunks = 160, chunk = 64 * 1024;
+        let read = 0;
+        async function* source() {
+            for (let i = 0; i < chunks; i++) {
+                read++;
+                yield Buffer.alloc(chunk, 1);
+            }
+        }
+        await assert.rejects(session.files.upload("no/such/dir/f.bin", Readable.from(source())), (e: unknown) =>
+            e instanceof NotFoundError && e.status === 404);
+        assert.ok(read < chunks, `the refused upload's body was read whole (${read} chunks)`);
+        const e = await session.files.write("after-refusal.txt", "ok");
+        assert.equal(e.size, 2);
+        await session.files.remove("after-refusal.txt");
+    });
+
+    test("small files, odd names, list, move, remove", async () => {
+        const name = "dir one/a b%c?d#e.txt";
+        await session.files.mkdir("dir one");
+        const created = await session.files.write(name, "hello\n");
+        assert.equal(created.size, 6);
+        assert.equal((await session.files.read(name)).toString(), "hello\n");
+        await session.files.write(name, Buffer.from([1, 2, 3]));
+        assert.deepEqual(await session.files.read(name), Buffer.from([1, 2, 3]));
+
+        const listing = await session.files.list("dir one");
+        assert.deepEqual(listing.entries?.map((e) => e.name), ["a b%c?d#e.txt"]);
+        const top = await session.files.list();
+        assert.ok(top.entries?.some((e) => e.name === "dir one" && e.type === "dir"));
+
+        const moved = await session.files.move(name, "dir one/moved.txt");
+        assert.equal(moved.name, "moved.txt");
+        await session.files.write("dir one/other.txt", "x");
+        await assert.rejects(session.files.move("dir one/other.txt", "dir one/moved.txt"), (e: unknown) =>
+            e instanceof ConflictError && e.code === "exists");
+        await session.files.move("dir one/other.txt", "dir one/moved.txt", { overwrite: true });
+        assert.equal((await session.files.read("dir one/moved.txt")).toString(), "x");
+
+        await assert.rejects(session.files.remove("dir one"), (e: unknown) =>
+            e instanceof ConflictError && e.code === "not_empty");
+        await session.files.remove("dir one/moved.txt");
+        await session.files.remove("dir one");
+        await assert.rejects(session.files.read("dir one/moved.txt"), (e: unknown) =>
+            e instanceof NotFoundError && e.status === 404 && e.code === "not_found");
+        // the file a command wrote is there for the file API, and the other way round
+        await session.run({ command: "echo from-cmd > w.txt" });
+        assert.equal((await session.files.read("w.txt")).toString(), "from-cmd\n");
+    });
+});
+
+describe("errors and transports", () => {
+    test("404 with its code", async () => {
+        await assert.rejects(unix.getSession("0000000000000000"), (e: unknown) =>
+            e instanceof NotFoundError && e.status === 404 && e.code === "not_found" && e.message.length > 0);
+        await assert.rejects(session.command("no-such-command"), NotFoundError);
+    });
+
+    test("TCP with the key; 401 with a wrong one", async () => {
+        const tcp = new Client({ url: TCP_URL, key: KEY });
+        try {
+            const h = await tcp.health();
+            assert.equal(typeof h.status, "string");
+            const s = await tcp.createSession({ user: USER, workspace: "ts-tcp" });
+            const r = await s.run({ argv: ["echo", "over tcp"] });
+            assert.equal(r.stdoutText, "over tcp\n");
+            await s.files.write("t.txt", "tcp");
+            assert.equal((await s.files.read("t.txt")).toString(), "tcp");
+            await s.close({ purge: true });
+        } finally {
+            tcp.close();
+        }
+        const wrong = new Client({ url: TCP_URL, key: "not-the-key" });
+        try {
+            await assert.rejects(wrong.health(), (e: unknown) =>
+                e instanceof UnauthorizedError && e.status === 401 && e.code === "unauthorized");
+        } finally {
+            wrong.close();
+        }
+    });
+
+    test("SANDBOXD_URL and SANDBOXD_KEY are the defaults", async () => {
+        const saved = { url: process.env.SANDBOXD_URL, key: process.env.SANDBOXD_KEY };
+        process.env.SANDBOXD_URL = TCP_URL;
+        process.env.SANDBOXD_KEY = KEY;
+        const c = new Client();
+        try {
+            assert.equal(typeof (await c.health()).status, "string");
+        } finally {
+            c.close();
+            process.env.SANDBOXD_URL = saved.url ?? "";
+            process.env.SANDBOXD_KEY = saved.key ?? "";
+            if (saved.url === undefined) delete process.env.SANDBOXD_URL;
+            if (saved.key === undefined) delete process.env.SANDBOXD_KEY;
+        }
+    });
+
+    test("a socket that is not there is a TransportError", async () => {
+        const c = new Client({ url: "/nonexistent/sandboxd.sock" });
+        await assert.rejects(c.health(), (e: unknown) => e instanceof TransportError && !(e instanceof SandboxdError));
+        assert.throws(() => new Client({ url: "ftp://x" }), TypeError);
+    });
+});
