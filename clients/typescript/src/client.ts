@@ -220,10 +220,12 @@ function enc(s: string): string {
     return encodeURIComponent(s);
 }
 
-/** A workspace path in the URL: each segment percent-encoded, the slashes kept. */
-function filePath(sid: string, path: string): string {
-    const p = path.split("/").filter((s) => s !== "" && s !== ".").map(enc).join("/");
-    return `/v1/sessions/${enc(sid)}/files/${p}`;
+type Query = Record<string, string | undefined>;
+
+/** A workspace path as sent: .../files?path=PATH (the top of the workspace without it), with the other parameters. */
+function fileLocation(sid: string, path: string, query: Query = {}): [string, Query] {
+    const p = path.split("/").filter((s) => s !== "" && s !== ".").join("/");
+    return [`/v1/sessions/${enc(sid)}/files`, { path: p || undefined, ...query }];
 }
 
 export interface UploadOptions {
@@ -239,16 +241,34 @@ export class Files {
 
     /** Uploads bytes, a string, a Readable or an async iterable of chunks (streamed, never held whole). */
     async upload(path: string, source: Body, opts: UploadOptions = {}): Promise<Entry> {
-        const query = opts.mode !== undefined ? { mode: opts.mode.toString(8).padStart(4, "0") } : undefined;
-        const { body } = await this.t.json<Entry>("PUT", filePath(this.sid, path), {
+        const [url, query] = fileLocation(this.sid, path,
+            { mode: opts.mode !== undefined ? opts.mode.toString(8).padStart(4, "0") : undefined });
+        const { body } = await this.t.json<Entry>("PUT", url, {
             query, body: source ?? Buffer.alloc(0), length: opts.length, timeoutMs: this.t.streamTimeoutMs,
         });
         return body;
     }
 
-    /** A file's bytes as a Readable (streamed from sandboxd). */
-    async download(path: string): Promise<Readable> {
-        return this.t.stream("GET", filePath(this.sid, path));
+    /**
+     * A file's bytes as a Readable (streamed from sandboxd); from offset on, and at most length
+     * bytes, if given (a Range request: resume a download that broke).
+     */
+    async download(path: string, opts: { offset?: number; length?: number } = {}): Promise<Readable> {
+        const [url, query] = fileLocation(this.sid, path);
+        const offset = opts.offset ?? 0;
+        if (!Number.isSafeInteger(offset) || offset < 0)
+            throw new RangeError("download: offset must be a non-negative integer");
+        if (opts.length !== undefined && (!Number.isSafeInteger(opts.length) || opts.length < 1))
+            throw new RangeError("download: length must be a positive integer");
+        let headers: Record<string, string> | undefined;
+        if (offset > 0 || opts.length !== undefined)
+            headers = { Range: `bytes=${offset}-${opts.length !== undefined ? offset + opts.length - 1 : ""}` };
+        const res = await this.t.stream("GET", url, { query, headers });
+        if (headers && res.statusCode !== 206) {
+            res.destroy();
+            throw new TransportError(`download: asked for a range, answered ${res.statusCode} (the whole file)`);
+        }
+        return res;
     }
 
     /** Downloads into a Writable (a file stream, say); resolves with the byte count. */
@@ -276,29 +296,32 @@ export class Files {
 
     /** A directory's entries (default: the top of the workspace). */
     async list(path = ""): Promise<Listing> {
-        return (await this.t.json<Listing>("GET", filePath(this.sid, path))).body;
+        const [url, query] = fileLocation(this.sid, path);
+        return (await this.t.json<Listing>("GET", url, { query })).body;
     }
 
     /** The entry path resolves to, without its content. */
     async stat(path: string): Promise<Entry> {
-        return (await this.t.json<Entry>("GET", filePath(this.sid, path), { query: { stat: "true" } })).body;
+        const [url, query] = fileLocation(this.sid, path, { stat: "true" });
+        return (await this.t.json<Entry>("GET", url, { query })).body;
     }
 
     /** Makes a directory and its missing parents. */
     async mkdir(path: string): Promise<Entry> {
-        return (await this.t.json<Entry>("POST", filePath(this.sid, path), { query: { mkdir: "true" } })).body;
+        const [url, query] = fileLocation(this.sid, path, { mkdir: "true" });
+        return (await this.t.json<Entry>("POST", url, { query })).body;
     }
 
     /** Removes a file, a symlink or an empty directory; with recursive a directory and its content. */
     async remove(path: string, opts: { recursive?: boolean } = {}): Promise<void> {
-        await this.t.json("DELETE", filePath(this.sid, path),
-            { query: opts.recursive ? { recursive: "true" } : undefined });
+        const [url, query] = fileLocation(this.sid, path, { recursive: opts.recursive ? "true" : undefined });
+        await this.t.json("DELETE", url, { query });
     }
 
     /** Renames within the workspace; an existing target only with overwrite. */
     async move(from: string, to: string, opts: { overwrite?: boolean } = {}): Promise<Entry> {
-        const query = { move_to: to, overwrite: opts.overwrite ? "true" : undefined };
-        return (await this.t.json<Entry>("POST", filePath(this.sid, from), { query })).body;
+        const [url, query] = fileLocation(this.sid, from, { move_to: to, overwrite: opts.overwrite ? "true" : undefined });
+        return (await this.t.json<Entry>("POST", url, { query })).body;
     }
 }
 

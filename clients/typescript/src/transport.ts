@@ -38,6 +38,8 @@ export interface RequestOptions {
     length?: number;
     /** The idle timeout of this request (ms). */
     timeoutMs?: number;
+    /** More request headers. */
+    headers?: Record<string, string>;
 }
 
 interface Target {
@@ -151,7 +153,7 @@ export class Transport {
 
     /** Sends a request and resolves with the answer's head (any status); the body is the caller's to read. */
     request(method: string, path: string, opts: RequestOptions = {}): Promise<http.IncomingMessage> {
-        const headers: http.OutgoingHttpHeaders = { Accept: "application/json, application/x-ndjson, */*" };
+        const headers: http.OutgoingHttpHeaders = { Accept: "application/json, application/x-ndjson, */*", ...opts.headers };
         if (this.key && !this.target.socketPath)
             headers.Authorization = `Bearer ${this.key}`;
         let payload: Buffer | undefined;

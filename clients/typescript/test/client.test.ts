@@ -260,6 +260,15 @@ describe("files", () => {
 
         const st = await session.files.stat("big/dir/blob.bin");
         assert.equal(st.size, size);
+
+        // a part (Range), and the rest from an offset, are the same bytes as the whole
+        const whole = await session.files.read("big/dir/blob.bin");
+        const part = Buffer.concat(await (await session.files.download("big/dir/blob.bin", { offset: 1000, length: 5000 })).toArray());
+        assert.deepEqual(part, whole.subarray(1000, 6000));
+        const rest = Buffer.concat(await (await session.files.download("big/dir/blob.bin", { offset: size - 123 })).toArray());
+        assert.deepEqual(rest, whole.subarray(size - 123));
+        await assert.rejects(session.files.download("big/dir/blob.bin", { offset: size + 1 }), (e: unknown) =>
+            e instanceof SandboxdError && e.status === 416);
         await session.files.remove("big", { recursive: true });
         await assert.rejects(session.files.stat("big"), NotFoundError);
     });
