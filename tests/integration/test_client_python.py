@@ -218,6 +218,16 @@ def test_files_streamed_10mib(sess, tmp_path):
     sess.download("gen.bin", out)
     assert hashlib.sha256(out.getvalue()).hexdigest() == sha256_of(src)
 
+    # a download resumed from an offset (Range) gets the rest; past the end is InvalidOffset
+    with open(tmp_path / "back.bin", "r+b") as f:
+        f.truncate(3 * MIB + 5)
+        f.seek(0, 2)
+        assert sess.download("big.bin", f, offset=3 * MIB + 5) == 7 * MIB - 5
+    assert sha256_of(tmp_path / "back.bin") == sha256_of(src)
+    with pytest.raises(sandboxd.InvalidOffset) as e:
+        sess.download("big.bin", io.BytesIO(), offset=10 * MIB + 1)
+    assert e.value.status == 416 and e.value.code == "invalid_offset"
+
 
 def test_upload_over_the_limit(sess, tmp_path):
     """A file over MaxFileSize= (1G by default; sparse here): sandboxd refuses it by its

@@ -70,19 +70,16 @@ def command_path(sid: str, rid: str, tail: str = "") -> str:
 
 
 def files_path(sid: str, path: str, query: Optional[dict] = None) -> str:
-    """The URL of PATH in the session's workspace: /v1/sessions/SID/files/ and the path with
-    each segment percent-encoded ('..' too, so that no HTTP stack resolves it away: sandboxd
-    judges it beneath the workspace)."""
+    """The URL of PATH in the session's workspace: /v1/sessions/SID/files?path=PATH (the top of
+    the workspace without a path), the query form every generator can write; sandboxd judges the
+    path itself ('..' must stay beneath the workspace)."""
     if not isinstance(path, str):
         raise TypeError("a workspace path is a str")
-    segs = []
-    for seg in path.split("/"):
-        if seg in ("", "."):
-            continue
-        segs.append("%2E%2E" if seg == ".." else quote_segment(seg))
-    url = session_path(sid, "/files/" + "/".join(segs))
-    if query:
-        url += "?" + urllib.parse.urlencode(query)
+    q = {"path": path} if path.strip("/") else {}
+    q.update(query or {})
+    url = session_path(sid, "/files")
+    if q:
+        url += "?" + urllib.parse.urlencode(q)
     return url
 
 
@@ -418,10 +415,14 @@ class Client:
 
     write_file = upload
 
-    def download(self, sid: str, path: str, dest: IO[bytes]) -> int:
+    def download(self, sid: str, path: str, dest: IO[bytes], offset: int = 0) -> int:
         """Copies the file PATH into the binary file object DEST, CHUNK bytes at a time: the
-        number of bytes. A directory raises IsADirectoryError."""
-        conn, resp = self._open("GET", files_path(sid, path))
+        number of bytes. OFFSET > 0 resumes a download (Range: bytes=OFFSET-; past the end
+        raises InvalidOffset). A directory raises IsADirectoryError."""
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError("offset is an int >= 0")
+        conn, resp = self._open("GET", files_path(sid, path),
+                                headers={"Range": "bytes=%d-" % offset} if offset else None)
         try:
             if (resp.getheader("Content-Type") or "").startswith("application/json"):
                 raise IsADirectoryError("%s is a directory (list_dir() lists it)" % path)

@@ -369,8 +369,8 @@ class Session:
     def upload(self, path: str, data, mode: Optional[int] = None):
         return self.client.upload(self.id, path, data, mode=mode)
 
-    def download(self, path: str, dest):
-        return self.client.download(self.id, path, dest)
+    def download(self, path: str, dest, offset: int = 0):
+        return self.client.download(self.id, path, dest, offset)
 
     def read_file(self, path: str):
         return self.client.read_file(self.id, path)

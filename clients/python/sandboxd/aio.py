@@ -184,7 +184,7 @@ class AsyncClient:
         self.timeout = timeout
 
     async def _open(self, method: str, path: str, body: Union[bytes, Any, None] = None,
-                    content_type: Optional[str] = None) -> _Response:
+                    content_type: Optional[str] = None, extra: Optional[dict] = None) -> _Response:
         ep = self.endpoint
         try:
             if ep.is_unix:
@@ -201,6 +201,7 @@ class AsyncClient:
             head.append("Authorization: Bearer " + self.key)
         if content_type:
             head.append("Content-Type: " + content_type)
+        head += ["%s: %s" % kv for kv in (extra or {}).items()]
         streamed = body is not None and not isinstance(body, (bytes, bytearray, memoryview))
         if streamed:
             head.append("Transfer-Encoding: chunked")
@@ -328,8 +329,11 @@ class AsyncClient:
 
     write_file = upload
 
-    async def download(self, sid: str, path: str, dest) -> int:
-        resp = await self._open("GET", files_path(sid, path))
+    async def download(self, sid: str, path: str, dest, offset: int = 0) -> int:
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError("offset is an int >= 0")
+        resp = await self._open("GET", files_path(sid, path),
+                                extra={"Range": "bytes=%d-" % offset} if offset else None)
         try:
             if resp.headers.get("content-type", "").startswith("application/json"):
                 raise IsADirectoryError("%s is a directory (list_dir() lists it)" % path)
