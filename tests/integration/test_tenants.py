@@ -10,7 +10,8 @@ import secrets
 import pytest
 
 from conftest import (WORKSPACE_HOST_ROOT, Api, assert_error, commands_path, config_dropin, hash_key, is_active,
-                      journal_cursor, journal_since, run, scope_dir, sh, start_command, units, wait_terminal)
+                      journal_cursor, journal_since, run, scope_dir, sh, start_command, units, wait_command_running,
+                      wait_terminal)
 
 OCTET = {"Content-Type": "application/octet-stream"}
 NO_SUCH_SID = "0123456789abcdef"
@@ -28,6 +29,9 @@ def victim(tcp, scope):
     res = run(tcp, sid, {"argv": ["echo", "hello"], "request_id": "done"})
     assert res["exit"]["status"] == "succeeded", res
     start_command(tcp, sid, {"argv": ["cat"], "stdin": "stream", "request_id": "cat", "timeout_ms": 60000})
+    # running, not merely accepted: in session mode its "cgroup" comes once the executor
+    # forked it, which would otherwise land between two state() snapshots
+    wait_command_running(tcp, sid, "cat")
     s["host_dir"] = scope_dir(s, WORKSPACE_HOST_ROOT)
     yield s
     tcp.post(commands_path(sid, "cat", "/signal"), {"signal": "SIGKILL"})
