@@ -12,7 +12,7 @@ import stat as stat_module
 import urllib.parse
 from typing import IO, Any, Iterable, Iterator, Optional, Union
 
-from ._types import (MAX_EVENT_LINE, ApiError, Command, Entry, Event, Health, Listing, Result,
+from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Listing, Result,
                      ResultCollector, Session, TransportError, command_body, error_from_answer,
                      session_body)
 
