@@ -46,6 +46,9 @@ int session_append_json(Session *s, Buf *b) {
                 r = buf_puts(b, "}");
         if (r >= 0)
                 r = buf_printf(b, ",\"exec_mode\":\"%s\"", exec_mode_to_string(s->exec_mode));
+        /* the image name is validated (image_name_is_valid()): nothing to escape */
+        if (r >= 0)
+                r = s->image ? buf_printf(b, ",\"image\":\"%s\"", s->image) : buf_puts(b, ",\"image\":null");
         /* null until the session is closed */
         if (r >= 0 && s->close_reason)
                 r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);

@@ -48,6 +48,8 @@ static const ApiError table[] = {
         { "not_empty", ENOTEMPTY, 409, E("NotEmpty"), SANDBOXD_ERROR_CONFLICT },
         { "port_exposure_unavailable", ENOTSUP, 409, E("PortExposureUnavailable"), SANDBOXD_ERROR_CONFLICT },
         { "port_not_exposed", ENOENT, 404, E("PortNotExposed"), SANDBOXD_ERROR_NOT_FOUND },
+        { "image_not_found", ENOENT, 404, E("NoSuchImage"), SANDBOXD_ERROR_NOT_FOUND },
+        { "image_in_use", EBUSY, 409, E("ImageInUse"), SANDBOXD_ERROR_CONFLICT },
         /* quotas */
         { "too_many_sessions", EUSERS, 429, E("TooManySessions"), SANDBOXD_ERROR_INVALID },
         { "too_many_running", EBUSY, 429, E("TooManyRunning"), SANDBOXD_ERROR_INVALID },
