@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "error-table.h"
 #include "http.h"
+#include "images.h"
 #include "http-relay.h"
 #include "log.h"
 #include "manager-dbus.h"
@@ -115,6 +116,9 @@ static int daemon_recover(Manager *m) {
         r = scope_migrate(m->state_dir, SCOPE_PUBLIC_ROOT, SCOPE_PRIVATE_ROOT);
         if (r < 0)
                 return r;
+
+        /* imports and removals a stop cut short: removed in the background */
+        images_clean_leftovers(&m->config);
 
         snprintf(dir, sizeof(dir), "%s/sessions", m->state_dir);
         r = store_mkdir_p(dir, 0700);

@@ -226,6 +226,93 @@ static int route_undrain(HttpRequest *r) {
         return set_draining(r, false);
 }
 
+/* --- images ----------------------------------------------------------------- */
+
+/* Listing and showing are everyone's (an image holds nothing of anyone's); importing and
+ * removing are the administrators' (root, AdminGroup=, AdminTenants=). */
+static int route_list_images(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        ImageInfo *l = NULL;
+        size_t n = 0;
+        Buf b = {};
+        int ret;
+
+        ret = images_list(&m->config, &l, &n);
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        ret = buf_puts(&b, "{\"images\":[");
+        for (size_t i = 0; ret >= 0 && i < n; i++) {
+                if (i > 0)
+                        ret = buf_puts(&b, ",");
+                if (ret >= 0)
+                        ret = image_append_json(&l[i], session_count_by_image(m, l[i].name), &b);
+        }
+        if (ret >= 0)
+                ret = buf_puts(&b, "]}");
+        image_info_free_many(l, n);
+        if (ret < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_get_image(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        _cleanup_(image_info_done) ImageInfo i = {};
+        Buf b = {};
+        int ret;
+
+        ret = image_get(&m->config, r->params[0], &i);
+        if (ret == -ENOENT || ret == -EINVAL)
+                return http_queue_error(r, "image_not_found", "No such image.");
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        if (image_append_json(&i, session_count_by_image(m, i.name), &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_delete_image(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        const char *reason = NULL, *name = r->params[0];
+        _cleanup_(image_info_done) ImageInfo i = {};
+        Buf b = {};
+        unsigned n;
+        int ret;
+
+        if (authz_decide(&r->caller, http_transport(r), AUTHZ_IMAGES, NULL, &reason) != AUTHZ_ALLOW)
+                return http_queue_error(r, "forbidden", reason);
+        ret = image_get(&m->config, name, &i);
+        if (ret == -ENOENT || ret == -EINVAL)
+                return http_queue_error(r, "image_not_found", "No such image.");
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        n = session_count_by_image(m, name);
+        if (n > 0) {
+                char msg[128];
+
+                snprintf(msg, sizeof(msg), "The image is in use by %u session%s: close %s first.", n, n == 1 ? "" : "s",
+                         n == 1 ? "it" : "them");
+                return http_queue_error(r, "image_in_use", msg);
+        }
+        /* the tree goes on the removal's own time: renamed aside at once, removed in the
+         * background (image_remove_async()) */
+        ret = image_remove_async(&m->config, name);
+        if (ret == -ENOENT)
+                return http_queue_error(r, "image_not_found", "No such image.");
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        log_info("Image %s removed.", name);
+        if (image_append_json(&i, 0, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
 /* --- sessions ------------------------------------------------------------- */
 
 static unsigned refuse(struct MHD_Response **ret_resp, const char *code, const char *message) {
@@ -1330,6 +1417,9 @@ const HttpRoute http_routes[] = {
         { "/v1/pool", 0, { GET(route_pool, ANYONE) } },
         { "/v1/drain", HTTP_ROUTE_ADMIN,
           { GET(route_drain_state, AUTHZ_DRAIN), POST(route_drain, AUTHZ_DRAIN), DELETE(route_undrain, AUTHZ_DRAIN) } },
+        /* removing (and importing) is decided in the handler: the route shows to everyone */
+        { "/v1/images", 0, { GET(route_list_images, ANYONE) } },
+        { "/v1/images/{image}", 0, { GET(route_get_image, ANYONE), DELETE(route_delete_image, ANYONE) } },
         /* creating is decided in the handler, with the scope of the body */
         { "/v1/sessions", 0, { GET(route_list_sessions, AUTHZ_LIST), POST(route_create_session, AUTHZ_CREATE) } },
         { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION,

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "encoding.h"
 #include "images.h"
 #include "io-util.h"
+#include "log.h"
 #include "macro.h"
 #include "store.h"
 #include "time-util.h"
@@ -417,8 +419,8 @@ int image_write_metadata(const Config *c, const char *name, uint64_t size_bytes,
         return store_write_mode(p, o, 0644);
 }
 
-int image_remove(const Config *c, const char *name) {
-        char p[PATH_MAX], aside[PATH_MAX], meta[PATH_MAX];
+static int remove_aside(const Config *c, const char *name, char *aside, size_t n) {
+        char p[PATH_MAX], meta[PATH_MAX];
         int r;
 
         r = image_root_path(c, name, NULL);
@@ -426,12 +428,79 @@ int image_remove(const Config *c, const char *name) {
                 return r;
         snprintf(p, sizeof(p), "%s/%s", images_directory(c), name);
         snprintf(meta, sizeof(meta), "%s/%s.json", images_directory(c), name);
-        if (snprintf(aside, sizeof(aside), "%s/.remove-%s-%" PRIu64, images_directory(c), name,
-                     now_usec(CLOCK_REALTIME)) >= (int) sizeof(aside))
+        if (snprintf(aside, n, "%s/.remove-%s-%" PRIu64, images_directory(c), name, now_usec(CLOCK_REALTIME)) >= (int) n)
                 return -ENAMETOOLONG;
         if (rename(p, aside) < 0)
                 return -errno;
         if (unlink(meta) < 0 && errno != ENOENT)
                 return -errno;
+        return 0;
+}
+
+static void *remove_thread(void *p) {
+        char *path = p;
+        int r;
+
+        r = store_rm_rf(path);
+        if (r < 0)
+                log_warning_errno(r, "Failed to remove %s, left for the next start: %m", path);
+        free(path);
+        return NULL;
+}
+
+static int remove_in_thread(const char *path) {
+        pthread_attr_t attr;
+        pthread_t t;
+        char *copy;
+        int r;
+
+        copy = strdup(path);
+        if (!copy)
+                return 0; /* gone for everyone; the tree waits for the next start */
+        if (pthread_attr_init(&attr) != 0) {
+                free(copy);
+                return 0;
+        }
+        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        r = pthread_create(&t, &attr, remove_thread, copy);
+        pthread_attr_destroy(&attr);
+        if (r != 0)
+                free(copy);
+        return 0;
+}
+
+int image_remove_async(const Config *c, const char *name) {
+        char aside[PATH_MAX];
+        int r;
+
+        r = remove_aside(c, name, aside, sizeof(aside));
+        if (r < 0)
+                return r;
+        return remove_in_thread(aside);
+}
+
+void images_clean_leftovers(const Config *c) {
+        _cleanup_(closedirp) DIR *d = NULL;
+
+        d = opendir(images_directory(c));
+        if (!d)
+                return;
+        for (struct dirent *de; (de = readdir(d));) {
+                char p[PATH_MAX];
+
+                if (!startswith(de->d_name, ".import-") && !startswith(de->d_name, ".remove-"))
+                        continue;
+                snprintf(p, sizeof(p), "%s/%s", images_directory(c), de->d_name);
+                (void) remove_in_thread(p);
+        }
+}
+
+int image_remove(const Config *c, const char *name) {
+        char aside[PATH_MAX];
+        int r;
+
+        r = remove_aside(c, name, aside, sizeof(aside));
+        if (r < 0)
+                return r;
         return store_rm_rf(aside);
 }

@@ -57,3 +57,8 @@ int image_write_metadata(const Config *c, const char *name, uint64_t size_bytes,
 /* Renames NAME/ out of the way (hidden), removes NAME.json, then the tree. Not on the
  * event loop for a big image: callers run it in a thread or a helper. */
 int image_remove(const Config *c, const char *name);
+/* The same, the tree removed by a thread of its own once renamed aside: the image is gone
+ * (for lookups and for a new import of its name) when this returns. */
+int image_remove_async(const Config *c, const char *name);
+/* Removes what imports and removals left behind (".import-*", ".remove-*"), at start-up. */
+void images_clean_leftovers(const Config *c);
