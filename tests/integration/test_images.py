@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Images: sessions whose commands run in a root file system of their own.
+
+Two images built by tools/mkimage on the host (tools/dev: "py" with python3-minimal,
+"node" with nodejs, in SANDBOXD_TEST_IMAGES) are bound into sandboxd's [Images]
+Directory= as an administrator who puts a directory there would; each session sees its
+own image's /etc/os-release and interpreter and not the other's, with the workspace,
+uploads, the network policy, limits, signals and a restart of sandboxd as on the host.
+"""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import (Api, assert_error, commands_path, exec_result, restart_daemon, run, sh, snapshot,
+                      start_command, unique_user, wait_command_running, wait_for, workspace_for)
+
+IMAGES_SRC = os.environ.get("SANDBOXD_TEST_IMAGES", "")
+IMAGES_DIR = "/var/lib/sandboxd/images"
+
+pytestmark = pytest.mark.skipif(not (IMAGES_SRC and os.path.isdir(os.path.join(IMAGES_SRC, "py"))
+                                     and os.path.isdir(os.path.join(IMAGES_SRC, "node"))),
+                                 reason="no test images (SANDBOXD_TEST_IMAGES: tools/dev builds them with "
+                                        "tools/mkimage; SANDBOXD_SKIP_IMAGES=1 skips that)")
+
+
+def _mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+@pytest.fixture(scope="module")
+def images(api):
+    """py and node in sandboxd's images directory: bind mounts of the cached builds (the
+    testbed's / is an overlay, a copy would take a while)."""
+    os.makedirs(IMAGES_DIR, exist_ok=True)
+    for name in ("py", "node"):
+        dst = os.path.join(IMAGES_DIR, name)
+        os.makedirs(dst, exist_ok=True)
+        if not _mounted(dst):
+            sh("mount", "--bind", os.path.join(IMAGES_SRC, name), dst)
+    yield ("py", "node")
+
+
+def image_session(api, request, image, **extra):
+    s = api.create_session(unique_user(), workspace_for(request.node.name), image=image, **extra)
+    assert s["state"] == "active" and s["image"] == image, s
+    return s
+
+
+def sh_in(api, sid, script, **extra):
+    return exec_result(api, sid, dict({"argv": ["/bin/sh", "-c", script]}, **extra))
+
+
+# --------------------------------------------------------------------------
+# the list and one image
+
+@pytest.mark.one_exec_mode
+def test_list_and_show(api, tcp, images):
+    r = api.get("/v1/images")
+    assert r.status == 200, r
+    listed = {i["name"]: i for i in r.json["images"]}
+    assert {"py", "node"} <= set(listed), r.json
+    for name in ("py", "node"):
+        i = listed[name]
+        assert set(i) == {"name", "size_bytes", "created_usec", "os", "user_names", "sessions"}, i
+        assert i["os"]["id"] == "debian" and i["os"]["version_id"] == "12", i
+        assert "bookworm" in i["os"]["pretty_name"], i
+        assert i["user_names"] is True, i  # tools/mkimage puts libnss-systemd in
+        assert i["created_usec"] > 0 and isinstance(i["sessions"], int), i
+    # every caller may look: an API tenant too
+    r = tcp.get("/v1/images/py")
+    assert r.status == 200 and r.json["name"] == "py", r
+
+
+@pytest.mark.one_exec_mode
+@pytest.mark.parametrize("name", ["nope", "UPPER", ".hidden", "-x", "a" * 65, "py.json"])
+def test_unknown_image(api, images, request, name):
+    r = api.get("/v1/images/" + name)
+    assert_error(r, 404, "image_not_found")
+    r = api.post("/v1/sessions", {"user": unique_user(), "workspace": workspace_for(request.node.name),
+                                  "image": name})
+    if name == "nope":
+        assert_error(r, 404, "image_not_found")
+    else:
+        assert_error(r, 400, "invalid_name")
+
+
+# --------------------------------------------------------------------------
+# sessions on images
+
+def test_each_session_sees_its_image(api, images, request):
+    py = image_session(api, request, "py")
+    node = image_session(api, request, "node")
+
+    r = exec_result(api, py["id"], {"argv": ["python3", "-c",
+                                             "import platform, sys; print(platform.freedesktop_os_release()['ID'],"
+                                             " sys.version_info[:2])"]})
+    assert r["exit_code"] == 0 and r["stdout"] == "debian (3, 11)\n", r
+    r = exec_result(api, node["id"], {"argv": ["node", "-e", "console.log(process.versions.node.split('.')[0])"]})
+    assert r["exit_code"] == 0 and r["stdout"] == "18\n", r
+
+    # and not the other's interpreter
+    r = api.post(commands_path(py["id"]), {"argv": ["node", "-e", "1"]})
+    assert_error(r, 400, "executable_not_found")
+    r = api.post(commands_path(node["id"]), {"argv": ["python3", "-c", "1"]})
+    assert_error(r, 400, "executable_not_found")
+
+    # the image's own os-release; nothing of the host's /etc/sandboxd
+    for s in (py, node):
+        r = sh_in(api, s["id"], ". /etc/os-release; echo $ID $VERSION_CODENAME; test -e /etc/sandboxd && echo host; "
+                  "test -x /usr/bin/node && echo node; test -x /usr/bin/python3 && echo python; id -un")
+        lines = r["stdout"].split("\n")
+        assert r["exit_code"] == 0 and lines[0] == "debian bookworm", r
+        assert "host" not in lines, r
+        assert ("python" in lines) == (s is py) and ("node" in lines) == (s is node), r
+        assert lines[-2].startswith("sbx-"), r  # the dynamic user has its name inside
+
+    # the count of sessions using each
+    assert api.get("/v1/images/py").json["sessions"] >= 1
+
+
+def test_workspace_upload_and_read_only_root(api, images, request):
+    s = image_session(api, request, "py")
+    sid = s["id"]
+    r = api.request("PUT", "/v1/sessions/%s/files?path=in.txt" % sid, body=b"uploaded\n",
+                    headers={"Content-Type": "application/octet-stream"})
+    assert r.status in (200, 201), r
+    r = sh_in(api, sid, "cat in.txt; pwd; echo $HOME; echo $TMPDIR; python3 -c 'open(\"out.txt\",\"w\").write(\"x\")'; "
+              "touch /etc/x 2>/dev/null && echo writable; touch /tmp/t && echo tmp; ls /var/lib/sandboxd")
+    lines = r["stdout"].split("\n")
+    assert r["exit_code"] == 0, r
+    assert lines[0] == "uploaded" and lines[1].startswith("/var/lib/sandboxd/ws/"), r
+    assert "writable" not in lines and "tmp" in lines, r
+    r = api.get("/v1/sessions/%s/files?path=out.txt" % sid)
+    assert r.status == 200 and r.body == b"x", r
+    # the image itself got nothing of this session: no workspace names in its tree
+    assert not os.path.exists(os.path.join(IMAGES_DIR, "py", "var/lib/sandboxd/ws")), \
+        os.listdir(os.path.join(IMAGES_DIR, "py", "var/lib/sandboxd"))
+
+
+def test_network_policy_and_limits(api, images, request):
+    s = image_session(api, request, "py", limits={"memory_max": "64M", "tasks_max": 20},
+                      network={"mode": "none"})
+    sid = s["id"]
+    code = ("import socket\n"
+            "try:\n"
+            "    socket.create_connection(('1.1.1.1', 80), timeout=3); print('connected')\n"
+            "except OSError as e:\n"
+            "    print('refused')\n")
+    r = exec_result(api, sid, {"argv": ["python3", "-c", code]})
+    assert r["stdout"] == "refused\n", r
+    # memory: a command that asks for more than 64M is killed
+    r = exec_result(api, sid, {"argv": ["python3", "-c", "b = bytearray(200 << 20); print(len(b))"]})
+    assert r["exit_code"] != 0 or r["signal"], r
+    assert "209715200" not in r["stdout"], r
+
+
+def test_signal(api, images, request):
+    s = image_session(api, request, "py")
+    sid = s["id"]
+    start_command(api, sid, {"argv": ["python3", "-c", "import time; print('up', flush=True); time.sleep(300)"],
+                             "request_id": "long"})
+    wait_for(lambda: snapshot(api, sid, "long")["stdout"] == "up\n", timeout=20, what="the command's output")
+    r = api.post(commands_path(sid, "long", "/signal"), {"signal": "SIGTERM"})
+    assert r.status in (200, 202), r
+    wait_for(lambda: snapshot(api, sid, "long")["status"] != "running", timeout=20, what="the command's end")
+    snap = snapshot(api, sid, "long")
+    assert snap["signal"] == "SIGTERM", snap
+
+
+@pytest.mark.time_limit(90)
+def test_restart_keeps_the_image(api, images, request):
+    s = image_session(api, request, "node")
+    sid = s["id"]
+    restart_daemon()
+    got = Api("unix").get_session(sid)
+    assert got["image"] == "node", got
+    r = exec_result(Api("unix"), sid, {"argv": ["node", "-e", "console.log('still')"]})
+    assert r["exit_code"] == 0 and r["stdout"] == "still\n", r
+
+
+# --------------------------------------------------------------------------
+# removal
+
+def _tiny_image(name):
+    root = os.path.join(IMAGES_DIR, name)
+    os.makedirs(os.path.join(root, "etc"), exist_ok=True)
+    with open(os.path.join(root, "etc/os-release"), "w") as f:
+        f.write('ID=tiny\nVERSION_ID="1"\nPRETTY_NAME="Tiny \\"one\\""\n')
+    return root
+
+
+@pytest.mark.one_exec_mode
+def test_remove(api, tcp, images, request):
+    root = _tiny_image("tiny-" + os.urandom(3).hex())
+    name = os.path.basename(root)
+    r = api.get("/v1/images/" + name)
+    assert r.status == 200 and r.json["os"] == {"id": "tiny", "version_id": "1", "pretty_name": 'Tiny "one"'}, r
+    assert r.json["size_bytes"] is None and r.json["user_names"] is False, r
+
+    # not by a tenant that is no administrator
+    assert_error(tcp.delete("/v1/images/" + name), 403, "forbidden")
+    assert os.path.isdir(root)
+
+    r = api.delete("/v1/images/" + name)
+    assert r.status == 200 and r.json["name"] == name, r
+    assert not os.path.exists(root)
+    assert_error(api.get("/v1/images/" + name), 404, "image_not_found")
+    assert_error(api.delete("/v1/images/" + name), 404, "image_not_found")
+
+
+@pytest.mark.one_exec_mode
+def test_remove_in_use(api, images, request):
+    s = image_session(api, request, "py")
+    r = api.delete("/v1/images/py")
+    assert_error(r, 409, "image_in_use")
+    assert os.path.isdir(os.path.join(IMAGES_DIR, "py", "usr"))
+    assert api.delete("/v1/sessions/" + s["id"]).status == 200
