@@ -55,6 +55,7 @@ void config_init(Config *c) {
                 .proxy_connect_timeout_usec = 30 * USEC_PER_SEC,
                 .proxy_idle_timeout_usec = 600 * USEC_PER_SEC,
                 .limit_fsize = UINT64_MAX,
+                .image_max_bytes = 8ULL * 1024 * 1024 * 1024,
                 .port_min = 1024,
                 .port_max = 65535,
                 .host_port_min = 40000,
@@ -604,6 +605,11 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         free(c->images_directory);
                         c->images_directory = strdup(buf);
                         return c->images_directory ? 1 : set_oom(st);
+                }
+                if (streq(key, "MaxSize")) {
+                        if (parse_size(value, &c->image_max_bytes) < 0 || c->image_max_bytes == 0)
+                                return set_error(st, section, key, value, "expected a size like 2G");
+                        return 1;
                 }
                 if (streq(key, "Default")) {
                         if (value[0] != 0 && !image_name_is_valid(value))
