@@ -61,8 +61,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -759,7 +761,14 @@ static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void *
                         *buf = s->buf;
                         return n;
                 }
-                if (errno != EINTR && errno != EAGAIN) {
+                if (errno == EAGAIN) {
+                        /* a non-blocking input: wait for it (a signal ends the wait, EINTR) */
+                        struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+
+                        (void) poll(&pfd, 1, -1);
+                        continue;
+                }
+                if (errno != EINTR) {
                         archive_set_error(a, errno, "reading the archive: %s", strerror(errno));
                         return -1;
                 }
@@ -863,6 +872,8 @@ static _noreturn_ void packer_run(const char *src, int out_fd, int err_fd) {
         struct archive *disk, *w;
         size_t prefix = streq(src, "/") ? 0 : strlen(src);
 
+        /* a parent killed outright takes this one along */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         (void) signal(SIGPIPE, SIG_IGN);
         (void) signal(SIGTERM, SIG_DFL);
         (void) signal(SIGINT, SIG_DFL);
@@ -997,6 +1008,31 @@ static int packer_check(Unpack *u, void *userdata) {
         return 0;
 }
 
+/* Whether dest's parent is src or below it (by their real paths). */
+static bool dest_inside(const char *src, const char *dest) {
+        _cleanup_free_ char *copy = strdup(dest), *parent = NULL;
+        const char *rest;
+        char *slash;
+
+        if (!copy)
+                return false;
+        for (size_t l = strlen(copy); l > 1 && copy[l - 1] == '/'; l--)
+                copy[l - 1] = 0;
+        slash = strrchr(copy, '/');
+        if (!slash)
+                parent = realpath(".", NULL);
+        else {
+                slash[slash == copy ? 1 : 0] = 0;
+                parent = realpath(copy, NULL);
+        }
+        if (!parent)
+                return false; /* create_dest() tells */
+        if (streq(src, "/"))
+                return true;
+        rest = startswith(parent, src);
+        return rest && (rest[0] == 0 || rest[0] == '/');
+}
+
 int unpack_from_dir(const char *src, const char *dest, const UnpackLimits *limits, UnpackResult *ret) {
         _cleanup_free_ char *real = NULL;
         Packer p = { .data_fd = -EBADF, .err_fd = -EBADF };
@@ -1012,6 +1048,12 @@ int unpack_from_dir(const char *src, const char *dest, const UnpackLimits *limit
                 ret->code = UNPACK_IO_ERROR;
                 snprintf(ret->message, sizeof(ret->message), "the source '%s' is not a directory: %s", n,
                          strerror(real ? ENOTDIR : errno));
+                return -EIO;
+        }
+        /* DEST inside the source: the copy would copy itself */
+        if (dest_inside(real, dest)) {
+                ret->code = UNPACK_IO_ERROR;
+                snprintf(ret->message, sizeof(ret->message), "the destination lies inside the source");
                 return -EIO;
         }
         if (pipe2(data, O_CLOEXEC) < 0)
