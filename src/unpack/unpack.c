@@ -45,10 +45,13 @@
  *   symlink), so nothing is left behind; a signal (unpack_interrupted) stops the unpack the
  *   same way. Only a SIGKILL can leave a partial DEST, which its caller removes.
  *
- * --from-dir uses the same writer and rules with archive_read_disk as the reader: symlinks
- * are read as symlinks (never followed), mount points are not crossed, hard links are
- * found by archive_entry_linkify(). The source is trusted to stay still while it is read
- * (it is read by path); whatever it holds, the rules above keep it inside DEST.
+ * --from-dir is the same path: a child process reads the source with archive_read_disk and
+ * writes it as a pax stream into a pipe that is unpacked as above (the disk reader changes
+ * the working directory as it walks, the writer works relative to it: they cannot share a
+ * process). Symlinks are read as symlinks (never followed), mount points are not crossed,
+ * hard links are found by archive_entry_linkify(), sockets are left out. The source is
+ * trusted to stay still while it is read (it is read by path); whatever it holds, the rules
+ * above keep it inside DEST. A source that cannot be read is io_error.
  */
 
 #include <archive.h>
@@ -58,9 +61,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "macro.h"
 #include "unpack.h"
@@ -355,7 +362,7 @@ static void sanitize_entry(struct archive_entry *e) {
 }
 
 static int copy_data(Unpack *u, struct archive *r, struct archive *w, const char *name, uint64_t declared,
-                     bool from_disk, uint64_t *ret_cost) {
+                     uint64_t *ret_cost) {
         uint64_t extent = 0, cost = declared;
         char n[256];
 
@@ -371,10 +378,7 @@ static int copy_data(Unpack *u, struct archive *r, struct archive *w, const char
                 if (k == ARCHIVE_EOF)
                         break;
                 if (k < ARCHIVE_WARN)
-                        return from_disk ? fail(u, UNPACK_IO_ERROR, "reading '%s': %s",
-                                                (escape_name(name, n, sizeof(n)), n),
-                                                archive_error_string(r) ?: "unknown error")
-                                         : fail_archive(u, r, false, "reading", name);
+                        return fail_archive(u, r, false, "reading", name);
                 if (offset < 0 || (uint64_t) offset > UINT64_MAX - size)
                         return fail(u, UNPACK_INVALID_ARCHIVE, "'%s': a block at an impossible offset",
                                     (escape_name(name, n, sizeof(n)), n));
@@ -391,7 +395,7 @@ static int copy_data(Unpack *u, struct archive *r, struct archive *w, const char
 }
 
 /* One entry: checked, cleaned, written. */
-static int unpack_entry(Unpack *u, struct archive *r, struct archive *w, struct archive_entry *e, bool from_disk) {
+static int unpack_entry(Unpack *u, struct archive *r, struct archive *w, struct archive_entry *e) {
         _cleanup_free_ char *name = NULL, *link_target = NULL;
         _cleanup_close_ int dir_fd = -EBADF;
         const char *hardlink, *base;
@@ -417,8 +421,7 @@ static int unpack_entry(Unpack *u, struct archive *r, struct archive *w, struct 
                 if (r2 < 0)
                         return r2;
                 archive_entry_copy_hardlink(e, link_target);
-                /* a tar's hard link may carry data; one found on disk is its target's */
-                has_data = !from_disk;
+                has_data = true; /* a pax hard link may carry data */
         } else
                 switch (type) {
                 case AE_IFREG:
@@ -476,7 +479,7 @@ static int unpack_entry(Unpack *u, struct archive *r, struct archive *w, struct 
         if (k < ARCHIVE_WARN)
                 return fail_archive(u, w, true, "creating", name);
         if (has_data) {
-                r2 = copy_data(u, r, w, name, declared, from_disk, &cost);
+                r2 = copy_data(u, r, w, name, declared, &cost);
                 if (r2 < 0)
                         return r2;
         }
@@ -627,10 +630,12 @@ static int create_dest(Unpack *u, const char *dest) {
         return 0;
 }
 
-/* The common part: dest made, the entries of reader written into it, dest removed on failure.
- * strip (--from-dir) is the source's absolute path, which the disk reader's names start with. */
-static int unpack_run(struct archive *reader, const char *dest, const char *strip, const UnpackLimits *limits,
-                      UnpackResult *ret) {
+/* Said before an unpack counts as done (--from-dir: the packer's verdict); < 0 fails it. */
+typedef int (*UnpackCheck)(Unpack *u, void *userdata);
+
+/* The common part: dest made, the tar's entries written into it, dest removed on failure. */
+static int unpack_run(struct archive *reader, const char *dest, const UnpackLimits *limits, UnpackResult *ret,
+                      UnpackCheck check, void *userdata) {
         UnpackLimits defaults = {
                 .max_bytes = UNPACK_MAX_BYTES_DEFAULT,
                 .max_entries = UNPACK_MAX_ENTRIES_DEFAULT,
@@ -641,8 +646,6 @@ static int unpack_run(struct archive *reader, const char *dest, const char *stri
                 .parent_fd = -EBADF,
                 .dest_fd = -EBADF,
         };
-        struct archive_entry_linkresolver *links = NULL;
-        struct archive_entry *e = NULL;
         struct archive *w = NULL;
         int cwd_fd = -EBADF, r = 0;
         mode_t saved_umask;
@@ -657,18 +660,11 @@ static int unpack_run(struct archive *reader, const char *dest, const char *stri
                 r = fail(&u, UNPACK_IO_ERROR, "setting up libarchive's writer failed");
                 goto finish;
         }
-        if (strip) {
-                e = archive_entry_new();
-                links = archive_entry_linkresolver_new();
-                if (!e || !links) {
-                        r = fail(&u, UNPACK_IO_ERROR, "out of memory");
-                        goto finish;
-                }
-                archive_entry_linkresolver_set_strategy(links, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
-        }
 
         /* libarchive writes relative to the working directory: DEST, for as long as the
-         * writer lives (its close sets the directories' modes and times by name) */
+         * writer lives (its close sets the directories' modes and times by name). Nothing
+         * else here changes it (--from-dir reads the source in another process: libarchive's
+         * disk reader changes directories as it walks). */
         cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (cwd_fd < 0 || fchdir(u.dest_fd) < 0) {
                 r = fail(&u, UNPACK_IO_ERROR, "entering '%s': %s", u.dest_name, strerror(errno));
@@ -676,25 +672,18 @@ static int unpack_run(struct archive *reader, const char *dest, const char *stri
         }
 
         for (;;) {
-                struct archive_entry *entry = e;
+                struct archive_entry *entry;
                 int k;
 
                 if (unpack_interrupted) {
                         r = fail(&u, UNPACK_IO_ERROR, "interrupted by a signal");
                         break;
                 }
-                if (strip)
-                        k = archive_read_next_header2(reader, entry);
-                else
-                        k = archive_read_next_header(reader, &entry);
+                k = archive_read_next_header(reader, &entry);
                 if (k == ARCHIVE_EOF)
                         break;
-                if (k == ARCHIVE_RETRY)
-                        continue;
                 if (k < ARCHIVE_WARN) {
-                        r = strip ? fail(&u, UNPACK_IO_ERROR, "reading the source: %s",
-                                         archive_error_string(reader) ?: "unknown error")
-                                  : fail_archive(&u, reader, false, "reading the archive", NULL);
+                        r = fail_archive(&u, reader, false, "reading the archive", NULL);
                         break;
                 }
                 if (++ret->entries > u.limits->max_entries) {
@@ -702,30 +691,14 @@ static int unpack_run(struct archive *reader, const char *dest, const char *stri
                                  u.limits->max_entries);
                         break;
                 }
-                if (strip) {
-                        const char *p = archive_entry_pathname(entry), *rest;
-                        struct archive_entry *spare = NULL;
-
-                        (void) archive_read_disk_descend(reader);
-                        rest = p ? startswith(p, strip) : NULL;
-                        if (!rest || (rest[0] != 0 && rest[0] != '/' && !streq(strip, "/"))) {
-                                r = fail(&u, UNPACK_IO_ERROR, "the source gave a name outside of it");
-                                break;
-                        }
-                        while (rest[0] == '/')
-                                rest++;
-                        archive_entry_copy_pathname(entry, rest[0] ? rest : ".");
-                        /* a file with more links: the first one as it is, the others as hard links to it */
-                        archive_entry_linkify(links, &entry, &spare);
-                        if (!entry)
-                                continue;
-                }
-                r = unpack_entry(&u, reader, w, entry, strip);
+                r = unpack_entry(&u, reader, w, entry);
                 if (r < 0)
                         break;
         }
         if (r >= 0 && archive_write_close(w) < ARCHIVE_WARN)
                 r = fail_archive(&u, w, true, "finishing the directories", NULL);
+        if (r >= 0 && check)
+                r = check(&u, userdata);
 
 finish:
         if (w)
@@ -734,10 +707,6 @@ finish:
                 (void) fchdir(cwd_fd);
                 safe_close(cwd_fd);
         }
-        if (links)
-                archive_entry_linkresolver_free(links);
-        if (e)
-                archive_entry_free(e);
         if (r < 0)
                 remove_dest(&u);
         else
@@ -792,14 +761,22 @@ static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void *
                         *buf = s->buf;
                         return n;
                 }
-                if (errno != EINTR && errno != EAGAIN) {
+                if (errno == EAGAIN) {
+                        /* a non-blocking input: wait for it (a signal ends the wait, EINTR) */
+                        struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+
+                        (void) poll(&pfd, 1, -1);
+                        continue;
+                }
+                if (errno != EINTR) {
                         archive_set_error(a, errno, "reading the archive: %s", strerror(errno));
                         return -1;
                 }
         }
 }
 
-int unpack_tar_fd(int fd, const char *dest, const UnpackLimits *limits, UnpackResult *ret) {
+static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limits, UnpackResult *ret,
+                              UnpackCheck check, void *userdata) {
         _cleanup_free_ FdSource *s = NULL;
         struct archive *reader;
         int r;
@@ -816,7 +793,7 @@ int unpack_tar_fd(int fd, const char *dest, const UnpackLimits *limits, UnpackRe
         }
         s->fd = fd;
         /* opening reads the first block: an empty or unreadable input fails here, before
-         * dest is made; its failure is told the same way as later ones */
+         * dest is made */
         if (archive_read_open(reader, s, NULL, fd_source_read, NULL) != ARCHIVE_OK) {
                 const char *m = archive_error_string(reader) ?: "unknown error";
                 int e = archive_errno(reader);
@@ -829,9 +806,13 @@ int unpack_tar_fd(int fd, const char *dest, const UnpackLimits *limits, UnpackRe
                 archive_read_free(reader);
                 return ret->code == UNPACK_IO_ERROR ? -EIO : -EBADMSG;
         }
-        r = unpack_run(reader, dest, NULL, limits, ret);
+        r = unpack_run(reader, dest, limits, ret, check, userdata);
         archive_read_free(reader);
         return r;
+}
+
+int unpack_tar_fd(int fd, const char *dest, const UnpackLimits *limits, UnpackResult *ret) {
+        return unpack_tar_fd_full(fd, dest, limits, ret, NULL, NULL);
 }
 
 int unpack_tar_memory(const void *data, size_t size, const char *dest, const UnpackLimits *limits,
@@ -852,16 +833,211 @@ int unpack_tar_memory(const void *data, size_t size, const char *dest, const Unp
                 archive_read_free(reader);
                 return -EBADMSG;
         }
-        r = unpack_run(reader, dest, NULL, limits, ret);
+        r = unpack_run(reader, dest, limits, ret, NULL, NULL);
         archive_read_free(reader);
         return r;
 }
 
+
+/* --from-dir: a child process walks the source with libarchive's disk reader and writes it
+ * as a pax stream into a pipe, which the parent unpacks like any tar. Two processes because
+ * the disk reader changes the working directory as it walks while the writer works relative
+ * to it; one reading path for both inputs as a bonus. The child's exit: 0 done, 1 it could
+ * not read the source (one line on err_fd), 2 the parent stopped reading (a refusal). */
+#define PACKER_EXIT_FAILED 1
+#define PACKER_EXIT_PIPE 2
+
+_printf_(3, 4)
+static _noreturn_ void packer_fail(int err_fd, int status, const char *format, ...) {
+        char line[400];
+        va_list ap;
+
+        va_start(ap, format);
+        vsnprintf(line, sizeof(line), format, ap);
+        va_end(ap);
+        (void) !write(err_fd, line, strlen(line));
+        _exit(status);
+}
+
+static _noreturn_ void packer_archive_fail(int err_fd, struct archive *a, const char *what) {
+        if (archive_errno(a) == EPIPE)
+                _exit(PACKER_EXIT_PIPE);
+        packer_fail(err_fd, PACKER_EXIT_FAILED, "%s: %s", what, archive_error_string(a) ?: "unknown error");
+}
+
+static _noreturn_ void packer_run(const char *src, int out_fd, int err_fd) {
+        static const uint8_t zeros[16384];
+        struct archive_entry_linkresolver *links;
+        struct archive_entry *e;
+        struct archive *disk, *w;
+        size_t prefix = streq(src, "/") ? 0 : strlen(src);
+
+        /* a parent killed outright takes this one along */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        (void) signal(SIGPIPE, SIG_IGN);
+        (void) signal(SIGTERM, SIG_DFL);
+        (void) signal(SIGINT, SIG_DFL);
+        (void) signal(SIGHUP, SIG_DFL);
+
+        disk = archive_read_disk_new();
+        w = archive_write_new();
+        links = archive_entry_linkresolver_new();
+        e = archive_entry_new();
+        if (!disk || !w || !links || !e)
+                packer_fail(err_fd, PACKER_EXIT_FAILED, "out of memory");
+        /* symlinks as symlinks, one file system, no xattrs/ACLs/flags (not restored anyway),
+         * holes read as zeros (the bytes count at the apparent size either way) */
+        if (archive_read_disk_set_symlink_physical(disk) != ARCHIVE_OK ||
+            archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_XATTR |
+                                                 ARCHIVE_READDISK_NO_ACL | ARCHIVE_READDISK_NO_FFLAGS |
+                                                 ARCHIVE_READDISK_NO_SPARSE) != ARCHIVE_OK ||
+            archive_read_disk_open(disk, src) != ARCHIVE_OK)
+                packer_archive_fail(err_fd, disk, "reading the source");
+        archive_entry_linkresolver_set_strategy(links, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
+        if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
+            archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
+            archive_write_open_fd(w, out_fd) != ARCHIVE_OK)
+                packer_archive_fail(err_fd, w, "writing the stream");
+
+        for (;;) {
+                struct archive_entry *entry = e, *spare = NULL;
+                const char *p, *rest;
+                int k = archive_read_next_header2(disk, e);
+
+                if (k == ARCHIVE_EOF)
+                        break;
+                if (k == ARCHIVE_RETRY)
+                        continue;
+                if (k < ARCHIVE_WARN)
+                        packer_archive_fail(err_fd, disk, "reading the source");
+                (void) archive_read_disk_descend(disk);
+                p = archive_entry_pathname(e);
+                if (!p || strncmp(p, src, prefix) != 0 || (p[prefix] != 0 && p[prefix] != '/'))
+                        packer_fail(err_fd, PACKER_EXIT_FAILED, "the source gave a name outside of it");
+                for (rest = p + prefix; *rest == '/'; rest++)
+                        ;
+                archive_entry_copy_pathname(e, rest[0] ? rest : ".");
+                archive_entry_copy_sourcepath(e, NULL);
+                if (archive_entry_filetype(e) == AE_IFSOCK)
+                        continue; /* pax has no sockets; the unpacker would skip them */
+                /* a file with more links: the first one as it is, the others hard links to it */
+                archive_entry_linkify(links, &entry, &spare);
+                if (!entry)
+                        continue;
+                k = archive_write_header(w, entry);
+                if (k < ARCHIVE_WARN)
+                        packer_archive_fail(err_fd, w, "writing the stream");
+                if (archive_entry_filetype(entry) == AE_IFREG && !archive_entry_hardlink(entry) &&
+                    archive_entry_size(entry) > 0) {
+                        la_int64_t done = 0, size = archive_entry_size(entry);
+
+                        for (;;) {
+                                const void *buf;
+                                size_t n;
+                                la_int64_t offset;
+
+                                k = archive_read_data_block(disk, &buf, &n, &offset);
+                                if (k == ARCHIVE_EOF)
+                                        break;
+                                if (k < ARCHIVE_WARN)
+                                        packer_archive_fail(err_fd, disk, "reading the source");
+                                while (done < offset && done < size) {
+                                        size_t z = (size_t) MIN((la_int64_t) sizeof(zeros), offset - done);
+
+                                        if (archive_write_data(w, zeros, z) < 0)
+                                                packer_archive_fail(err_fd, w, "writing the stream");
+                                        done += (la_int64_t) z;
+                                }
+                                if (n > 0 && archive_write_data(w, buf, n) < 0)
+                                        packer_archive_fail(err_fd, w, "writing the stream");
+                                done += (la_int64_t) n;
+                        }
+                }
+        }
+        if (archive_write_close(w) != ARCHIVE_OK)
+                packer_archive_fail(err_fd, w, "writing the stream");
+        _exit(0);
+}
+
+typedef struct Packer {
+        pid_t pid;
+        int data_fd;            /* the stream's read end */
+        int err_fd;             /* the child's one line */
+        int status;             /* its exit status, once waited for; -1 killed */
+        char message[400];
+} Packer;
+
+static void packer_wait(Packer *p, bool kill_it) {
+        int st;
+
+        if (p->pid <= 0)
+                return;
+        /* a child still writing gets EPIPE */
+        p->data_fd = safe_close(p->data_fd);
+        if (kill_it)
+                (void) kill(p->pid, SIGKILL);
+        while (waitpid(p->pid, &st, 0) < 0)
+                if (errno != EINTR) {
+                        st = -1;
+                        break;
+                }
+        p->pid = 0;
+        p->status = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (p->err_fd >= 0) {
+                ssize_t n = read(p->err_fd, p->message, sizeof(p->message) - 1);
+
+                p->message[MAX(n, 0)] = 0;
+                p->err_fd = safe_close(p->err_fd);
+        }
+}
+
+/* Before success counts: the stream ended, so the child must end too; its verdict is final
+ * (a stream cut short at an entry's end reads like a whole one). */
+static int packer_check(Unpack *u, void *userdata) {
+        Packer *p = userdata;
+        char buf[4096];
+        ssize_t n;
+
+        /* whatever the reader left unread (nothing, or the last block's zeros) */
+        while ((n = read(p->data_fd, buf, sizeof(buf))) != 0)
+                if (n < 0 && errno != EINTR)
+                        break;
+        packer_wait(p, false);
+        if (p->status != 0)
+                return fail(u, UNPACK_IO_ERROR, "%s", p->message[0] ? p->message : "reading the source failed");
+        return 0;
+}
+
+/* Whether dest's parent is src or below it (by their real paths). */
+static bool dest_inside(const char *src, const char *dest) {
+        _cleanup_free_ char *copy = strdup(dest), *parent = NULL;
+        const char *rest;
+        char *slash;
+
+        if (!copy)
+                return false;
+        for (size_t l = strlen(copy); l > 1 && copy[l - 1] == '/'; l--)
+                copy[l - 1] = 0;
+        slash = strrchr(copy, '/');
+        if (!slash)
+                parent = realpath(".", NULL);
+        else {
+                slash[slash == copy ? 1 : 0] = 0;
+                parent = realpath(copy, NULL);
+        }
+        if (!parent)
+                return false; /* create_dest() tells */
+        if (streq(src, "/"))
+                return true;
+        rest = startswith(parent, src);
+        return rest && (rest[0] == 0 || rest[0] == '/');
+}
+
 int unpack_from_dir(const char *src, const char *dest, const UnpackLimits *limits, UnpackResult *ret) {
         _cleanup_free_ char *real = NULL;
-        struct archive *reader;
+        Packer p = { .data_fd = -EBADF, .err_fd = -EBADF };
+        int data[2], err[2], r;
         struct stat st;
-        int r;
 
         reset_result(ret);
         real = src ? realpath(src, NULL) : NULL;
@@ -874,20 +1050,56 @@ int unpack_from_dir(const char *src, const char *dest, const UnpackLimits *limit
                          strerror(real ? ENOTDIR : errno));
                 return -EIO;
         }
-        reader = archive_read_disk_new();
-        if (!reader ||
-            archive_read_disk_set_symlink_physical(reader) != ARCHIVE_OK ||
-            archive_read_disk_set_behavior(reader, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_XATTR |
-                                                   ARCHIVE_READDISK_NO_ACL | ARCHIVE_READDISK_NO_FFLAGS) != ARCHIVE_OK ||
-            archive_read_disk_open(reader, real) != ARCHIVE_OK) {
+        /* DEST inside the source: the copy would copy itself */
+        if (dest_inside(real, dest)) {
                 ret->code = UNPACK_IO_ERROR;
-                snprintf(ret->message, sizeof(ret->message), "reading the source: %s",
-                         reader ? archive_error_string(reader) ?: "unknown error" : "out of memory");
-                if (reader)
-                        archive_read_free(reader);
+                snprintf(ret->message, sizeof(ret->message), "the destination lies inside the source");
                 return -EIO;
         }
-        r = unpack_run(reader, dest, real, limits, ret);
-        archive_read_free(reader);
+        if (pipe2(data, O_CLOEXEC) < 0)
+                goto fail_errno;
+        if (pipe2(err, O_CLOEXEC) < 0) {
+                safe_close(data[0]);
+                safe_close(data[1]);
+                goto fail_errno;
+        }
+        p.pid = fork();
+        if (p.pid < 0) {
+                safe_close(data[0]);
+                safe_close(data[1]);
+                safe_close(err[0]);
+                safe_close(err[1]);
+                goto fail_errno;
+        }
+        if (p.pid == 0) {
+                safe_close(data[0]);
+                safe_close(err[0]);
+                packer_run(real, data[1], err[1]);
+        }
+        safe_close(data[1]);
+        safe_close(err[1]);
+        p.data_fd = data[0];
+        p.err_fd = err[0];
+
+        r = unpack_tar_fd_full(p.data_fd, dest, limits, ret, packer_check, &p);
+        if (r < 0) {
+                packer_wait(&p, unpack_interrupted);
+                /* the child's failure first: the stream it cut short is only its symptom */
+                if (p.status == PACKER_EXIT_FAILED) {
+                        ret->code = UNPACK_IO_ERROR;
+                        snprintf(ret->message, sizeof(ret->message), "%s",
+                                 p.message[0] ? p.message : "reading the source failed");
+                        for (char *c = ret->message; *c; c++)
+                                if ((unsigned char) *c < 0x20 || (unsigned char) *c >= 0x7f)
+                                        *c = '?';
+                        r = -EIO;
+                }
+        }
+        packer_wait(&p, true);
         return r;
+
+fail_errno:
+        ret->code = UNPACK_IO_ERROR;
+        snprintf(ret->message, sizeof(ret->message), "starting to read the source: %s", strerror(errno));
+        return -EIO;
 }

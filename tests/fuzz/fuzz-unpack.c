@@ -17,7 +17,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char top[] = "/tmp/fuzz-unpack-XXXXXX";
-static char box[64], dest[64], outside[64], keep[96];
+static char box[40], outside[40], dest[48], keep[48];
 
 static int count_entries(const char *path) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -14,6 +14,7 @@ import io
 import json
 import lzma
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -425,6 +426,10 @@ def test_from_dir():
         check(rc == 65 and "too_large" in err and not os.path.lexists(d), f"--from-dir: too_large ({err.strip()})")
         rc, out, err = b.run(args=[f"--from-dir={os.path.join(b.top, 'missing')}"])
         check(rc == 74 and "io_error" in err and not os.path.lexists(d), f"--from-dir: no source ({err.strip()})")
+        inner = os.path.join(src, "usr", "image")
+        rc, out, err = b.run(args=[f"--from-dir={src}"], dest=inner)
+        check(rc == 74 and "io_error" in err and not os.path.lexists(inner),
+              f"--from-dir: DEST inside the source refused ({err.strip()})")
         if ROOT:
             os.mknod(os.path.join(src, "null"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
             rc, out, err = b.run(args=[f"--from-dir={src}"])
@@ -457,8 +462,33 @@ def test_signal():
         b.close()
 
 
+def test_nonblocking():
+    # a non-blocking pipe as stdin, written in pieces: waited for, not spun on
+    b = Box()
+    try:
+        data = make_tar([entry("a", data=b"x" * 300000)])
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        p = subprocess.Popen([UNPACK, b.dest], stdin=r, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(r)
+        for i in range(0, len(data), 50000):
+            os.write(w, data[i:i + 50000])
+            time.sleep(0.1)
+        os.close(w)
+        out, err = p.communicate(timeout=30)
+        check(p.returncode == 0 and json.loads(out)["bytes"] == 300000,
+              f"non-blocking stdin: unpacked ({p.returncode} {err.decode().strip()})")
+        check(os.path.getsize(os.path.join(b.dest, "a")) == 300000, "non-blocking stdin: the whole file")
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
+        check(cpu < 0.3, f"non-blocking stdin: no busy wait over 0.6 s ({cpu:.2f} s of CPU)")
+    finally:
+        b.close()
+
+
 for t in (test_good_tree, test_compressed, test_paths, test_symlinks, test_hardlinks, test_nodes_and_modes,
-          test_limits, test_invalid, test_dest, test_from_dir, test_signal):
+          test_limits, test_invalid, test_dest, test_from_dir, test_signal, test_nonblocking):
     print(f"# {t.__name__}")
     t()
 
