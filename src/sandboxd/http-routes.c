@@ -17,6 +17,8 @@
 #include "http-json.h"
 #include "http-range.h"
 #include "http-ws.h"
+#include "image-import.h"
+#include "images.h"
 #include "json-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -311,6 +313,110 @@ static int route_delete_image(HttpRequest *r) {
                 return MHD_NO;
         }
         return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+/* PUT /v1/images/NAME: the body, a tar (plain or compressed), streamed to sandboxd-unpack
+ * (image-import.c) through a pipe: what the pipe does not take now waits in libmicrohttpd,
+ * the connection suspended until it has room. ?from=PATH instead copies a directory of this
+ * host, for root and AdminGroup= on the unix socket only (an API tenant names no host paths). */
+bool http_route_is_image_import(HttpRequest *r) {
+        return r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_IMAGE) && streq(r->method, "PUT");
+}
+
+static void on_image_import_done(ImageImport *imp, const ImageImportResult *res, void *userdata) {
+        HttpRequest *r = userdata;
+        _cleanup_(image_info_done) ImageInfo i = {};
+        struct MHD_Response *resp;
+        unsigned status;
+        Buf b = {};
+
+        r->image_import = NULL;
+        r->image_waiting = false;
+        if (res->error < 0) {
+                status = http_error_status(res->code);
+                resp = http_error_response(res->code, res->message);
+        } else if (image_get(&r->server->manager->config, r->params[0], &i) < 0 ||
+                   image_append_json(&i, 0, &b) < 0 || buf_puts(&b, "\n") < 0) {
+                status = http_error_status("internal");
+                resp = http_error_response("internal", "The image was imported, but cannot be read back.");
+        } else {
+                status = MHD_HTTP_CREATED;
+                resp = http_json_response(b.data, b.len);
+        }
+        buf_done(&b);
+        if (r->suspended)
+                http_complete(r, status, resp);
+        else {
+                /* the body still comes (a refusal before its end): answered once it was read */
+                r->status = status;
+                r->response = resp;
+        }
+}
+
+static void on_image_import_writable(ImageImport *imp, void *userdata) {
+        HttpRequest *r = userdata;
+
+        if (r->image_waiting) {
+                r->image_waiting = false;
+                http_resume(r);
+        }
+}
+
+int http_route_image_import_begin(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        const char *reason = NULL, *from = query(r, "from"), *v;
+        ImageImportResult res;
+        int ret;
+
+        if (authz_decide(&r->caller, http_transport(r), AUTHZ_IMAGES, NULL, &reason) != AUTHZ_ALLOW)
+                return http_refuse_upload_error(r, "forbidden", reason);
+        if (from) {
+                char buf[PATH_MAX];
+
+                if (r->caller.is_tenant)
+                        return http_refuse_upload_error(r, "forbidden",
+                                                        "?from= names a directory of this host: for root and members of "
+                                                        "AdminGroup= on the unix socket only.");
+                if (config_check_path(from, buf, sizeof(buf)) < 0)
+                        return http_refuse_upload_error(r, "invalid_path",
+                                                        "?from= must be an absolute path without '.' or '..'.");
+        }
+        v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!from && v && startswith(v, "multipart/"))
+                return http_refuse_upload_error(r, "unsupported_media_type",
+                                                "Send the tar as the body (application/x-tar), not a form.");
+        ret = image_import_start(m, r->params[0], -1, from, on_image_import_done, r, &r->image_import, &res);
+        if (ret == -ENOMEM)
+                return MHD_NO;
+        if (ret < 0)
+                return http_refuse_upload_error(r, res.code, res.message);
+        return MHD_YES;
+}
+
+int http_route_image_import_data(HttpRequest *r, const char *data, size_t *size) {
+        size_t n = *size;
+        int ret;
+
+        ret = image_import_write(r->image_import, data, &n, on_image_import_writable);
+        if (ret < 0) {
+                image_import_abandon(TAKE_PTR(r->image_import));
+                r->status = http_error_status("internal");
+                r->response = http_error_response("internal", "Failed to pass the body on to the unpacker.");
+                *size = 0;
+                return r->response ? MHD_YES : MHD_NO;
+        }
+        *size -= n;
+        if (*size > 0) {
+                r->image_waiting = true;
+                http_suspend(r);
+        }
+        return MHD_YES;
+}
+
+int http_route_image_import_finish(HttpRequest *r) {
+        image_import_end_input(r->image_import);
+        http_suspend(r); /* until the unpacker is done: on_image_import_done() */
+        return MHD_YES;
 }
 
 /* --- sessions ------------------------------------------------------------- */
@@ -1419,7 +1525,8 @@ const HttpRoute http_routes[] = {
           { GET(route_drain_state, AUTHZ_DRAIN), POST(route_drain, AUTHZ_DRAIN), DELETE(route_undrain, AUTHZ_DRAIN) } },
         /* removing (and importing) is decided in the handler: the route shows to everyone */
         { "/v1/images", 0, { GET(route_list_images, ANYONE) } },
-        { "/v1/images/{image}", 0, { GET(route_get_image, ANYONE), DELETE(route_delete_image, ANYONE) } },
+        { "/v1/images/{image}", HTTP_ROUTE_IMAGE,
+          { GET(route_get_image, ANYONE), PUT(route_get_image, AUTHZ_IMAGES), DELETE(route_delete_image, ANYONE) } },
         /* creating is decided in the handler, with the scope of the body */
         { "/v1/sessions", 0, { GET(route_list_sessions, AUTHZ_LIST), POST(route_create_session, AUTHZ_CREATE) } },
         { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION,

@@ -35,13 +35,18 @@ def _mounted(path):
 @pytest.fixture(scope="module")
 def images(api):
     """py and node in sandboxd's images directory: bind mounts of the cached builds (the
-    testbed's / is an overlay, a copy would take a while)."""
+    testbed's / is an overlay, a copy would take a while), then sandboxd restarted, as the
+    mounts do not reach the mount namespace of a running sandboxd."""
     os.makedirs(IMAGES_DIR, exist_ok=True)
+    mounted = False
     for name in ("py", "node"):
         dst = os.path.join(IMAGES_DIR, name)
         os.makedirs(dst, exist_ok=True)
         if not _mounted(dst):
             sh("mount", "--bind", os.path.join(IMAGES_SRC, name), dst)
+            mounted = True
+    if mounted:
+        restart_daemon()
     yield ("py", "node")
 
 
