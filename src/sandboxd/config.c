@@ -275,10 +275,6 @@ static int check_path(const char *w, char *out, size_t n) {
         return streq(out, "/") ? -EINVAL : 0;
 }
 
-int config_check_path(const char *w, char *out, size_t n) {
-        return check_path(w, out, n);
-}
-
 static int set_words(LoadState *st, char ***list, const char *section, const char *key, const char *value,
                      WordCheck check, const char *what) {
         _cleanup_free_ char *bad = NULL;

@@ -109,8 +109,6 @@ typedef struct Config {
  * sandboxd's own sockets and records, the system bus. NULL-terminated. */
 extern const char *const config_builtin_inaccessible[];
 
-/* An absolute path without ".", ".." or empty components (not "/"), into out. */
-int config_check_path(const char *w, char *out, size_t n);
 bool config_tenant_may_use_host_network(const Config *c, const char *tenant);
 
 void config_init(Config *c);

@@ -317,8 +317,9 @@ static int route_delete_image(HttpRequest *r) {
 
 /* PUT /v1/images/NAME: the body, a tar (plain or compressed), streamed to sandboxd-unpack
  * (image-import.c) through a pipe: what the pipe does not take now waits in libmicrohttpd,
- * the connection suspended until it has room. ?from=PATH instead copies a directory of this
- * host, for root and AdminGroup= on the unix socket only (an API tenant names no host paths). */
+ * the connection suspended until it has room. (No import from a directory of the host here:
+ * sandboxd cannot read every file of one, CapabilityBoundingSet= leaves it no
+ * CAP_DAC_READ_SEARCH; sandboxctl packs a directory into a tar on the caller's side.) */
 bool http_route_is_image_import(HttpRequest *r) {
         return r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_IMAGE) && streq(r->method, "PUT");
 }
@@ -364,28 +365,17 @@ static void on_image_import_writable(ImageImport *imp, void *userdata) {
 
 int http_route_image_import_begin(HttpRequest *r) {
         Manager *m = r->server->manager;
-        const char *reason = NULL, *from = query(r, "from"), *v;
+        const char *reason = NULL, *v;
         ImageImportResult res;
         int ret;
 
         if (authz_decide(&r->caller, http_transport(r), AUTHZ_IMAGES, NULL, &reason) != AUTHZ_ALLOW)
                 return http_refuse_upload_error(r, "forbidden", reason);
-        if (from) {
-                char buf[PATH_MAX];
-
-                if (r->caller.is_tenant)
-                        return http_refuse_upload_error(r, "forbidden",
-                                                        "?from= names a directory of this host: for root and members of "
-                                                        "AdminGroup= on the unix socket only.");
-                if (config_check_path(from, buf, sizeof(buf)) < 0)
-                        return http_refuse_upload_error(r, "invalid_path",
-                                                        "?from= must be an absolute path without '.' or '..'.");
-        }
         v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (!from && v && startswith(v, "multipart/"))
+        if (v && startswith(v, "multipart/"))
                 return http_refuse_upload_error(r, "unsupported_media_type",
                                                 "Send the tar as the body (application/x-tar), not a form.");
-        ret = image_import_start(m, r->params[0], -1, from, on_image_import_done, r, &r->image_import, &res);
+        ret = image_import_start(m, r->params[0], -1, NULL, on_image_import_done, r, &r->image_import, &res);
         if (ret == -ENOMEM)
                 return MHD_NO;
         if (ret < 0)

@@ -21,6 +21,7 @@ static const ApiError table[] = {
         { "unknown_field", EINVAL, 400, E("UnknownOption"), SANDBOXD_ERROR_INVALID },
         { "reserved_env", EINVAL, 400, E("ReservedEnvironment"), SANDBOXD_ERROR_INVALID },
         { "limit_exceeded", EINVAL, 400, E("LimitExceeded"), SANDBOXD_ERROR_INVALID },
+        { "invalid_image", EINVAL, 400, E("InvalidImage"), SANDBOXD_ERROR_INVALID },
         { "method_not_allowed", EINVAL, 405, NULL, SANDBOXD_ERROR_INVALID },
         { "unsupported_media_type", EINVAL, 415, NULL, SANDBOXD_ERROR_INVALID },
         { "unsupported_encoding", EINVAL, 415, NULL, SANDBOXD_ERROR_INVALID },

@@ -225,3 +225,126 @@ def test_remove_in_use(api, images, request):
     assert_error(r, 409, "image_in_use")
     assert os.path.isdir(os.path.join(IMAGES_DIR, "py", "usr"))
     assert api.delete("/v1/sessions/" + s["id"]).status == 200
+
+
+# --------------------------------------------------------------------------
+# imports: PUT /v1/images/NAME with a tar, streamed to sandboxd-unpack
+
+def _put_tar(api, name, data, chunked=False):
+    return api.request("PUT", "/v1/images/" + name, body=[data] if chunked else data,
+                       headers={"Content-Type": "application/x-tar"}, encode_chunked=chunked)
+
+
+def _tar(tmp_path, files, **tar_opts):
+    """A tar of FILES {path: bytes or None (a directory)} plus anything tarfile makes."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path)
+            for k, v in tar_opts.get(path, {}).items():
+                setattr(info, k, v)
+            if data is None and info.type == tarfile.REGTYPE:
+                info.type = tarfile.DIRTYPE
+                info.mode = 0o755
+                t.addfile(info)
+            else:
+                info.size = len(data or b"")
+                info.mode = tar_opts.get(path, {}).get("mode", 0o755)
+                t.addfile(info, io.BytesIO(data or b""))
+    return buf.getvalue()
+
+
+def _leftovers():
+    return sorted(n for n in os.listdir(IMAGES_DIR) if n.startswith(".import-"))
+
+
+def _minimal(extra=None):
+    with open("/bin/dash", "rb") as f:
+        sh_bytes = f.read()
+    files = {"bin": None, "bin/sh": sh_bytes, "etc": None,
+             "etc/os-release": b'ID=mini\nVERSION_ID=1\nPRETTY_NAME="Mini 1"\n'}
+    files.update(extra or {})
+    return files
+
+
+@pytest.mark.one_exec_mode
+def test_import_tar(api, tcp, images, tmp_path):
+    name = "mini-" + os.urandom(3).hex()
+    data = _tar(tmp_path, _minimal())
+    # not by a tenant that is no administrator: nothing is unpacked
+    assert_error(_put_tar(tcp, name, data), 403, "forbidden")
+    assert_error(api.get("/v1/images/" + name), 404, "image_not_found")
+
+    r = _put_tar(api, name, data, chunked=True)
+    assert r.status == 201, r
+    i = r.json
+    assert i["name"] == name and i["os"]["id"] == "mini" and i["size_bytes"] >= len(data) // 2, i
+    st = os.stat(os.path.join(IMAGES_DIR, name, "bin/sh"))
+    assert st.st_uid == 0 and st.st_mode & 0o7777 == 0o755, st
+    # a second import of the name is refused; the first stays
+    assert_error(_put_tar(api, name, data), 409, "exists")
+    assert api.get("/v1/images/" + name).json["size_bytes"] == i["size_bytes"]
+    assert api.delete("/v1/images/" + name).status == 200
+    assert _leftovers() == []
+
+
+@pytest.mark.one_exec_mode
+@pytest.mark.parametrize("case", ["dotdot", "absolute", "device", "symlink-out", "not-a-tar", "no-sh"])
+def test_import_refused(api, images, tmp_path, case):
+    import tarfile
+    name = "bad-" + os.urandom(3).hex()
+    if case == "dotdot":
+        data = _tar(tmp_path, _minimal({"../escaped": b"x"}))
+    elif case == "absolute":
+        data = _tar(tmp_path, _minimal({"/etc/escaped": b"x"}))
+    elif case == "device":
+        data = _tar(tmp_path, _minimal({"dev/null2": b""}), **{"dev/null2": {"type": tarfile.CHRTYPE, "devmajor": 1,
+                                                                              "devminor": 3}})
+    elif case == "symlink-out":
+        data = _tar(tmp_path, _minimal({"out": b"", "out/x": b"x"}),
+                    **{"out": {"type": tarfile.SYMTYPE, "linkname": "/etc"}})
+    elif case == "not-a-tar":
+        data = b"this is no tar\n" * 100
+    else:
+        files = _minimal()
+        del files["bin/sh"]
+        data = _tar(tmp_path, files)
+    r = _put_tar(api, name, data)
+    err = assert_error(r, 400, "invalid_image")
+    assert "sandboxd-unpack" in err["message"] or "/bin/sh" in err["message"], err
+    assert not os.path.exists(os.path.join(IMAGES_DIR, name))
+    assert not os.path.exists("/etc/escaped")
+    assert _leftovers() == []
+    assert_error(api.get("/v1/images/" + name), 404, "image_not_found")
+
+
+@pytest.mark.one_exec_mode
+@pytest.mark.time_limit(180)
+def test_import_py_and_run(api, images, request):
+    """The py image as an administrator would import it (a tar of the tree, streamed), then
+    a session on the import: its interpreter runs."""
+    name = "pyimp-" + os.urandom(3).hex()
+    tar = subprocess.Popen(["tar", "--numeric-owner", "-C", os.path.join(IMAGES_SRC, "py"), "-c", "."],
+                           stdout=subprocess.PIPE)
+    t0 = time.monotonic()
+
+    def chunks():
+        while True:
+            b = tar.stdout.read(1 << 20)
+            if not b:
+                return
+            yield b
+
+    r = api.request("PUT", "/v1/images/" + name, body=chunks(), headers={"Content-Type": "application/x-tar"},
+                    encode_chunked=True)
+    took = time.monotonic() - t0
+    assert tar.wait() == 0
+    assert r.status == 201, r
+    print("import of py as a tar stream: %.1f s, %d MB" % (took, r.json["size_bytes"] >> 20))
+    s = image_session(api, request, name)
+    r = exec_result(api, s["id"], {"argv": ["python3", "-c", "print(6 * 7)"]})
+    assert r["exit_code"] == 0 and r["stdout"] == "42\n", r
+    api.delete("/v1/sessions/" + s["id"])
+    assert api.delete("/v1/images/" + name).status == 200
