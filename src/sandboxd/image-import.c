@@ -186,7 +186,7 @@ static int on_unpacker_exit(sd_event_source *s, int fd, uint32_t revents, void *
                 res.error = status == 65 ? -EINVAL : -EIO;
                 res.code = code_for_unpacker(err, status);
                 if (err[0])
-                        snprintf(res.message, sizeof(res.message), "%s", err);
+                        snprintf(res.message, sizeof(res.message), "%.250s", err);
                 else
                         snprintf(res.message, sizeof(res.message), "sandboxd-unpack %s %d.",
                                  si.si_code == CLD_EXITED ? "exited with" : "was killed by signal", si.si_status);

@@ -21,7 +21,7 @@
 typedef struct ImageImportResult {
         int error;            /* 0, or negative errno-style */
         const char *code;     /* the error table's code when error < 0 */
-        char message[640];
+        char message[256];    /* as RequestError's */
         uint64_t bytes;       /* regular file bytes unpacked: the image's size */
         uint64_t entries;
 } ImageImportResult;
