@@ -348,3 +348,51 @@ def test_import_py_and_run(api, images, request):
     assert r["exit_code"] == 0 and r["stdout"] == "42\n", r
     api.delete("/v1/sessions/" + s["id"])
     assert api.delete("/v1/images/" + name).status == 200
+
+
+# --------------------------------------------------------------------------
+# the same over D-Bus
+
+@pytest.mark.one_exec_mode
+def test_dbus_images(api, images, tmp_path, request):
+    import dbus
+    import secrets
+    import sbxbus as B
+
+    listed = {i[0]: i for i in B.manager("ListImages")[0]}
+    assert listed["py"][3:5] == ["debian", "12"] and listed["py"][6] is True, listed["py"]
+    assert B.manager("GetImage", "s", "node")[0][0] == "node"
+    assert B.error_of(B.manager, "GetImage", "s", "nope") == B.ERROR + "NoSuchImage"
+
+    # a session on an image; its Image property
+    sid, path = B.manager("CreateSession", "ssa{sv}", unique_user(), workspace_for(request.node.name),
+                          {"image": dbus.String("py", variant_level=1)})
+    assert B.get_property(path, B.SESSION, "Image") == "py"
+    assert B.error_of(B.manager, "CreateSession", "ssa{sv}", unique_user(), "ws",
+                      {"image": dbus.String("nope", variant_level=1)}) == B.ERROR + "NoSuchImage"
+
+    # import from an fd, refused for a member of group sandboxd, then removal
+    name = "dbus-" + secrets.token_hex(3)
+    tar = tmp_path / "mini.tar"
+    tar.write_bytes(_tar(tmp_path, _minimal()))
+    member = "sbxi" + secrets.token_hex(4)
+    sh("useradd", "-M", "-G", "sandboxd", member)
+    try:
+        assert B.error_of(B.call_as, member, B.PATH, B.MANAGER, "RemoveImage", "s", "py") == B.ACCESS_DENIED
+    finally:
+        sh("userdel", member, check=False)
+    with open(tar, "rb") as f:
+        size, = B.manager("ImportImage", "sh", name, dbus.types.UnixFd(f))
+    assert size > 0 and api.get("/v1/images/" + name).json["size_bytes"] == size
+    with open(tar, "rb") as f:
+        assert B.error_of(B.manager, "ImportImage", "sh", name, dbus.types.UnixFd(f)) == B.ERROR + "Exists"
+    bad = tmp_path / "bad.tar"
+    bad.write_bytes(b"no tar" * 100)
+    with open(bad, "rb") as f:
+        assert B.error_of(B.manager, "ImportImage", "sh", "bad-" + name, dbus.types.UnixFd(f)) == \
+            B.ERROR + "InvalidImage"
+    assert B.error_of(B.manager, "RemoveImage", "s", "py") == B.ERROR + "ImageInUse"
+    B.call(path, B.SESSION, "Close", "b", False)
+    assert B.manager("RemoveImage", "s", name) == []
+    assert_error(api.get("/v1/images/" + name), 404, "image_not_found")
+    assert _leftovers() == []
