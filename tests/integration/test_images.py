@@ -396,3 +396,53 @@ def test_dbus_images(api, images, tmp_path, request):
     assert B.manager("RemoveImage", "s", name) == []
     assert_error(api.get("/v1/images/" + name), 404, "image_not_found")
     assert _leftovers() == []
+
+
+# --------------------------------------------------------------------------
+# sandboxctl, on both transports
+
+SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
+
+
+def _ctl(transport, *args, input=None, check=0):
+    env = {k: v for k, v in os.environ.items() if k not in ("SANDBOXD_URL", "SANDBOXD_KEY")}
+    env["SANDBOXD_TRANSPORT"] = transport
+    p = subprocess.run([SANDBOXCTL] + list(args), capture_output=True, input=input, env=env, timeout=120)
+    assert check is None or p.returncode == check, "sandboxctl %s: %d %r %r" % (" ".join(args), p.returncode,
+                                                                             p.stdout[-2000:], p.stderr[-2000:])
+    return p
+
+
+@pytest.mark.one_exec_mode
+@pytest.mark.parametrize("transport", ["dbus", "http"])
+def test_sandboxctl_images(api, images, tmp_path, request, transport):
+    listed = json.loads(_ctl(transport, "--json", "image", "ls").stdout)
+    assert {"py", "node"} <= {i["name"] for i in listed["images"]}, listed
+    out = _ctl(transport, "image", "show", "node").stdout.decode()
+    assert "Debian GNU/Linux 12" in out and "Sessions:" in out, out
+
+    # run in a session on an image
+    user, ws = unique_user(), workspace_for(request.node.name)
+    p = _ctl(transport, "run", "--user=" + user, "--workspace=" + ws, "--image=py", "--rm", "--",
+             "python3", "-c", "print('in py')")
+    assert p.stdout == b"in py\n", p
+
+    # import a directory (packed by sandboxctl), a tar from stdin, then remove both
+    root = tmp_path / "tree"
+    for path, data in _minimal().items():
+        if data is None:
+            (root / path).mkdir(parents=True, exist_ok=True)
+        else:
+            (root / path).write_bytes(data)
+            (root / path).chmod(0o755)
+    name = "ctl-%s-%s" % (transport, os.urandom(2).hex())
+    info = json.loads(_ctl(transport, "--json", "image", "import", name, str(root)).stdout)
+    assert info["name"] == name and info["os"]["id"] == "mini", info
+    p = _ctl(transport, "image", "import", name + "-t", "-", input=_tar(tmp_path, _minimal()))
+    assert b"Mini 1" in p.stdout, p
+    p = _ctl(transport, "image", "import", name + "-bad", "-", input=b"junk" * 100, check=None)
+    assert p.returncode != 0 and b"invalid_image" in p.stderr + p.stdout or b"unpack" in p.stderr, p
+    for n in (name, name + "-t"):
+        _ctl(transport, "image", "rm", n)
+    assert _ctl(transport, "image", "show", name, check=None).returncode != 0
+    assert _leftovers() == []
