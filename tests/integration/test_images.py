@@ -360,7 +360,7 @@ def test_dbus_images(api, images, tmp_path, request):
     import sbxbus as B
 
     listed = {i[0]: i for i in B.manager("ListImages")[0]}
-    assert listed["py"][3:5] == ["debian", "12"] and listed["py"][6] is True, listed["py"]
+    assert list(listed["py"][3:5]) == ["debian", "12"] and listed["py"][6] is True, listed["py"]
     assert B.manager("GetImage", "s", "node")[0][0] == "node"
     assert B.error_of(B.manager, "GetImage", "s", "nope") == B.ERROR + "NoSuchImage"
 
