@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "error-table.h"
 #include "http.h"
+#include "image-import.h"
 #include "images.h"
 #include "http-relay.h"
 #include "log.h"
@@ -56,6 +57,8 @@ Manager *daemon_free(Manager *m) {
                 http_server_free(m->http[i]);
         m->n_http = 0;
         m->relay_engine = http_relay_engine_free(m->relay_engine);
+        /* imports their callers left above, and any other: stopped, their trees removed */
+        image_import_stop_all(m);
         return manager_free(m);
 }
 
