@@ -239,7 +239,25 @@ static int spawn_unpacker(ImageImport *imp, int stdin_fd, const char *from_dir) 
                 posix_spawn_file_actions_destroy(&fa);
                 return -r;
         }
-        r = posix_spawn(&imp->pid, SANDBOXD_UNPACK_PATH, &fa, NULL, argv, environ);
+        /* sd-event blocks the signals it handles: the unpacker gets them all unblocked and at
+         * their defaults, so that SIGTERM stops it (it removes its tree then) */
+        {
+                posix_spawnattr_t attr;
+                sigset_t none, defaults;
+
+                r = posix_spawnattr_init(&attr);
+                if (r != 0) {
+                        posix_spawn_file_actions_destroy(&fa);
+                        return -r;
+                }
+                (void) sigemptyset(&none);
+                (void) sigfillset(&defaults);
+                (void) posix_spawnattr_setsigmask(&attr, &none);
+                (void) posix_spawnattr_setsigdefault(&attr, &defaults);
+                (void) posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+                r = posix_spawn(&imp->pid, SANDBOXD_UNPACK_PATH, &fa, &attr, argv, environ);
+                posix_spawnattr_destroy(&attr);
+        }
         posix_spawn_file_actions_destroy(&fa);
         if (r != 0)
                 return -r;
