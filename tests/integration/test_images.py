@@ -446,3 +446,24 @@ def test_sandboxctl_images(api, images, tmp_path, request, transport):
         _ctl(transport, "image", "rm", n)
     assert _ctl(transport, "image", "show", name, check=None).returncode != 0
     assert _leftovers() == []
+
+
+@pytest.mark.one_exec_mode
+def test_import_client_gone(api, images):
+    """A client that goes away mid-body: the unpacker is stopped, nothing stays."""
+    import socket
+    name = "gone-" + os.urandom(3).hex()
+    tar = subprocess.run(["tar", "--numeric-owner", "-C", os.path.join(IMAGES_SRC, "py"), "-c", "./usr/bin"],
+                         capture_output=True, check=True).stdout
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect("/run/sandboxd/http.sock")
+    s.sendall(b"PUT /v1/images/%s HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-tar\r\n"
+              b"Content-Length: %d\r\n\r\n" % (name.encode(), len(tar)))
+    s.sendall(tar[:len(tar) // 2])
+    wait_for(lambda: _leftovers() != [], timeout=10, what="the import under way")
+    s.close()
+    wait_for(lambda: _leftovers() == [], timeout=20, what="the staging directory removed")
+    assert_error(api.get("/v1/images/" + name), 404, "image_not_found")
+    # sandboxd goes on, and imports that name afterwards
+    assert _put_tar(api, name, _tar(None, _minimal())).status == 201
+    assert api.delete("/v1/images/" + name).status == 200
