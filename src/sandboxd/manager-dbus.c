@@ -352,10 +352,10 @@ static int image_error(sd_bus_error *error, int r, const char *name) {
         if (r == -ENOENT || r == -EINVAL) {
                 e.code = "image_not_found";
                 snprintf(e.message, sizeof(e.message), "No image '%.64s'.", name);
-                r = -ENOENT;
         } else
                 snprintf(e.message, sizeof(e.message), "%s", strerror(-r));
-        return bus_error_set_request(error, r, &e);
+        /* -EINVAL: the row of the error table by its code (bus_error_set_request()) */
+        return bus_error_set_request(error, -EINVAL, &e);
 }
 
 static int method_list_images(sd_bus_message *call, void *userdata, sd_bus_error *error) {
@@ -424,7 +424,7 @@ static int method_remove_image(sd_bus_message *call, void *userdata, sd_bus_erro
                 RequestError e = { .code = "image_in_use" };
 
                 snprintf(e.message, sizeof(e.message), "The image is in use by %u session%s.", n, n == 1 ? "" : "s");
-                return bus_error_set_request(error, -EBUSY, &e);
+                return bus_error_set_request(error, -EINVAL, &e);
         }
         r = image_remove_async(&m->config, name);
         if (r < 0)
@@ -442,7 +442,7 @@ static void on_bus_import_done(ImageImport *imp, const ImageImportResult *res, v
                 RequestError re = { .code = res->code };
 
                 snprintf(re.message, sizeof(re.message), "%.250s", res->message);
-                (void) bus_error_set_request(&e, res->error, &re);
+                (void) bus_error_set_request(&e, -EINVAL, &re);
                 bus_pending_fail(p, res->error, &e);
                 return;
         }
@@ -480,7 +480,7 @@ static int method_import_image(sd_bus_message *call, void *userdata, sd_bus_erro
 
                 bus_pending_free(p);
                 snprintf(re.message, sizeof(re.message), "%.250s", res.message);
-                return bus_error_set_request(error, r, &re);
+                return bus_error_set_request(error, -EINVAL, &re);
         }
         return 1;
 }
