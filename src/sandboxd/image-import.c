@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -133,6 +134,14 @@ static void finish(ImageImport *imp, ImageImportResult *res) {
                         snprintf(res->message, sizeof(res->message), "Failed to look at the unpacked image: %s.",
                                  strerror(-r));
                 }
+        }
+        /* the root of the tree is the dynamic user's "/": whatever the tar said of "./" (or
+         * the umask, if it said nothing), everyone must be able to walk it */
+        if (res->error >= 0 && chmod(imp->staging, 0755) < 0) {
+                res->error = -errno;
+                res->code = "internal";
+                snprintf(res->message, sizeof(res->message), "Failed to make the image's root searchable: %s.",
+                         strerror(errno));
         }
         if (res->error >= 0) {
                 /* renameat2(RENAME_NOREPLACE): an image of the name put there meanwhile stays */
