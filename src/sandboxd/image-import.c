@@ -70,8 +70,10 @@ static void import_free(ImageImport *imp) {
 static bool import_running(Manager *m, const char *name) {
         ImageImport *i;
 
+        /* an abandoned one only removes its own staging directory (each has its own name) and
+         * never renames: a new import of the name need not wait for it */
         LIST_FOREACH(imports, i, m->image_imports)
-                if (streq(i->name, name))
+                if (streq(i->name, name) && !i->abandoned)
                         return true;
         return false;
 }
