@@ -415,6 +415,14 @@ def run(api, sid, body, timeout=SOCKET_TIMEOUT):
     }
 
 
+def raw_connect(timeout=30):
+    """A socket connected to sandboxd's unix socket, for requests written by hand."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(UNIX_SOCKET)
+    return s
+
+
 def assert_error(resp, status, code):
     """A 4xx answer with the JSON error envelope and the expected code."""
     assert resp.status == status, "expected %d %s, got %r" % (status, code, resp)

@@ -10,7 +10,6 @@ import datetime
 import hashlib
 import http.client
 import os
-import socket
 import stat
 import threading
 import time
@@ -18,8 +17,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import (UNIX_SOCKET, WORKSPACE_HOST_ROOT, Api, assert_error, config_dropin, run, scope_dir, sh,
-                      unique_user, wait_for)
+from conftest import (UNIX_SOCKET, WORKSPACE_HOST_ROOT, Api, assert_error, config_dropin, raw_connect, run,
+                      scope_dir, sh, unique_user, wait_for)
 
 OCTET = {"Content-Type": "application/octet-stream"}
 RSS_LIMIT = 32 << 20
@@ -81,13 +80,6 @@ def file_state(path):
     st = os.lstat(path)
     with open(path, "rb") as f:
         return st.st_mode, st.st_uid, st.st_size, st.st_mtime_ns, hashlib.sha256(f.read()).hexdigest()
-
-
-def raw_connect(timeout=30):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(UNIX_SOCKET)
-    return s
 
 
 def read_response(s):

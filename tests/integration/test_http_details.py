@@ -9,12 +9,11 @@ The HTTP surface is the same in both exec modes: these run in the unit lane only
 import http.client
 import json
 import os
-import socket
 import urllib.parse
 
 import pytest
 
-from conftest import UNIX_SOCKET, assert_error, sh
+from conftest import UNIX_SOCKET, assert_error, raw_connect, sh
 
 pytestmark = pytest.mark.unit_mode_only
 
@@ -34,13 +33,6 @@ def files(sid, path=None, query=""):
 def tail(sid, path="", query=""):
     """.../files/PATH, the path form."""
     return "/v1/sessions/%s/files/%s" % (sid, urllib.parse.quote(path, safe="/")) + ("?" + query if query else "")
-
-
-def raw_connect(timeout=30):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(UNIX_SOCKET)
-    return s
 
 
 def read_response(s):

@@ -122,7 +122,33 @@ def _transport_error(e: BaseException, what: str) -> TransportError:
     return err
 
 
-class EventStream:
+class _EventLines:
+    """What both event streams keep: the offset to re-attach at, the request id, the exit."""
+
+    def __init__(self, offset: int, request_id: Optional[str]):
+        self.offset = offset
+        self.request_id = request_id
+        self.exit: Optional[Event] = None
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _take(self, line: bytes) -> Event:
+        """The event of LINE (read whole, with its newline), accounted."""
+        if not line.endswith(b"\n"):
+            self.close()
+            raise TransportError("the event stream was cut in the middle of a line (%d bytes)" % len(line))
+        ev = Event.from_line(line)
+        if not ev.live:
+            self.offset += len(line)
+        if ev.type == "accepted" and ev.request_id:
+            self.request_id = ev.request_id
+        elif ev.type == "exit":
+            self.exit = ev
+        return ev
+
+
+class EventStream(_EventLines):
     """A command's events as they come (an iterator of Event), read line by line from the
     answer: nothing is read ahead. `offset` is where to re-attach (Client.events) to get
     the rest once: the bytes of the kept lines received so far, counted from the offset the
@@ -131,10 +157,8 @@ class EventStream:
 
     def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse,
                  offset: int = 0, request_id: Optional[str] = None):
+        super().__init__(offset, request_id)
         self._conn, self._resp = conn, resp
-        self.offset = offset
-        self.request_id = request_id
-        self.exit: Optional[Event] = None
         self._collector: Optional[ResultCollector] = None
 
     def __iter__(self) -> Iterator[Event]:
@@ -151,16 +175,7 @@ class EventStream:
         if not line:
             self.close()
             raise StopIteration
-        if not line.endswith(b"\n"):
-            self.close()
-            raise TransportError("the event stream was cut in the middle of a line (%d bytes)" % len(line))
-        ev = Event.from_line(line)
-        if not ev.live:
-            self.offset += len(line)
-        if ev.type == "accepted" and ev.request_id:
-            self.request_id = ev.request_id
-        elif ev.type == "exit":
-            self.exit = ev
+        ev = self._take(line)
         if self._collector is not None:
             self._collector.add(ev)
         return ev

@@ -12,8 +12,8 @@ import ssl
 import urllib.parse
 from typing import Any, AsyncIterator, Optional, Union
 
-from ._client import (CHUNK, DEFAULT_TIMEOUT, MAX_ERROR_BODY, MAX_JSON_BODY, Endpoint, command_path,
-                      files_path, session_path)
+from ._client import (CHUNK, DEFAULT_TIMEOUT, MAX_ERROR_BODY, MAX_JSON_BODY, Endpoint, _EventLines,
+                      command_path, files_path, session_path)
 from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Listing, Result, ResultCollector, Session,
                      TransportError, command_body, error_from_answer, session_body)
 
@@ -124,14 +124,12 @@ class _Response:
         self.writer.close()
 
 
-class AsyncEventStream:
+class AsyncEventStream(_EventLines):
     """EventStream on asyncio: `async for ev in stream`, `offset`, `request_id`, result()."""
 
     def __init__(self, resp: _Response, offset: int = 0, request_id: Optional[str] = None):
+        super().__init__(offset, request_id)
         self._resp: Optional[_Response] = resp
-        self.offset = offset
-        self.request_id = request_id
-        self.exit: Optional[Event] = None
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self
@@ -143,17 +141,7 @@ class AsyncEventStream:
         if not line:
             self.close()
             raise StopAsyncIteration
-        if not line.endswith(b"\n"):
-            self.close()
-            raise TransportError("the event stream was cut in the middle of a line")
-        ev = Event.from_line(line)
-        if not ev.live:
-            self.offset += len(line)
-        if ev.type == "accepted" and ev.request_id:
-            self.request_id = ev.request_id
-        elif ev.type == "exit":
-            self.exit = ev
-        return ev
+        return self._take(line)
 
     async def result(self) -> Result:
         c = ResultCollector(self.request_id)
