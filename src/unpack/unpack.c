@@ -743,8 +743,17 @@ static void reset_result(UnpackResult *ret) {
 
 typedef struct FdSource {
         int fd;
+        int error;              /* why reading failed, if it did: libarchive may tell another story */
         uint8_t buf[UNPACK_READ_BUFFER];
 } FdSource;
+
+static void set_read_error(UnpackResult *ret, int error) {
+        ret->code = UNPACK_IO_ERROR;
+        if (error == EINTR)
+                snprintf(ret->message, sizeof(ret->message), "interrupted by a signal");
+        else
+                snprintf(ret->message, sizeof(ret->message), "reading the archive: %s", strerror(error));
+}
 
 static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void **buf) {
         FdSource *s = userdata;
@@ -753,10 +762,14 @@ static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void *
                 ssize_t n;
 
                 if (unpack_interrupted) {
+                        s->error = EINTR;
                         archive_set_error(a, EINTR, "interrupted by a signal");
                         return -1;
                 }
                 n = read(s->fd, s->buf, sizeof(s->buf));
+                /* a signal that came with the end of the input: not a truncated archive */
+                if (n == 0 && unpack_interrupted)
+                        continue;
                 if (n >= 0) {
                         *buf = s->buf;
                         return n;
@@ -769,6 +782,7 @@ static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void *
                         continue;
                 }
                 if (errno != EINTR) {
+                        s->error = errno;
                         archive_set_error(a, errno, "reading the archive: %s", strerror(errno));
                         return -1;
                 }
@@ -791,7 +805,7 @@ static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limi
                 snprintf(ret->message, sizeof(ret->message), "setting up libarchive's reader failed");
                 return -ENOMEM;
         }
-        s->fd = fd;
+        *s = (FdSource) { .fd = fd };
         /* opening reads the first block: an empty or unreadable input fails here, before
          * dest is made */
         if (archive_read_open(reader, s, NULL, fd_source_read, NULL) != ARCHIVE_OK) {
@@ -803,11 +817,19 @@ static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limi
                 for (char *p = ret->message; *p; p++)
                         if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
                                 *p = '?';
+                if (s->error != 0)
+                        set_read_error(ret, s->error);
                 archive_read_free(reader);
                 return ret->code == UNPACK_IO_ERROR ? -EIO : -EBADMSG;
         }
         r = unpack_run(reader, dest, limits, ret, check, userdata);
         archive_read_free(reader);
+        if (r < 0 && unpack_interrupted)
+                set_read_error(ret, EINTR);
+        else if (r < 0 && s->error != 0)
+                /* the tar reader calls a failed read "Truncated tar archive": the input's
+                 * failure is the one to tell */
+                set_read_error(ret, s->error);
         return r;
 }
 
