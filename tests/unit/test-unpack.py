@@ -199,11 +199,12 @@ def test_compressed():
 
     for name, z in (("gzip", gzip.compress), ("bzip2", bz2.compress), ("xz", lzma.compress)):
         unpacked(name, z(data), check_tree=verify)
-    if shutil.which("zstd"):
-        z = subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True, check=True).stdout
-        unpacked("zstd", z, check_tree=verify)
-    else:
-        print("skip: zstd (no zstd program to compress with)")
+    for prog in ("zstd", "lz4"):
+        if shutil.which(prog):
+            z = subprocess.run([prog, "-q", "-c"], input=data, capture_output=True, check=True).stdout
+            unpacked(prog, z, check_tree=verify)
+        else:
+            print(f"skip: {prog} (no {prog} program to compress with)")
 
 
 def test_paths():
