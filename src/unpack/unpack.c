@@ -789,6 +789,20 @@ static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void *
         }
 }
 
+/* Told before the input is read (create_dest() makes sure, this is to fail fast: nothing of a
+ * stream is read when its destination is taken). */
+static bool dest_exists(const char *dest, UnpackResult *ret) {
+        struct stat st;
+        char n[256];
+
+        if (!dest || fstatat(AT_FDCWD, dest, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        escape_name(dest, n, sizeof(n));
+        ret->code = UNPACK_EXISTS;
+        snprintf(ret->message, sizeof(ret->message), "'%s' exists already", n);
+        return true;
+}
+
 static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limits, UnpackResult *ret,
                               UnpackCheck check, void *userdata) {
         _cleanup_free_ FdSource *s = NULL;
@@ -796,6 +810,8 @@ static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limi
         int r;
 
         reset_result(ret);
+        if (dest_exists(dest, ret))
+                return -EEXIST;
         s = malloc(sizeof(FdSource));
         reader = new_tar_reader();
         if (!s || !reader) {
@@ -1062,6 +1078,8 @@ int unpack_from_dir(const char *src, const char *dest, const UnpackLimits *limit
         struct stat st;
 
         reset_result(ret);
+        if (dest_exists(dest, ret))
+                return -EEXIST;
         real = src ? realpath(src, NULL) : NULL;
         if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 char n[256];
