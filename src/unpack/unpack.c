@@ -538,8 +538,17 @@ static int rm_children(int dir_fd, unsigned depth) {
                         if (errno == EISDIR || errno == EPERM) {
                                 _cleanup_close_ int child = openat(dir_fd, de->d_name,
                                                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                struct stat st;
                                 int k;
 
+                                /* a directory the archive made 0000 (libarchive's close set the
+                                 * modes), without CAP_DAC_OVERRIDE: a directory, as nobody else
+                                 * writes in DEST, made ours to enter */
+                                if (child < 0 && errno == EACCES &&
+                                    fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                    S_ISDIR(st.st_mode) && fchmodat(dir_fd, de->d_name, 0700, 0) == 0)
+                                        child = openat(dir_fd, de->d_name,
+                                                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                                 if (child < 0) {
                                         ret = -errno;
                                         continue;

@@ -493,8 +493,50 @@ def test_nonblocking():
         b.close()
 
 
+def test_unprivileged():
+    """As a user without privileges (nobody), as in a unit without capabilities: directories
+    the archive makes 0000 or 0555, and a refusal after them still removes DEST."""
+    if not ROOT:
+        print("skip: unprivileged (not root: the whole test already is)")
+        return
+    data = make_tar([entry("ro/", tarfile.DIRTYPE, mode=0o555), entry("ro/f", data=b"x", mode=0o444),
+                     entry("none/", tarfile.DIRTYPE, mode=0), entry("none/sub/", tarfile.DIRTYPE),
+                     entry("none/sub/g", data=b"y", mode=0o600)])
+    b = Box()
+    try:
+        os.chmod(b.top, 0o755)
+        os.chown(os.path.dirname(b.dest), 65534, 65534)
+        b.before = tree(b.top)
+
+        def nobody():
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+
+        def run(args):
+            p = subprocess.run([UNPACK, *args, b.dest], input=data, capture_output=True, preexec_fn=nobody)
+            return p.returncode, p.stderr.decode()
+
+        rc, err = run([])
+        check(rc == 0, f"unprivileged: unpacked ({rc} {err.strip()})")
+        if rc == 0:
+            check(stat.S_IMODE(os.stat(os.path.join(b.dest, "none")).st_mode) == 0 and
+                  stat.S_IMODE(os.stat(os.path.join(b.dest, "ro")).st_mode) == 0o555,
+                  "unprivileged: the directories' modes are the archive's")
+            check(os.stat(os.path.join(b.dest, "ro/f")).st_uid == 65534, "unprivileged: owned by the unpacker")
+        for d, dirs, files in os.walk(b.dest):
+            os.chmod(d, 0o755)
+        shutil.rmtree(b.dest, ignore_errors=True)
+        rc, err = run(["--max-bytes=1"])
+        check(rc == 65 and err.startswith("sandboxd-unpack: too_large: "), f"unprivileged: too_large ({err.strip()})")
+        check(not os.path.lexists(b.dest), "unprivileged: DEST removed, its 0000 directory too")
+        check(b.untouched(), "unprivileged: nothing outside DEST changed")
+    finally:
+        b.close()
+
+
 for t in (test_good_tree, test_compressed, test_paths, test_symlinks, test_hardlinks, test_nodes_and_modes,
-          test_limits, test_invalid, test_dest, test_from_dir, test_signal, test_nonblocking):
+          test_limits, test_invalid, test_dest, test_from_dir, test_signal, test_nonblocking, test_unprivileged):
     print(f"# {t.__name__}")
     t()
 
