@@ -538,8 +538,17 @@ static int rm_children(int dir_fd, unsigned depth) {
                         if (errno == EISDIR || errno == EPERM) {
                                 _cleanup_close_ int child = openat(dir_fd, de->d_name,
                                                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                struct stat st;
                                 int k;
 
+                                /* a directory the archive made 0000 (libarchive's close set the
+                                 * modes), without CAP_DAC_OVERRIDE: a directory, as nobody else
+                                 * writes in DEST, made ours to enter */
+                                if (child < 0 && errno == EACCES &&
+                                    fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                    S_ISDIR(st.st_mode) && fchmodat(dir_fd, de->d_name, 0700, 0) == 0)
+                                        child = openat(dir_fd, de->d_name,
+                                                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                                 if (child < 0) {
                                         ret = -errno;
                                         continue;
@@ -743,8 +752,17 @@ static void reset_result(UnpackResult *ret) {
 
 typedef struct FdSource {
         int fd;
+        int error;              /* why reading failed, if it did: libarchive may tell another story */
         uint8_t buf[UNPACK_READ_BUFFER];
 } FdSource;
+
+static void set_read_error(UnpackResult *ret, int error) {
+        ret->code = UNPACK_IO_ERROR;
+        if (error == EINTR)
+                snprintf(ret->message, sizeof(ret->message), "interrupted by a signal");
+        else
+                snprintf(ret->message, sizeof(ret->message), "reading the archive: %s", strerror(error));
+}
 
 static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void **buf) {
         FdSource *s = userdata;
@@ -753,10 +771,14 @@ static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void *
                 ssize_t n;
 
                 if (unpack_interrupted) {
+                        s->error = EINTR;
                         archive_set_error(a, EINTR, "interrupted by a signal");
                         return -1;
                 }
                 n = read(s->fd, s->buf, sizeof(s->buf));
+                /* a signal that came with the end of the input: not a truncated archive */
+                if (n == 0 && unpack_interrupted)
+                        continue;
                 if (n >= 0) {
                         *buf = s->buf;
                         return n;
@@ -769,10 +791,25 @@ static la_ssize_t fd_source_read(struct archive *a, void *userdata, const void *
                         continue;
                 }
                 if (errno != EINTR) {
+                        s->error = errno;
                         archive_set_error(a, errno, "reading the archive: %s", strerror(errno));
                         return -1;
                 }
         }
+}
+
+/* Told before the input is read (create_dest() makes sure, this is to fail fast: nothing of a
+ * stream is read when its destination is taken). */
+static bool dest_exists(const char *dest, UnpackResult *ret) {
+        struct stat st;
+        char n[256];
+
+        if (!dest || fstatat(AT_FDCWD, dest, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        escape_name(dest, n, sizeof(n));
+        ret->code = UNPACK_EXISTS;
+        snprintf(ret->message, sizeof(ret->message), "'%s' exists already", n);
+        return true;
 }
 
 static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limits, UnpackResult *ret,
@@ -782,6 +819,8 @@ static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limi
         int r;
 
         reset_result(ret);
+        if (dest_exists(dest, ret))
+                return -EEXIST;
         s = malloc(sizeof(FdSource));
         reader = new_tar_reader();
         if (!s || !reader) {
@@ -791,7 +830,7 @@ static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limi
                 snprintf(ret->message, sizeof(ret->message), "setting up libarchive's reader failed");
                 return -ENOMEM;
         }
-        s->fd = fd;
+        *s = (FdSource) { .fd = fd };
         /* opening reads the first block: an empty or unreadable input fails here, before
          * dest is made */
         if (archive_read_open(reader, s, NULL, fd_source_read, NULL) != ARCHIVE_OK) {
@@ -803,11 +842,19 @@ static int unpack_tar_fd_full(int fd, const char *dest, const UnpackLimits *limi
                 for (char *p = ret->message; *p; p++)
                         if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
                                 *p = '?';
+                if (s->error != 0)
+                        set_read_error(ret, s->error);
                 archive_read_free(reader);
                 return ret->code == UNPACK_IO_ERROR ? -EIO : -EBADMSG;
         }
         r = unpack_run(reader, dest, limits, ret, check, userdata);
         archive_read_free(reader);
+        if (r < 0 && unpack_interrupted)
+                set_read_error(ret, EINTR);
+        else if (r < 0 && s->error != 0)
+                /* the tar reader calls a failed read "Truncated tar archive": the input's
+                 * failure is the one to tell */
+                set_read_error(ret, s->error);
         return r;
 }
 
@@ -1040,6 +1087,8 @@ int unpack_from_dir(const char *src, const char *dest, const UnpackLimits *limit
         struct stat st;
 
         reset_result(ret);
+        if (dest_exists(dest, ret))
+                return -EEXIST;
         real = src ? realpath(src, NULL) : NULL;
         if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 char n[256];

@@ -49,6 +49,11 @@ static int chmod_one(const char *path, const struct stat *st, int flag, struct F
         return 0;
 }
 
+static void cleanup(void) {
+        (void) nftw(top, chmod_one, 16, FTW_PHYS);
+        (void) nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void setup(void) {
         if (box[0])
                 return;
@@ -60,6 +65,7 @@ static void setup(void) {
         snprintf(keep, sizeof(keep), "%s/keep", outside);
         if (mkdir(box, 0755) < 0 || mkdir(outside, 0755) < 0)
                 abort();
+        (void) atexit(cleanup);
         _cleanup_close_ int fd = open(keep, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 || write(fd, "keep", 4) != 4)
                 abort();

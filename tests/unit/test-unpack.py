@@ -199,11 +199,12 @@ def test_compressed():
 
     for name, z in (("gzip", gzip.compress), ("bzip2", bz2.compress), ("xz", lzma.compress)):
         unpacked(name, z(data), check_tree=verify)
-    if shutil.which("zstd"):
-        z = subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True, check=True).stdout
-        unpacked("zstd", z, check_tree=verify)
-    else:
-        print("skip: zstd (no zstd program to compress with)")
+    for prog in ("zstd", "lz4"):
+        if shutil.which(prog):
+            z = subprocess.run([prog, "-q", "-c"], input=data, capture_output=True, check=True).stdout
+            unpacked(prog, z, check_tree=verify)
+        else:
+            print(f"skip: {prog} (no {prog} program to compress with)")
 
 
 def test_paths():
@@ -379,6 +380,11 @@ def test_dest():
         rc, out, err = b.run(make_tar([entry("a", data=b"x")]))
         check(rc == 74 and err.startswith("sandboxd-unpack: exists: "), f"DEST exists: 74 exists ({rc} {err.strip()})")
         check(os.path.exists(os.path.join(b.dest, "mine")), "DEST exists: left as it was")
+        rc, out, err = b.run(b"garbage" * 100)
+        check(rc == 74 and err.startswith("sandboxd-unpack: exists: "), f"DEST exists, garbage input: exists ({err.strip()})")
+        rc, out, err = b.run(args=[f"--from-dir={b.outside}"])
+        check(rc == 74 and err.startswith("sandboxd-unpack: exists: "), f"DEST exists, --from-dir: exists ({err.strip()})")
+        check(sorted(os.listdir(b.dest)) == ["mine"], "DEST exists: still only what it had")
         rc, out, err = b.run(make_tar([entry("a", data=b"x")]), dest=os.path.join(b.top, "nope", "dest"))
         check(rc == 74 and err.startswith("sandboxd-unpack: io_error: "), f"no parent: 74 io_error ({rc} {err.strip()})")
         rc, out, err = b.run(b"", args=["--max-bytes=lots"])
@@ -487,8 +493,50 @@ def test_nonblocking():
         b.close()
 
 
+def test_unprivileged():
+    """As a user without privileges (nobody), as in a unit without capabilities: directories
+    the archive makes 0000 or 0555, and a refusal after them still removes DEST."""
+    if not ROOT:
+        print("skip: unprivileged (not root: the whole test already is)")
+        return
+    data = make_tar([entry("ro/", tarfile.DIRTYPE, mode=0o555), entry("ro/f", data=b"x", mode=0o444),
+                     entry("none/", tarfile.DIRTYPE, mode=0), entry("none/sub/", tarfile.DIRTYPE),
+                     entry("none/sub/g", data=b"y", mode=0o600)])
+    b = Box()
+    try:
+        os.chmod(b.top, 0o755)
+        os.chown(os.path.dirname(b.dest), 65534, 65534)
+        b.before = tree(b.top)
+
+        def nobody():
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+
+        def run(args):
+            p = subprocess.run([UNPACK, *args, b.dest], input=data, capture_output=True, preexec_fn=nobody)
+            return p.returncode, p.stderr.decode()
+
+        rc, err = run([])
+        check(rc == 0, f"unprivileged: unpacked ({rc} {err.strip()})")
+        if rc == 0:
+            check(stat.S_IMODE(os.stat(os.path.join(b.dest, "none")).st_mode) == 0 and
+                  stat.S_IMODE(os.stat(os.path.join(b.dest, "ro")).st_mode) == 0o555,
+                  "unprivileged: the directories' modes are the archive's")
+            check(os.stat(os.path.join(b.dest, "ro/f")).st_uid == 65534, "unprivileged: owned by the unpacker")
+        for d, dirs, files in os.walk(b.dest):
+            os.chmod(d, 0o755)
+        shutil.rmtree(b.dest, ignore_errors=True)
+        rc, err = run(["--max-bytes=1"])
+        check(rc == 65 and err.startswith("sandboxd-unpack: too_large: "), f"unprivileged: too_large ({err.strip()})")
+        check(not os.path.lexists(b.dest), "unprivileged: DEST removed, its 0000 directory too")
+        check(b.untouched(), "unprivileged: nothing outside DEST changed")
+    finally:
+        b.close()
+
+
 for t in (test_good_tree, test_compressed, test_paths, test_symlinks, test_hardlinks, test_nodes_and_modes,
-          test_limits, test_invalid, test_dest, test_from_dir, test_signal, test_nonblocking):
+          test_limits, test_invalid, test_dest, test_from_dir, test_signal, test_nonblocking, test_unprivileged):
     print(f"# {t.__name__}")
     t()
 
