@@ -467,3 +467,16 @@ def test_import_client_gone(api, images):
     # sandboxd goes on, and imports that name afterwards
     assert _put_tar(api, name, _tar(None, _minimal())).status == 201
     assert api.delete("/v1/images/" + name).status == 200
+
+
+@pytest.mark.one_exec_mode
+def test_import_over_max_size(api, images, tmp_path):
+    """[Images] MaxSize=: an import with more bytes of files is 413, and leaves nothing."""
+    from conftest import config_dropin
+    name = "big-" + os.urandom(3).hex()
+    data = _tar(tmp_path, _minimal({"big.bin": os.urandom(3 << 20)}))
+    with config_dropin("/etc/sandboxd/sandboxd.conf.d/50-test-images.conf") as write:
+        write("[Images]\nMaxSize=2M\n")
+        assert_error(_put_tar(api, name, data), 413, "payload_too_large")
+        assert_error(api.get("/v1/images/" + name), 404, "image_not_found")
+        assert _leftovers() == []
