@@ -6,18 +6,22 @@ __sandboxctl_sessions() {
         sandboxctl "${__sandboxctl_conn[@]}" ls 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9a-f]{16}$/ { print $1 }'
 }
 
+__sandboxctl_images() {
+        sandboxctl "${__sandboxctl_conn[@]}" image ls 2>/dev/null | awk 'NR > 1 { print $1 }'
+}
+
 _sandboxctl() {
         local cur prev words cword
         _init_completion -n : || return
 
-        local verbs="create ls show rm freeze thaw exec run attach shell signal cp port health drain mcp"
+        local verbs="create ls show rm freeze thaw exec run attach shell signal cp port image health drain mcp"
         local opts_global="--help --version --url= --key= --key-file= --transport= --json --quiet"
         local -A opts_verb=(
-                [create]="--memory-max= --cpu-quota= --tasks-max= --ttl= --exec-mode="
+                [create]="--memory-max= --cpu-quota= --tasks-max= --ttl= --exec-mode= --image="
                 [ls]="--user="
                 [rm]="--purge"
                 [exec]="--cwd= --env= --timeout= --request-id= --stdin --tty"
-                [run]="--cwd= --env= --timeout= --request-id= --stdin --user= --workspace= --rm --exec-mode="
+                [run]="--cwd= --env= --timeout= --request-id= --stdin --user= --workspace= --rm --exec-mode= --image="
                 [attach]="--offset= --tty"
                 [shell]="--cwd= --env= --timeout= --request-id="
                 [cp]="--recursive --progress --no-progress"
@@ -52,6 +56,7 @@ _sandboxctl() {
         --key-file) _filedir; return ;;
         --transport) COMPREPLY=($(compgen -W "dbus http" -- "$cur")); return ;;
         --exec-mode) COMPREPLY=($(compgen -W "unit session" -- "$cur")); return ;;
+        --image) COMPREPLY=($(compgen -W "$(__sandboxctl_images)" -- "$cur")); return ;;
         --url | --key | --cwd | --env | --timeout | --request-id | --user | --workspace | --offset) return ;;
         esac
 
@@ -76,6 +81,15 @@ _sandboxctl() {
                         COMPREPLY=($(compgen -W "expose ls rm" -- "$cur"))
                 elif ((nargs == 1)); then
                         COMPREPLY=($(compgen -W "$(__sandboxctl_sessions)" -- "$cur"))
+                fi
+                ;;
+        image)
+                if ((nargs == 0)); then
+                        COMPREPLY=($(compgen -W "ls show import rm" -- "$cur"))
+                elif ((nargs == 1)) && [[ ${words[cword - 1]} == show || ${words[cword - 1]} == rm ]]; then
+                        COMPREPLY=($(compgen -W "$(__sandboxctl_images)" -- "$cur"))
+                elif ((nargs == 2)); then
+                        _filedir
                 fi
                 ;;
         cp)

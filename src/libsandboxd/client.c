@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include "internal.h"
+#include "validate.h"
 
 _public_ int sandboxd_client_new(const char *url, const char *key, sandboxd_client **ret) {
         sandboxd_client *c;
@@ -169,4 +170,81 @@ _public_ int sandboxd_drain(sandboxd_client *c, int drain, char **ret_json) {
         BUS_DISPATCH(c, bus_drain(c, drain, ret_json));
         return client_done(c, get_json_text(c, drain > 0 ? "POST" : drain == 0 ? "DELETE" : "GET", "/v1/drain",
                                             ret_json));
+}
+
+/* --- images --- */
+
+static int image_url(sandboxd_client *c, const char *name, char **ret) {
+        if (name && !image_name_is_valid(name))
+                return error_set(&c->error, SANDBOXD_ERROR_INVALID, -EINVAL,
+                                 "Invalid image name '%.64s': 1 to 64 of a-z, 0-9, '_' and '-'.", name);
+        if (asprintf(ret, "%s/v1/images%s%s", c->base_url, name ? "/" : "", name ?: "") < 0) {
+                *ret = NULL;
+                return client_fail(c, -ENOMEM);
+        }
+        return 0;
+}
+
+static int image_json(sandboxd_client *c, const char *method, const char *name, char **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *url = NULL;
+        int r;
+
+        r = image_url(c, name, &url);
+        if (r < 0)
+                return r;
+        r = http_json(c, method, url, NULL, NULL, &o);
+        if (r < 0)
+                return r;
+        *ret = json_to_text(o);
+        return *ret ? 0 : client_fail(c, -ENOMEM);
+}
+
+_public_ int sandboxd_image_get(sandboxd_client *c, const char *name, char **ret_json) {
+        if (!c || !ret_json)
+                return -EINVAL;
+        client_begin(c);
+        BUS_DISPATCH(c, bus_image_json(c, name, ret_json));
+        return client_done(c, image_json(c, "GET", name, ret_json));
+}
+
+_public_ int sandboxd_image_remove(sandboxd_client *c, const char *name, char **ret_json) {
+        if (!c || !name || !ret_json)
+                return -EINVAL;
+        client_begin(c);
+        BUS_DISPATCH(c, bus_image_remove(c, name, ret_json));
+        return client_done(c, image_json(c, "DELETE", name, ret_json));
+}
+
+static int image_import(sandboxd_client *c, const char *name, int fd, char **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *url = NULL;
+        HttpCall call = HTTP_CALL_INIT;
+        int r;
+
+        r = image_url(c, name, &url);
+        if (r < 0)
+                return r;
+        call.method = "PUT";
+        call.url = url;
+        call.content_type = "application/x-tar";
+        call.stream = true;
+        call.upload_fd = fd;
+        r = http_call_perform(c, &call);
+        if (r >= 0) {
+                o = json_tokener_parse(call.response.data ?: "");
+                *ret = o ? json_to_text(o) : NULL;
+                if (!*ret)
+                        r = error_set(&c->error, SANDBOXD_ERROR_PROTOCOL, -EBADMSG, "sandboxd's answer is not JSON.");
+        }
+        http_call_done(&call);
+        return r;
+}
+
+_public_ int sandboxd_image_import(sandboxd_client *c, const char *name, int fd, char **ret_json) {
+        if (!c || !name || fd < 0 || !ret_json)
+                return -EINVAL;
+        client_begin(c);
+        BUS_DISPATCH(c, bus_image_import(c, name, fd, ret_json));
+        return client_done(c, image_import(c, name, fd, ret_json));
 }

@@ -225,6 +225,10 @@ int bus_command_write_stdin(sandboxd_client *c, const char *session, const char 
                             size_t size, bool eof);
 int bus_health(sandboxd_client *c, char **ret_json);
 int bus_drain(sandboxd_client *c, int drain, char **ret_json);
+/* images: GetImage() (name) or ListImages() (NULL), ImportImage(), RemoveImage(): the JSON */
+int bus_image_json(sandboxd_client *c, const char *name, char **ret_json);
+int bus_image_import(sandboxd_client *c, const char *name, int fd, char **ret_json);
+int bus_image_remove(sandboxd_client *c, const char *name, char **ret_json);
 /* the file API: Stat() (list false) or List() as the HTTP API's JSON; Read()'s fd and size */
 int bus_file_json(sandboxd_client *c, const char *session, const char *path, bool list, json_object **ret);
 int bus_file_open(sandboxd_client *c, const char *session, const char *path, int *ret_fd, uint64_t *ret_size);

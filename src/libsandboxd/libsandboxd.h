@@ -102,6 +102,17 @@ int sandboxd_request(sandboxd_client *c, const char *method, const char *path, c
 int sandboxd_health(sandboxd_client *c, char **ret_json);
 int sandboxd_drain(sandboxd_client *c, int drain, char **ret_json);
 
+/* --- images ---------------------------------------------------------------------------- */
+
+/* GET /v1/images (name NULL) or /v1/images/NAME: the JSON text (ListImages(), GetImage()). */
+int sandboxd_image_get(sandboxd_client *c, const char *name, char **ret_json);
+/* PUT /v1/images/NAME: the tar read from fd (a file or a pipe) until its end, streamed; the
+ * new image's JSON once sandboxd has it in place (ImportImage() with the fd on D-Bus).
+ * Administrators only. */
+int sandboxd_image_import(sandboxd_client *c, const char *name, int fd, char **ret_json);
+/* DELETE /v1/images/NAME: the removed image's JSON (RemoveImage()). Administrators only. */
+int sandboxd_image_remove(sandboxd_client *c, const char *name, char **ret_json);
+
 /* --- sessions -------------------------------------------------------------------------- */
 
 typedef struct sandboxd_session {

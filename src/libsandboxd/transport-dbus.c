@@ -462,6 +462,7 @@ static const Prop session_props[] = {
         { "NetworkDeny", "as", NULL, NO_FIELD, 0, read_domains },
         { "NetworkAllow", "(bas)", NULL, NO_FIELD, 0, read_allow },
         { "ExecMode", "s", "exec_mode", S(exec_mode) },
+        { "Image", "s", "image", NO_FIELD, PROP_NULL_EMPTY },
         { "MemoryMax", "t", "limits/memory_max", S(memory_max) },
         { "CPUQuota", "t", "limits/cpu_quota", S(cpu_quota) },
         { "TasksMax", "t", "limits/tasks_max", S(tasks_max) },
@@ -2138,4 +2139,121 @@ int bus_file_remove(sandboxd_client *c, const char *session, const char *path, b
         r = files_call(c, session, "Remove", path, NULL, recursive, -EBADF, 0, &reply);
         sd_bus_message_unref(reply);
         return r;
+}
+
+/* --- images: ListImages(), GetImage(), ImportImage(), RemoveImage() as the HTTP API's JSON --- */
+
+static int read_image(sd_bus_message *m, json_object **ret) {
+        const char *name, *id, *version_id, *pretty;
+        uint64_t size, created;
+        uint32_t sessions;
+        json_object *o, *os;
+        bool oom = false;
+        int names, r;
+
+        r = sd_bus_message_read(m, "(sttsssbu)", &name, &size, &created, &id, &version_id, &pretty, &names, &sessions);
+        if (r <= 0)
+                return r;
+        o = json_object_new_object();
+        os = json_object_new_object();
+        if (!o || !os) {
+                json_object_put(o);
+                json_object_put(os);
+                return -ENOMEM;
+        }
+        json_put(o, "name", json_object_new_string(name), &oom);
+        if (size == UINT64_MAX)
+                json_put_null(o, "size_bytes", &oom);
+        else
+                json_put(o, "size_bytes", json_object_new_uint64(size), &oom);
+        json_put(o, "created_usec", json_object_new_uint64(created), &oom);
+#define OS(k, v) do { if ((v)[0]) json_put(os, k, json_object_new_string(v), &oom); else json_put_null(os, k, &oom); } while (0)
+        OS("id", id);
+        OS("version_id", version_id);
+        OS("pretty_name", pretty);
+#undef OS
+        json_put(o, "os", os, &oom);
+        json_put(o, "user_names", json_object_new_boolean(names), &oom);
+        json_put(o, "sessions", json_object_new_uint64(sessions), &oom);
+        if (oom) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        *ret = o;
+        return 1;
+}
+
+int bus_image_json(sandboxd_client *c, const char *name, char **ret_json) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        json_object *o = NULL, *list = NULL, *i = NULL;
+        int r;
+
+        if (name)
+                r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "GetImage", &e, &reply, "s", name);
+        else
+                r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "ListImages", &e, &reply, NULL);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        if (name)
+                r = read_image(reply, &o);
+        else {
+                o = json_object_new_object();
+                list = json_object_new_array();
+                r = o && list ? sd_bus_message_enter_container(reply, 'a', "(sttsssbu)") : -ENOMEM;
+                while (r >= 0 && (r = read_image(reply, &i)) > 0)
+                        r = json_object_array_add(list, TAKE_PTR(i));
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = json_object_object_add(o, "images", TAKE_PTR(list));
+        }
+        if (r >= 0)
+                r = (*ret_json = json_to_text(o)) ? 0 : -ENOMEM;
+        json_object_put(o);
+        json_object_put(list);
+        sd_bus_message_unref(reply);
+        return r < 0 ? bus_error(c, r, NULL) : 0;
+}
+
+int bus_image_import(sandboxd_client *c, const char *name, int fd, char **ret_json) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *m = NULL, *reply = NULL;
+        sigset_t old;
+        int r;
+
+        r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ImportImage");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "sh", name, fd);
+        if (r < 0) {
+                sd_bus_message_unref(m);
+                return bus_error(c, r, NULL);
+        }
+        /* an import takes as long as its tar: no method timeout of its own */
+        block_interrupts(&old);
+        r = sd_bus_call(c->bus, m, UINT64_MAX - 1, &e, &reply);
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        sd_bus_message_unref(m);
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                return bus_error(c, r, &e);
+        return bus_image_json(c, name, ret_json);
+}
+
+int bus_image_remove(sandboxd_client *c, const char *name, char **ret_json) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        r = bus_image_json(c, name, ret_json);
+        if (r < 0)
+                return r;
+        r = call_method(c, MANAGER_PATH, MANAGER_IFACE, "RemoveImage", &e, &reply, "s", name);
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                free(*ret_json);
+                *ret_json = NULL;
+                return bus_error(c, r, &e);
+        }
+        return 0;
 }

@@ -11,6 +11,7 @@
 #include "parse-util.h"
 #include "request.h"
 #include "sandboxctl.h"
+#include "validate.h"
 
 bool arg_json = false;
 const char *arg_url = NULL;
@@ -35,6 +36,7 @@ const char *arg_cpu_quota = NULL;
 const char *arg_tasks_max = NULL;
 uint64_t arg_ttl_s = 0;
 const char *arg_exec_mode = NULL;
+const char *arg_image = NULL;
 int arg_drain = 1;
 size_t arg_max_output = 64 * 1024;
 bool arg_tty = false;
@@ -72,6 +74,11 @@ static void help(void) {
                "                            (--host: and on 127.0.0.1 of the host); prints both\n"
                "  port ls SESSION           List a session's exposed ports\n"
                "  port rm SESSION PORT      Stop exposing it\n\n"
+               "Images:\n"
+               "  image ls                  List the images sessions may run in\n"
+               "  image show NAME           Show one\n"
+               "  image import NAME PATH|-  Import a directory, a tar (or .tar.gz, ...) or stdin's tar\n"
+               "  image rm NAME             Remove an image no open session uses\n\n"
                "Daemon:\n"
                "  health                    Show sandboxd's health\n"
                "  drain                     Refuse new work, let running commands finish\n"
@@ -89,7 +96,8 @@ static void help(void) {
                "     --json                 Print JSON for scripts (exec: the NDJSON events)\n"
                "  -q --quiet                Print less\n\n"
                "  create: --memory-max=SIZE --cpu-quota=PERCENT --tasks-max=N --ttl=DURATION\n"
-               "          --exec-mode=unit|session (how its commands run)\n"
+               "          --exec-mode=unit|session (how its commands run) --image=NAME (the root\n"
+               "          file system its commands run in)\n"
                "  ls:     --user=USER\n"
                "  rm:     --purge           Also empty the workspace\n"
                "  exec, run:\n"
@@ -100,7 +108,7 @@ static void help(void) {
                "  -i --stdin                Send all of standard input to the command\n"
                "  -t --tty                  exec, attach: on a terminal, with ours (as shell)\n"
                "  run:    --user=USER --workspace=NAME --rm (close the session afterwards)\n"
-               "          --exec-mode=unit|session (of the session, if it is created)\n"
+               "          --exec-mode=unit|session --image=NAME (of the session, if it is created)\n"
                "  attach: --offset=BYTES    Replay from this offset of the event log\n"
                "  cp:     -r --recursive    Copy directories; --progress, --no-progress\n"
                "  drain:  --cancel          Stop draining;  --status  Only show the state\n"
@@ -137,6 +145,7 @@ static const Verb verbs[] = {
         { "run", 1, ANY, true, verb_run },        { "attach", 2, 2, false, verb_attach },
         { "signal", 2, 3, false, verb_signal },   { "cp", 2, ANY, false, verb_cp },
         { "health", 0, 0, false, verb_health },   { "drain", 0, 0, false, verb_drain },
+        { "image", 1, 3, false, verb_image },
         { "mcp", 0, 0, false, verb_mcp },         { "shell", 1, ANY, true, verb_shell },
 };
 
@@ -164,7 +173,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 ARG_VERSION = 0x100, ARG_URL, ARG_KEY, ARG_KEY_FILE, ARG_JSON, ARG_CWD, ARG_TIMEOUT,
                 ARG_REQUEST_ID, ARG_USER, ARG_WORKSPACE, ARG_PURGE, ARG_RM, ARG_OFFSET, ARG_PROGRESS,
                 ARG_NO_PROGRESS, ARG_MEMORY_MAX, ARG_CPU_QUOTA, ARG_TASKS_MAX, ARG_TTL, ARG_CANCEL, ARG_STATUS,
-                ARG_MAX_OUTPUT, ARG_TRANSPORT, ARG_EXEC_MODE, ARG_HOST, ARG_JOBS, ARG_KILL_GRACE, ARG_HOST_PATH,
+                ARG_MAX_OUTPUT, ARG_TRANSPORT, ARG_EXEC_MODE, ARG_IMAGE, ARG_HOST, ARG_JOBS, ARG_KILL_GRACE, ARG_HOST_PATH,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -194,6 +203,7 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                 { "tasks-max", required_argument, NULL, ARG_TASKS_MAX },
                 { "ttl", required_argument, NULL, ARG_TTL },
                 { "exec-mode", required_argument, NULL, ARG_EXEC_MODE },
+                { "image", required_argument, NULL, ARG_IMAGE },
                 { "cancel", no_argument, NULL, ARG_CANCEL },
                 { "status", no_argument, NULL, ARG_STATUS },
                 { "max-output", required_argument, NULL, ARG_MAX_OUTPUT },
@@ -321,6 +331,12 @@ static int parse_options(int argc, char *argv[], bool stop_at_first) {
                         if (exec_mode_from_string(optarg) < 0)
                                 return log_error_errno(-EINVAL, "--exec-mode= takes unit or session, not '%s'.", optarg);
                         arg_exec_mode = optarg;
+                        break;
+                case ARG_IMAGE:
+                        if (!image_name_is_valid(optarg))
+                                return log_error_errno(-EINVAL, "Invalid --image= '%s': an image name is 1 to 64 of "
+                                                       "a-z, 0-9, '_' and '-', starting with a letter or digit.", optarg);
+                        arg_image = optarg;
                         break;
                 case ARG_CANCEL:
                         arg_drain = 0;

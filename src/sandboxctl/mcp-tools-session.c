@@ -45,7 +45,7 @@
         "\"running\":" INT ","                                                                                 \
         "\"disk_bytes\":{\"type\":\"integer\",\"description\":\"space the workspace takes, counted in the background\"}," \
         "\"network\":{\"type\":\"object\",\"properties\":{\"mode\":" STR ",\"deny\":" STR_LIST ",\"allow\":" STR_LIST "}}," \
-        "\"exec_mode\":" STR ",\"close_reason\":{\"type\":[\"string\",\"null\"],\"description\":\"why it closed; null while open\"}"
+        "\"exec_mode\":" STR ",\"image\":{\"type\":[\"string\",\"null\"],\"description\":\"the image its commands run in; null: the host's root\"},\"close_reason\":{\"type\":[\"string\",\"null\"],\"description\":\"why it closed; null while open\"}"
 
 #define SESSION_SCHEMA                                                                                         \
         "{\"type\":\"object\",\"description\":\"the session as sandboxd reports it\",\"properties\":{"        \
@@ -165,10 +165,10 @@ static bool memory_max_is_valid(const char *s) {
 
 static int tool_create_session(McpCall *c, json_object *args, json_object **ret, ToolError *e) {
         static const char *const allowed[] = { "user", "workspace", "memory_max", "cpu_quota", "tasks_max", "ttl_s",
-                                               "exec_mode", "network", NULL };
+                                               "exec_mode", "network", "image", NULL };
         _cleanup_(json_object_putp) json_object *opts = json_object_new_object(), *limits = json_object_new_object(),
                                                 *res = NULL;
-        const char *user, *ws, *mem, *mode, *text;
+        const char *user, *ws, *mem, *mode, *image, *text;
         sandboxd_session *s = NULL;
         bool created = false, oom = false;
         uint64_t u;
@@ -183,6 +183,8 @@ static int tool_create_session(McpCall *c, json_object *args, json_object **ret,
                 r = arg_string(args, "memory_max", false, &mem, e);
         if (r >= 0)
                 r = arg_string(args, "exec_mode", false, &mode, e);
+        if (r >= 0)
+                r = arg_string(args, "image", false, &image, e);
         if (r < 0)
                 return r;
         if (mem && !memory_max_is_valid(mem))
@@ -192,6 +194,8 @@ static int tool_create_session(McpCall *c, json_object *args, json_object **ret,
                 json_put(limits, "memory_max", json_object_new_string(mem), &oom);
         if (mode) /* sandboxd judges it, as it does the values of the limits */
                 json_put(opts, "exec_mode", json_object_new_string(mode), &oom);
+        if (image) /* and the image: invalid_name, image_not_found */
+                json_put(opts, "image", json_object_new_string(image), &oom);
         u = 0;
         if ((r = arg_range(args, "cpu_quota", 1, CPU_QUOTA_MAX, 0, &u, e)) < 0)
                 return r;
@@ -577,6 +581,7 @@ const McpTool mcp_session_tools[] = {
             "\"tasks_max\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"description\":\"processes and threads at once; sandboxd's MaxTasksMax= caps it\"},"
             "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":31536000,\"description\":\"idle time in seconds before the session closes; sandboxd's MaxIdleTimeoutSec= caps it\"},"
             "\"exec_mode\":{\"type\":\"string\",\"enum\":[\"unit\",\"session\"],\"description\":\"how its commands run: each a transient unit of PID 1, or children of the session's executor; default: sandboxd's ExecMode=\"},"
+            "\"image\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]{0,63}$\",\"description\":\"the image (root file system) its commands run in, as sandboxd lists them (GET /v1/images, sandboxctl image ls); default: sandboxd's [Images] Default=, else the host's root\"},"
             "\"network\":{\"type\":\"object\",\"description\":\"the session's network; default: sandboxd's DefaultMode= (proxy unless configured)\",\"properties\":{"
               "\"mode\":{\"type\":\"string\",\"enum\":[\"none\",\"proxy\",\"host\"],\"description\":\"none: loopback only; proxy: only sandboxd's filtering HTTP/SOCKS proxy; host: the host's network, for tenants sandboxd allows it (else forbidden)\"},"
               "\"allow\":" DOMAINS("mode proxy: only these names (example.com, *.example.com) and those sandboxd allows; an empty list allows nothing") ","

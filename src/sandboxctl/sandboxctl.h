@@ -61,6 +61,7 @@ extern const char *arg_cpu_quota;
 extern const char *arg_tasks_max;
 extern uint64_t arg_ttl_s;
 extern const char *arg_exec_mode; /* NULL: sandboxd's default */
+extern const char *arg_image;     /* NULL: sandboxd's default */
 extern int arg_drain; /* 1 start, 0 cancel, -1 show */
 extern size_t arg_max_output;
 extern bool arg_tty;
@@ -103,6 +104,7 @@ int verb_cp(int argc, char *argv[]);
 int verb_port(int argc, char *argv[]);
 int verb_health(int argc, char *argv[]);
 int verb_drain(int argc, char *argv[]);
+int verb_image(int argc, char *argv[]);
 int verb_mcp(int argc, char *argv[]);
 
 /* run's default scope: --user (or the caller's user name), --workspace (or "default") */

@@ -366,8 +366,11 @@ int verb_run(int argc, char *argv[]) {
                 r = connect_client(&b);
         if (r < 0)
                 goto finish;
-        /* a mode a known word (parse_options()): nothing in it needs escaping */
-        if (arg_exec_mode && asprintf(&options, "{\"exec_mode\":\"%s\"}", arg_exec_mode) < 0) {
+        /* a mode a known word, an image a valid name (parse_options()): nothing in them needs escaping */
+        if ((arg_exec_mode || arg_image) &&
+            asprintf(&options, "{%s%s%s%s%s%s%s}", arg_exec_mode ? "\"exec_mode\":\"" : "", arg_exec_mode ?: "",
+                     arg_exec_mode ? "\"" : "", arg_exec_mode && arg_image ? "," : "",
+                     arg_image ? "\"image\":\"" : "", arg_image ?: "", arg_image ? "\"" : "") < 0) {
                 r = log_oom();
                 goto finish;
         }

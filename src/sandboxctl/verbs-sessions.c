@@ -30,6 +30,8 @@ static char *session_options_json(void) {
                 json_put(o, "ttl_s", json_object_new_int64((int64_t) arg_ttl_s), &oom);
         if (arg_exec_mode)
                 json_put(o, "exec_mode", json_object_new_string(arg_exec_mode), &oom);
+        if (arg_image)
+                json_put(o, "image", json_object_new_string(arg_image), &oom);
         if (oom)
                 return NULL;
         text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
@@ -115,6 +117,13 @@ static void print_session(const sandboxd_session *s) {
         printf("   Unit: %s\n", s->unit ?: "-");
         printf("   Path: %s\n", s->workspace_path ?: "-");
         printf("   Exec: %s\n", s->exec_mode ?: "-");
+        {
+                _cleanup_(json_object_putp) json_object *o = s->json ? json_tokener_parse(s->json) : NULL;
+                json_object *v;
+
+                printf("  Image: %s\n", o && json_object_object_get_ex(o, "image", &v) && json_object_is_type(v, json_type_string)
+                                                 ? json_object_get_string(v) : "- (the host's root)");
+        }
         printf(" Limits: memory %s, cpu %" PRIu64 "%%, tasks %" PRIu64 "\n", format_bytes(s->memory_max, m),
                s->cpu_quota, s->tasks_max);
         printf("Created: %s\n", format_timestamp(s->created_at_usec, a));

@@ -10,7 +10,7 @@ static const char *const op_names[_AUTHZ_OP_MAX] = {
         [AUTHZ_CREATE] = "create", [AUTHZ_LIST] = "list",     [AUTHZ_GET] = "get",
         [AUTHZ_EXEC] = "exec",     [AUTHZ_FILES] = "files",   [AUTHZ_SIGNAL] = "signal",
         [AUTHZ_STDIN] = "stdin",   [AUTHZ_FREEZE] = "freeze", [AUTHZ_CLOSE] = "close",
-        [AUTHZ_DRAIN] = "drain",   [AUTHZ_METRICS] = "metrics",
+        [AUTHZ_DRAIN] = "drain",   [AUTHZ_METRICS] = "metrics", [AUTHZ_IMAGES] = "images",
 };
 
 static const char *const verdict_names[_AUTHZ_VERDICT_MAX] = {
@@ -90,7 +90,7 @@ AuthzVerdict authz_decide(const AuthzCaller *c, AuthzTransport t, AuthzOp op, co
         }
 
         /* Daemon-wide. */
-        if (op == AUTHZ_DRAIN || op == AUTHZ_METRICS) {
+        if (op == AUTHZ_DRAIN || op == AUTHZ_METRICS || op == AUTHZ_IMAGES) {
                 if (c->admin)
                         return say(ret_reason, AUTHZ_ALLOW, "An administrator.");
                 return say(ret_reason, AUTHZ_FORBIDDEN,

@@ -41,6 +41,7 @@ typedef enum AuthzOp {
         AUTHZ_CLOSE,
         AUTHZ_DRAIN,   /* daemon-wide */
         AUTHZ_METRICS, /* daemon-wide */
+        AUTHZ_IMAGES,  /* daemon-wide: import and remove images (listing them is everyone's) */
         _AUTHZ_OP_MAX,
         _AUTHZ_OP_INVALID = -1,
 } AuthzOp;

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "bus-api.h"
 #include "bus-util.h"
+#include "image-import.h"
 #include "log.h"
 #include "output-pipe.h"
 #include "polkit.h"
@@ -33,6 +34,7 @@ BusPending *bus_pending_free(BusPending *p) {
                 return NULL;
         output_detach(&p->reader);
         op_free(p->op); /* its function is never called now */
+        image_import_abandon(p->image_import); /* its tree removed */
         if (p->file_op)
                 file_op_detach(p->file_op);
         files_upload_free(p->upload); /* uncommitted: nothing is left */

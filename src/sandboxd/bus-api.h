@@ -37,6 +37,7 @@ struct BusPending {
         OutputReader reader; /* Run: tells when the command is over, or gone */
         FileOp *file_op;     /* a file method: its operation, while it is queued or runs */
         Op *op;              /* the core's operation it waits for (op.h), freed with it */
+        ImageImport *image_import; /* ImportImage(): the import, abandoned with it */
         uint64_t bytes;      /* WriteStdin: the bytes given; Write() from a pipe: the bytes read */
         /* Write() from a pipe, read on the loop (files-dbus.c) */
         FileUpload *upload;           /* the new file until it is committed */

@@ -104,6 +104,14 @@ static int session_option(sd_bus_message *m, const char *key, void *userdata, Re
                 if (r >= 0)
                         r = request_parse_exec_mode(mode, &req->exec_mode, e);
                 req->has_exec_mode = r >= 0;
+        } else if (streq(key, "image")) {
+                const char *name;
+
+                r = read_string_option(m, key, &name, e);
+                if (r >= 0)
+                        r = request_check_image_name(name, e);
+                if (r >= 0 && !req->image && !(req->image = strdup(name)))
+                        r = -ENOMEM;
         } else if (streq(key, "network_deny") || streq(key, "network_allow")) {
                 const char *field = streq(key, "network_deny") ? "network.deny" : "network.allow";
                 char ***list = streq(key, "network_deny") ? &req->network_deny : &req->network_allow;

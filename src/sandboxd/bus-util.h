@@ -55,6 +55,9 @@
 #define BUS_ERROR_PORT_EXPOSURE_UNAVAILABLE BUS_ERROR_PREFIX "PortExposureUnavailable"
 #define BUS_ERROR_TOO_MANY_PORTS BUS_ERROR_PREFIX "TooManyPorts"
 #define BUS_ERROR_HOST_PORTS_EXHAUSTED BUS_ERROR_PREFIX "HostPortsExhausted"
+#define BUS_ERROR_NO_SUCH_IMAGE BUS_ERROR_PREFIX "NoSuchImage"
+#define BUS_ERROR_IMAGE_IN_USE BUS_ERROR_PREFIX "ImageInUse"
+#define BUS_ERROR_INVALID_IMAGE BUS_ERROR_PREFIX "InvalidImage"
 
 /* The error of a RequestError (the codes the HTTP API sends in "error.code"): the D-Bus
  * name of the code's row in the error table, or e->bus_name; InvalidValue for a code that

@@ -286,6 +286,7 @@ int session_sandbox_spec(Session *s, SessionSandbox *b) {
                 .read_only_paths = b->read_only,
                 .read_write_paths = b->read_write,
                 .tools_directory = m->config.tools_directory,
+                .root_directory = s->image_root,
                 .limit_fsize = m->config.limit_fsize,
         };
         return 0;

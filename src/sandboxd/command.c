@@ -21,6 +21,7 @@
 #include "command.h"
 #include "executor.h"
 #include "exec-env.h"
+#include "images.h"
 #include "proxy.h"
 #include "io-util.h"
 #include "log.h"
@@ -1132,7 +1133,11 @@ int command_start(Session *s, const CommandRequest *req, OpFn fn, void *userdata
         if (r < 0)
                 return r;
 
-        r = find_executable(req->argv[0], m->config.path, &exe);
+        if (s->image_root)
+                r = image_find_executable(s->image_root, m->config.tools_directory, req->argv[0],
+                                          m->config.path ?: DEFAULT_PATH, &exe);
+        else
+                r = find_executable(req->argv[0], m->config.path, &exe);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

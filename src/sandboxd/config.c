@@ -55,6 +55,7 @@ void config_init(Config *c) {
                 .proxy_connect_timeout_usec = 30 * USEC_PER_SEC,
                 .proxy_idle_timeout_usec = 600 * USEC_PER_SEC,
                 .limit_fsize = UINT64_MAX,
+                .image_max_bytes = 8ULL * 1024 * 1024 * 1024,
                 .port_min = 1024,
                 .port_max = 65535,
                 .host_port_min = 40000,
@@ -130,6 +131,10 @@ void config_done(Config *c) {
         c->allow_read = c->allow_write = c->deny_read = c->deny_write = NULL;
         free(c->tools_directory);
         c->tools_directory = NULL;
+        free(c->images_directory);
+        c->images_directory = NULL;
+        free(c->default_image);
+        c->default_image = NULL;
 }
 
 typedef struct LoadState {
@@ -589,6 +594,31 @@ static int handler(void *userdata, const char *section, const char *key, const c
                         else if (parse_size(value, &c->limit_fsize) < 0 || c->limit_fsize == 0)
                                 return set_error(st, section, key, value, "expected a size like 100M or 2G, or infinity");
                         return 1;
+                }
+        } else if (streq(section, "Images")) {
+                if (streq(key, "Directory")) {
+                        char buf[PATH_MAX];
+
+                        if (check_path(value, buf, sizeof(buf)) < 0 || strpbrk(value, " \t:"))
+                                return set_error(st, section, key, value,
+                                                 "expected an absolute path without '.', '..', ':' or spaces");
+                        free(c->images_directory);
+                        c->images_directory = strdup(buf);
+                        return c->images_directory ? 1 : set_oom(st);
+                }
+                if (streq(key, "MaxSize")) {
+                        if (parse_size(value, &c->image_max_bytes) < 0 || c->image_max_bytes == 0)
+                                return set_error(st, section, key, value, "expected a size like 2G");
+                        return 1;
+                }
+                if (streq(key, "Default")) {
+                        if (value[0] != 0 && !image_name_is_valid(value))
+                                return set_error(st, section, key, value,
+                                                 "expected an image name (a-z, 0-9, '_', '-'; 1 to 64, "
+                                                 "starting with a letter or digit), or empty");
+                        free(c->default_image);
+                        c->default_image = value[0] ? strdup(value) : NULL;
+                        return !value[0] || c->default_image ? 1 : set_oom(st);
                 }
         } else if (streq(section, "Files")) {
                 if (streq(key, "MaxFileSize")) {

@@ -99,6 +99,9 @@ typedef struct Config {
         char **deny_read;    /* InaccessiblePaths=, beyond the built-in ones */
         char **deny_write;   /* ReadOnlyPaths= */
         char *tools_directory; /* bound read-only at /.tools */
+        char *images_directory; /* [Images] Directory=: where images live (images.h) */
+        char *default_image;    /* [Images] Default=: of sessions that do not ask; NULL: the host's root */
+        uint64_t image_max_bytes; /* [Images] MaxSize=: the regular file bytes of an import */
         uint64_t limit_fsize;  /* LimitFSIZE=; UINT64_MAX: none */
 } Config;
 

@@ -16,6 +16,8 @@
 #include "daemon.h"
 #include "error-table.h"
 #include "http.h"
+#include "image-import.h"
+#include "images.h"
 #include "http-relay.h"
 #include "log.h"
 #include "manager-dbus.h"
@@ -55,6 +57,8 @@ Manager *daemon_free(Manager *m) {
                 http_server_free(m->http[i]);
         m->n_http = 0;
         m->relay_engine = http_relay_engine_free(m->relay_engine);
+        /* imports their callers left above, and any other: stopped, their trees removed */
+        image_import_stop_all(m);
         return manager_free(m);
 }
 
@@ -115,6 +119,9 @@ static int daemon_recover(Manager *m) {
         r = scope_migrate(m->state_dir, SCOPE_PUBLIC_ROOT, SCOPE_PRIVATE_ROOT);
         if (r < 0)
                 return r;
+
+        /* imports and removals a stop cut short: removed in the background */
+        images_clean_leftovers(&m->config);
 
         snprintf(dir, sizeof(dir), "%s/sessions", m->state_dir);
         r = store_mkdir_p(dir, 0700);

@@ -46,6 +46,9 @@ int session_append_json(Session *s, Buf *b) {
                 r = buf_puts(b, "}");
         if (r >= 0)
                 r = buf_printf(b, ",\"exec_mode\":\"%s\"", exec_mode_to_string(s->exec_mode));
+        /* the image name is validated (image_name_is_valid()): nothing to escape */
+        if (r >= 0)
+                r = s->image ? buf_printf(b, ",\"image\":\"%s\"", s->image) : buf_puts(b, ",\"image\":null");
         /* null until the session is closed */
         if (r >= 0 && s->close_reason)
                 r = buf_printf(b, ",\"close_reason\":\"%s\"", s->close_reason);
@@ -179,5 +182,37 @@ int port_list_append_json(Session *s, Buf *b) {
         }
         if (r >= 0)
                 r = buf_puts(b, "]}");
+        return r;
+}
+
+static int append_string_or_null(Buf *b, const char *key, const char *v) {
+        int r = buf_printf(b, "\"%s\":", key);
+
+        if (r >= 0)
+                r = v ? json_append_string(b, v, strlen(v)) : buf_puts(b, "null");
+        return r;
+}
+
+int image_append_json(const ImageInfo *i, unsigned sessions, Buf *b) {
+        int r;
+
+        /* the name is valid (image_name_is_valid()), the os-release values UTF-8 (images.c) */
+        r = buf_printf(b, "{\"name\":\"%s\",\"size_bytes\":", i->name);
+        if (r >= 0)
+                r = i->size_bytes == UINT64_MAX ? buf_puts(b, "null") : buf_printf(b, "%" PRIu64, i->size_bytes);
+        if (r >= 0)
+                r = buf_printf(b, ",\"created_usec\":%" PRIu64 ",\"os\":{", i->created_usec);
+        if (r >= 0)
+                r = append_string_or_null(b, "id", i->os_id);
+        if (r >= 0)
+                r = buf_puts(b, ",");
+        if (r >= 0)
+                r = append_string_or_null(b, "version_id", i->os_version_id);
+        if (r >= 0)
+                r = buf_puts(b, ",");
+        if (r >= 0)
+                r = append_string_or_null(b, "pretty_name", i->os_pretty_name);
+        if (r >= 0)
+                r = buf_printf(b, "},\"user_names\":%s,\"sessions\":%u}", i->user_names ? "true" : "false", sessions);
         return r;
 }

@@ -17,6 +17,8 @@
 #include "http-json.h"
 #include "http-range.h"
 #include "http-ws.h"
+#include "image-import.h"
+#include "images.h"
 #include "json-util.h"
 #include "log.h"
 #include "ndjson.h"
@@ -224,6 +226,187 @@ static int route_drain(HttpRequest *r) {
 
 static int route_undrain(HttpRequest *r) {
         return set_draining(r, false);
+}
+
+/* --- images ----------------------------------------------------------------- */
+
+/* Listing and showing are everyone's (an image holds nothing of anyone's); importing and
+ * removing are the administrators' (root, AdminGroup=, AdminTenants=). */
+static int route_list_images(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        ImageInfo *l = NULL;
+        size_t n = 0;
+        Buf b = {};
+        int ret;
+
+        ret = images_list(&m->config, &l, &n);
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        ret = buf_puts(&b, "{\"images\":[");
+        for (size_t i = 0; ret >= 0 && i < n; i++) {
+                if (i > 0)
+                        ret = buf_puts(&b, ",");
+                if (ret >= 0)
+                        ret = image_append_json(&l[i], session_count_by_image(m, l[i].name), &b);
+        }
+        if (ret >= 0)
+                ret = buf_puts(&b, "]}");
+        image_info_free_many(l, n);
+        if (ret < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_get_image(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        _cleanup_(image_info_done) ImageInfo i = {};
+        Buf b = {};
+        int ret;
+
+        ret = image_get(&m->config, r->params[0], &i);
+        if (ret == -ENOENT || ret == -EINVAL)
+                return http_queue_error(r, "image_not_found", "No such image.");
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        if (image_append_json(&i, session_count_by_image(m, i.name), &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+static int route_delete_image(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        const char *reason = NULL, *name = r->params[0];
+        _cleanup_(image_info_done) ImageInfo i = {};
+        Buf b = {};
+        unsigned n;
+        int ret;
+
+        if (authz_decide(&r->caller, http_transport(r), AUTHZ_IMAGES, NULL, &reason) != AUTHZ_ALLOW)
+                return http_queue_error(r, "forbidden", reason);
+        ret = image_get(&m->config, name, &i);
+        if (ret == -ENOENT || ret == -EINVAL)
+                return http_queue_error(r, "image_not_found", "No such image.");
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        n = session_count_by_image(m, name);
+        if (n > 0) {
+                char msg[128];
+
+                snprintf(msg, sizeof(msg), "The image is in use by %u session%s: close %s first.", n, n == 1 ? "" : "s",
+                         n == 1 ? "it" : "them");
+                return http_queue_error(r, "image_in_use", msg);
+        }
+        /* the tree goes on the removal's own time: renamed aside at once, removed in the
+         * background (image_remove_async()) */
+        ret = image_remove_async(&m->config, name);
+        if (ret == -ENOENT)
+                return http_queue_error(r, "image_not_found", "No such image.");
+        if (ret < 0)
+                return http_queue_error(r, "internal", strerror(-ret));
+        log_info("Image %s removed.", name);
+        if (image_append_json(&i, 0, &b) < 0) {
+                buf_done(&b);
+                return MHD_NO;
+        }
+        return http_queue_json(r, MHD_HTTP_OK, &b);
+}
+
+/* PUT /v1/images/NAME: the body, a tar (plain or compressed), streamed to sandboxd-unpack
+ * (image-import.c) through a pipe: what the pipe does not take now waits in libmicrohttpd,
+ * the connection suspended until it has room. (No import from a directory of the host here:
+ * sandboxd cannot read every file of one, CapabilityBoundingSet= leaves it no
+ * CAP_DAC_READ_SEARCH; sandboxctl packs a directory into a tar on the caller's side.) */
+bool http_route_is_image_import(HttpRequest *r) {
+        return r->route && FLAGS_SET(r->route->flags, HTTP_ROUTE_IMAGE) && streq(r->method, "PUT");
+}
+
+static void on_image_import_done(ImageImport *imp, const ImageImportResult *res, void *userdata) {
+        HttpRequest *r = userdata;
+        _cleanup_(image_info_done) ImageInfo i = {};
+        struct MHD_Response *resp;
+        unsigned status;
+        Buf b = {};
+
+        r->image_import = NULL;
+        r->image_waiting = false;
+        if (res->error < 0) {
+                status = http_error_status(res->code);
+                resp = http_error_response(res->code, res->message);
+        } else if (image_get(&r->server->manager->config, r->params[0], &i) < 0 ||
+                   image_append_json(&i, 0, &b) < 0 || buf_puts(&b, "\n") < 0) {
+                status = http_error_status("internal");
+                resp = http_error_response("internal", "The image was imported, but cannot be read back.");
+        } else {
+                status = MHD_HTTP_CREATED;
+                resp = http_json_response(b.data, b.len);
+        }
+        buf_done(&b);
+        if (r->suspended)
+                http_complete(r, status, resp);
+        else {
+                /* the body still comes (a refusal before its end): answered once it was read */
+                r->status = status;
+                r->response = resp;
+        }
+}
+
+static void on_image_import_writable(ImageImport *imp, void *userdata) {
+        HttpRequest *r = userdata;
+
+        if (r->image_waiting) {
+                r->image_waiting = false;
+                http_resume(r);
+        }
+}
+
+int http_route_image_import_begin(HttpRequest *r) {
+        Manager *m = r->server->manager;
+        const char *reason = NULL, *v;
+        ImageImportResult res;
+        int ret;
+
+        if (authz_decide(&r->caller, http_transport(r), AUTHZ_IMAGES, NULL, &reason) != AUTHZ_ALLOW)
+                return http_refuse_upload_error(r, "forbidden", reason);
+        v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (v && startswith(v, "multipart/"))
+                return http_refuse_upload_error(r, "unsupported_media_type",
+                                                "Send the tar as the body (application/x-tar), not a form.");
+        ret = image_import_start(m, r->params[0], -1, NULL, on_image_import_done, r, &r->image_import, &res);
+        if (ret == -ENOMEM)
+                return MHD_NO;
+        if (ret < 0)
+                return http_refuse_upload_error(r, res.code, res.message);
+        return MHD_YES;
+}
+
+int http_route_image_import_data(HttpRequest *r, const char *data, size_t *size) {
+        size_t n = *size;
+        int ret;
+
+        ret = image_import_write(r->image_import, data, &n, on_image_import_writable);
+        if (ret < 0) {
+                image_import_abandon(TAKE_PTR(r->image_import));
+                r->status = http_error_status("internal");
+                r->response = http_error_response("internal", "Failed to pass the body on to the unpacker.");
+                *size = 0;
+                return r->response ? MHD_YES : MHD_NO;
+        }
+        *size -= n;
+        if (*size > 0) {
+                r->image_waiting = true;
+                http_suspend(r);
+        }
+        return MHD_YES;
+}
+
+int http_route_image_import_finish(HttpRequest *r) {
+        image_import_end_input(r->image_import);
+        http_suspend(r); /* until the unpacker is done: on_image_import_done() */
+        return MHD_YES;
 }
 
 /* --- sessions ------------------------------------------------------------- */
@@ -1330,6 +1513,10 @@ const HttpRoute http_routes[] = {
         { "/v1/pool", 0, { GET(route_pool, ANYONE) } },
         { "/v1/drain", HTTP_ROUTE_ADMIN,
           { GET(route_drain_state, AUTHZ_DRAIN), POST(route_drain, AUTHZ_DRAIN), DELETE(route_undrain, AUTHZ_DRAIN) } },
+        /* removing (and importing) is decided in the handler: the route shows to everyone */
+        { "/v1/images", 0, { GET(route_list_images, ANYONE) } },
+        { "/v1/images/{image}", HTTP_ROUTE_IMAGE,
+          { GET(route_get_image, ANYONE), PUT(route_get_image, AUTHZ_IMAGES), DELETE(route_delete_image, ANYONE) } },
         /* creating is decided in the handler, with the scope of the body */
         { "/v1/sessions", 0, { GET(route_list_sessions, AUTHZ_LIST), POST(route_create_session, AUTHZ_CREATE) } },
         { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION,

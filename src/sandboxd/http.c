@@ -8,6 +8,7 @@
 #include "auth.h"
 #include "error-table.h"
 #include "http.h"
+#include "image-import.h"
 #include "list.h"
 #include "log.h"
 #include "ndjson.h"
@@ -480,6 +481,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                         return http_route_upload_begin(r);
                 }
 
+                /* An image's tar goes to the unpacker as it comes. */
+                if (http_route_is_image_import(r)) {
+                        r->streaming = true;
+                        if (!request_authorize(r, &status, &resp))
+                                return http_refuse_upload(r, status, resp);
+                        if (m->stopping)
+                                return http_refuse_upload_error(r, "stopping", STOPPING_MESSAGE);
+                        return http_route_image_import_begin(r);
+                }
+
                 /* A relay to an exposed port starts from the headers; its body is streamed. */
                 if (http_route_is_relay(r)) {
                         r->relaying = r->streaming = true;
@@ -511,6 +522,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (*upload_data_size > 0) {
                 if (r->relay && !r->response)
                         return http_relay_data(r, upload_data, upload_data_size);
+                if (r->image_import && !r->response)
+                        return http_route_image_import_data(r, upload_data, upload_data_size);
                 if (r->streaming) {
                         if (r->upload)
                                 (void) http_route_upload_data(r, upload_data, *upload_data_size);
@@ -538,6 +551,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 return http_relay_finish(r);
         if (r->relaying)
                 return MHD_NO; /* refused without an answer: out of memory */
+        if (r->image_import)
+                return http_route_image_import_finish(r);
         if (r->streaming)
                 return http_route_upload_finish(r);
 
@@ -571,6 +586,10 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                 http_ws_abandon(TAKE_PTR(r->ws)); /* it ended before its upgrade */
         file_op_detach(r->file_op); /* nor a file operation's */
         http_relay_detach(r);
+        if (r->image_import) {
+                /* the body did not come to its end: the unpacker stops and removes its tree */
+                image_import_abandon(TAKE_PTR(r->image_import));
+        }
         if (r->suspended) {
                 r->suspended = false;
                 r->server->manager->n_http_waiting--;

@@ -76,6 +76,8 @@ struct HttpRequest {
         char *raw_uri;             /* the request target as sent, path and query */
 
         FileOp *file_op;           /* the file API's work, on its threads */
+        ImageImport *image_import; /* PUT /v1/images/NAME: the unpacker its body goes to */
+        bool image_waiting;        /* suspended until the unpacker's pipe has room */
         WsConn *ws;                /* a WebSocket, until its upgrade (http-ws.c) */
         Op *op;                    /* the core's operation it waits for (op.h): a session's start,
                                     * close, freeze or thaw, a command's start, stdin */
@@ -128,6 +130,7 @@ typedef enum HttpRouteFlags {
         HTTP_ROUTE_COMMAND = 1 << 3, /* the second is a command of that session, else 404 */
         HTTP_ROUTE_TAIL    = 1 << 4, /* the last placeholder takes the rest of the path */
         HTTP_ROUTE_FILES   = 1 << 5, /* the file API: a PUT streams its body to a file */
+        HTTP_ROUTE_IMAGE   = 1 << 8, /* an image: a PUT streams its body (a tar) to the unpacker */
         HTTP_ROUTE_RELAY   = 1 << 6, /* relayed to an exposed port from its headers on; its tail
                                       * follows a slash ("ports/P/"), "ports/P" is the port */
 } HttpRouteFlags;
@@ -165,6 +168,10 @@ int http_route(HttpRequest *r);
 /* Streamed uploads, in http-routes.c: whether the request is one (decided from its headers),
  * then the headers, each piece of the body, the end of the body. */
 bool http_route_is_upload(HttpRequest *r);
+bool http_route_is_image_import(HttpRequest *r);
+int http_route_image_import_begin(HttpRequest *r);
+int http_route_image_import_data(HttpRequest *r, const char *data, size_t *n);
+int http_route_image_import_finish(HttpRequest *r);
 int http_route_upload_begin(HttpRequest *r);
 int http_route_upload_data(HttpRequest *r, const char *data, size_t n);
 int http_route_upload_finish(HttpRequest *r);

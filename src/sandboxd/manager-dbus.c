@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <fcntl.h>
 #include <pwd.h>
 
 #include "auth.h"
@@ -7,6 +8,8 @@
 #include "bus-util.h"
 #include "command-dbus.h"
 #include "files-dbus.h"
+#include "image-import.h"
+#include "images.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "polkit.h"
@@ -335,6 +338,153 @@ static int method_set_draining(sd_bus_message *call, void *userdata, sd_bus_erro
         return sd_bus_reply_method_return(call, "bu", (int) m->draining, m->n_running);
 }
 
+/* --- images: listed and shown to every caller, imported and removed by administrators --- */
+
+static int append_image(sd_bus_message *reply, Manager *m, const ImageInfo *i) {
+        return sd_bus_message_append(reply, "(sttsssbu)", i->name, i->size_bytes, i->created_usec, i->os_id ?: "",
+                                     i->os_version_id ?: "", i->os_pretty_name ?: "", (int) i->user_names,
+                                     session_count_by_image(m, i->name));
+}
+
+static int image_error(sd_bus_error *error, int r, const char *name) {
+        RequestError e = { .code = "internal" };
+
+        if (r == -ENOENT || r == -EINVAL) {
+                e.code = "image_not_found";
+                snprintf(e.message, sizeof(e.message), "No image '%.64s'.", name);
+        } else
+                snprintf(e.message, sizeof(e.message), "%s", strerror(-r));
+        /* -EINVAL: the row of the error table by its code (bus_error_set_request()) */
+        return bus_error_set_request(error, -EINVAL, &e);
+}
+
+static int method_list_images(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        ImageInfo *l = NULL;
+        size_t n = 0;
+        int r;
+
+        r = images_list(&m->config, &l, &n);
+        if (r < 0)
+                return image_error(error, r, "");
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sttsssbu)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = append_image(reply, m, &l[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        image_info_free_many(l, n);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_image(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(image_info_done) ImageInfo i = {};
+        Manager *m = userdata;
+        const char *name;
+        int r;
+
+        r = sd_bus_message_read(call, "s", &name);
+        if (r < 0)
+                return r;
+        r = image_get(&m->config, name, &i);
+        if (r < 0)
+                return image_error(error, r, name);
+        r = sd_bus_message_new_method_return(call, &reply);
+        if (r >= 0)
+                r = append_image(reply, m, &i);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_remove_image(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *name;
+        unsigned n;
+        int r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read(call, "s", &name);
+        if (r < 0)
+                return r;
+        r = bus_authorize(m, call, AUTHZ_IMAGES, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        r = image_root_path(&m->config, name, NULL);
+        if (r < 0)
+                return image_error(error, r, name);
+        n = session_count_by_image(m, name);
+        if (n > 0) {
+                RequestError e = { .code = "image_in_use" };
+
+                snprintf(e.message, sizeof(e.message), "The image is in use by %u session%s.", n, n == 1 ? "" : "s");
+                return bus_error_set_request(error, -EINVAL, &e);
+        }
+        r = image_remove_async(&m->config, name);
+        if (r < 0)
+                return image_error(error, r, name);
+        log_info("Image %s removed.", name);
+        return sd_bus_reply_method_return(call, NULL);
+}
+
+static void on_bus_import_done(ImageImport *imp, const ImageImportResult *res, void *userdata) {
+        BusPending *p = userdata;
+
+        p->image_import = NULL;
+        if (res->error < 0) {
+                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+                RequestError re = { .code = res->code };
+
+                snprintf(re.message, sizeof(re.message), "%.250s", res->message);
+                (void) bus_error_set_request(&e, -EINVAL, &re);
+                bus_pending_fail(p, res->error, &e);
+                return;
+        }
+        (void) sd_bus_reply_method_return(p->call, "t", res->bytes);
+        bus_pending_free(p);
+}
+
+/* ImportImage(name, tar): the caller's fd (a tar file, a pipe) is the unpacker's stdin. */
+static int method_import_image(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        ImageImportResult res;
+        const char *name;
+        BusPending *p;
+        int fd, r;
+
+        POLKIT_SCOPE(m, call);
+
+        r = sd_bus_message_read(call, "sh", &name, &fd);
+        if (r < 0)
+                return r;
+        r = bus_authorize(m, call, AUTHZ_IMAGES, NULL, NULL, NULL, error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        r = bus_pending_new(m, call, NULL, &p);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        r = image_import_start(m, name, fd, NULL, on_bus_import_done, p, &p->image_import, &res);
+        if (r < 0) {
+                RequestError re = { .code = res.code ?: "internal" };
+
+                bus_pending_free(p);
+                snprintf(re.message, sizeof(re.message), "%.250s", res.message);
+                return bus_error_set_request(error, -EINVAL, &re);
+        }
+        return 1;
+}
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", PROJECT_VERSION);
@@ -399,6 +549,27 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("b", draining),
                                 SD_BUS_RESULT("b", draining, "u", running_commands),
                                 method_set_draining,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+
+        SD_BUS_METHOD_WITH_ARGS("ListImages",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(sttsssbu)", images),
+                                method_list_images,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetImage",
+                                SD_BUS_ARGS("s", name),
+                                SD_BUS_RESULT("(sttsssbu)", image),
+                                method_get_image,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ImportImage",
+                                SD_BUS_ARGS("s", name, "h", tar),
+                                SD_BUS_RESULT("t", size_bytes),
+                                method_import_image,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RemoveImage",
+                                SD_BUS_ARGS("s", name),
+                                SD_BUS_NO_RESULT,
+                                method_remove_image,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
 
         SD_BUS_SIGNAL_WITH_ARGS("SessionNew", SD_BUS_ARGS("s", id, "o", path), 0),

@@ -173,7 +173,7 @@ int manager_set_draining(Manager *m, bool draining) {
 
 bool manager_is_idle(Manager *m) {
         /* a unit being released: at most TimeoutStopSec= more */
-        bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->releases;
+        bool quiet = m->n_running == 0 && m->n_connections == 0 && !m->releases && !m->image_imports;
 
         /* calls the front ends answer later (D-Bus, polkit) */
         for (size_t i = 0; quiet && i < m->n_observers; i++)

@@ -30,6 +30,7 @@ typedef struct OutputPipe OutputPipe;
 typedef struct TerminalSocket TerminalSocket;
 typedef struct Proxy Proxy;
 typedef struct ProxyListener ProxyListener;
+typedef struct ImageImport ImageImport;
 
 /* A pipe end or proxy socket systemd kept for us in the fd store while sandboxd was away. */
 typedef struct StoredFd {
@@ -103,6 +104,7 @@ struct Manager {
         SpoolAccount spool;     /* every command's spool files (SpoolMax=) */
 
         Proxy *proxy;                /* the egress proxy of sessions in mode proxy */
+        ImageImport *image_imports;  /* imports of images under way (image-import.c) */
 
         struct {
                 const Observer *observer;

@@ -148,6 +148,13 @@ static int property_get_exec_mode(sd_bus *bus, const char *path, const char *int
         return sd_bus_message_append(reply, "s", exec_mode_to_string(s->exec_mode));
 }
 
+static int property_get_image(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append(reply, "s", s->image ?: "");
+}
+
 /* network.deny: shown in mode proxy only, as in the JSON */
 static int property_get_network_deny(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -708,6 +715,7 @@ const sd_bus_vtable session_vtable[] = {
         SD_BUS_PROPERTY("NetworkDeny", "as", property_get_network_deny, 0, CONST),
         SD_BUS_PROPERTY("NetworkAllow", "(bas)", property_get_network_allow, 0, CONST),
         SD_BUS_PROPERTY("ExecMode", "s", property_get_exec_mode, 0, CONST),
+        SD_BUS_PROPERTY("Image", "s", property_get_image, 0, CONST),
         SD_BUS_PROPERTY("Frozen", "b", property_get_frozen, 0, CHANGES),
         SD_BUS_PROPERTY("Commands", "u", NULL, offsetof(Session, n_commands), CHANGES),
         SD_BUS_PROPERTY("RunningCommands", "u", property_get_running, 0, 0),

@@ -17,6 +17,7 @@
 #include "command.h"
 #include "encoding.h"
 #include "files.h"
+#include "images.h"
 #include "log.h"
 #include "ndjson.h"
 #include "pool.h"
@@ -174,6 +175,8 @@ int session_save(Session *s) {
         json_put(o, "from_pool", json_object_new_boolean(s->from_pool), &oom);
         json_put(o, "network", network_to_json(s), &oom);
         json_put(o, "exec_mode", json_object_new_string(exec_mode_to_string(s->exec_mode)), &oom);
+        if (s->image)
+                json_put(o, "image", json_object_new_string(s->image), &oom);
         if (s->ports && s->state == SESSION_ACTIVE)
                 json_put(o, "ports", port_list_to_json(s), &oom);
 
@@ -671,6 +674,8 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         NetworkMode mode;
         uint64_t ttl = c->idle_timeout_usec;
         bool pooled, pooled_proxy = false;
+        _cleanup_free_ char *image_root = NULL;
+        const char *image;
         int r;
 
         /* One active session per scope: asking again returns it, as it is. */
@@ -716,9 +721,24 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
                 return request_error(error, "invalid_value",
                                      "Fields 'network.deny' and 'network.allow' apply to network mode 'proxy' only.");
 
+        image = req->image ?: c->default_image;
+        if (image) {
+                r = image_root_path(c, image, &image_root);
+                if (r == -ENOENT || r == -EINVAL)
+                        return request_error(error, "image_not_found", "No image '%.64s'%s.", image,
+                                             req->image ? "" : " (the default, [Images] Default=)");
+                if (r < 0)
+                        return r;
+        }
+
         s = session_alloc(m);
         if (!s)
                 return -ENOMEM;
+        if (image && !(s->image = strdup(image))) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        s->image_root = TAKE_PTR(image_root);
         s->limits = l;
         s->network = mode;
         s->exec_mode = req->has_exec_mode ? req->exec_mode : c->default_exec_mode;
@@ -855,6 +875,8 @@ Session *session_free(Session *s) {
         free(s->home_dir);
         free(s->tmp_dir);
         free(s->userdb_dir);
+        free(s->image);
+        free(s->image_root);
         free(s->error);
         free(s->close_reason);
         free(s->purge_error);
@@ -1257,6 +1279,17 @@ Command *session_find_command(Session *s, const char *request_id) {
         return c;
 }
 
+unsigned session_count_by_image(Manager *m, const char *image) {
+        unsigned n = 0;
+        Session *s;
+
+        /* every session that is not over: a closed one runs nothing more */
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (streq_ptr(s->image, image) && s->state != SESSION_CLOSED && s->state != SESSION_FAILED)
+                        n++;
+        return n;
+}
+
 unsigned session_count_running(Session *s) {
         unsigned n = 0;
         Command *c;
@@ -1405,6 +1438,23 @@ int session_record_decode(Session *s, json_object *o, const Config *c) {
                         s->exec_mode = exec_mode_from_string(json_object_get_string(v));
                         if (s->exec_mode < 0)
                                 return -EBADMSG;
+                }
+        }
+        {
+                json_object *v;
+
+                /* Its image: commands started after a restart must run in it too. An image
+                 * removed meanwhile cannot be (removal refuses images in use; by hand it
+                 * can): its commands then fail to start, as the unit's RootDirectory= is gone. */
+                if (json_object_object_get_ex(o, "image", &v)) {
+                        if (!json_object_is_type(v, json_type_string) || !image_name_is_valid(json_object_get_string(v)))
+                                return -EBADMSG;
+                        s->image = strdup(json_object_get_string(v));
+                        if (!s->image ||
+                            asprintf(&s->image_root, "%s/%s", images_directory(&s->manager->config), s->image) < 0) {
+                                s->image_root = NULL;
+                                return -ENOMEM;
+                        }
                 }
         }
         {

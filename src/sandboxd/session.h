@@ -41,6 +41,8 @@ struct Session {
         Limits limits;
         NetworkMode network;
         ExecMode exec_mode;   /* unit: each command a transient unit; session: the executor's children */
+        char *image;          /* the image its commands run in (images.h); NULL: the host's root */
+        char *image_root;     /* its root directory, RootDirectory= of its units */
         Executor *executor;   /* exec mode "session", while active or closing */
         bool executor_ready;  /* it said READY once: the session is active from then on */
         char **net_deny;      /* the session's own denied domains (the baseline applies too) */
@@ -175,6 +177,8 @@ void session_set_state(Session *s, SessionState state);
 
 Command *session_find_command(Session *s, const char *request_id);
 unsigned session_count_running(Session *s);
+/* Sessions using the image NAME that are not closed or failed (an image in use cannot go). */
+unsigned session_count_by_image(Manager *m, const char *image);
 /* When it closes for inactivity or its maximum lifetime; once closed, when it is forgotten. */
 uint64_t session_expiry(Session *s);
 /* The last count of the workspace's bytes (a count older than 5 s is started for the next look). */

@@ -300,8 +300,35 @@ static int append_bind(sd_bus_message *m, const char *name, const char *source, 
         return sd_bus_message_append(m, "(sv)", name, "a(ssbt)", 1, source, dest, ignore_missing, (uint64_t) MS_REC);
 }
 
+/* A session's image: its root, read-only (ProtectSystem=strict applies inside it as it does to
+ * the host's), with sandboxd's own programs bound in at the paths ExecStart= names (they need
+ * only libc). Every directory that gets a mount point below it is a tmpfs of the unit's own
+ * first: PID 1 creates missing mount points in the image's tree, and the names of workspaces
+ * (tenant, user, workspace) must not stay behind in an image that other sessions share. */
+static int append_root(sd_bus_message *m, const SandboxSpec *s) {
+        int r;
+
+        if (!s->root_directory)
+                return 0;
+        if ((r = append_string(m, "RootDirectory", s->root_directory)) < 0 ||
+            (r = append_bool(m, "MountAPIVFS", true)) < 0 ||
+            (r = append_tmpfs(m, "/var/lib/sandboxd", "mode=0755,nosuid,nodev")) < 0 ||
+            (r = append_tmpfs(m, "/run", "mode=0755,nosuid,nodev")) < 0 ||
+            (r = append_bind(m, "BindReadOnlyPaths", SANDBOXD_EXEC_PATH, SANDBOXD_EXEC_PATH, false)) < 0 ||
+            (r = append_bind(m, "BindReadOnlyPaths", SANDBOXD_EXECUTOR_PATH, SANDBOXD_EXECUTOR_PATH, true)) < 0)
+                return r;
+        /* mode host resolves names itself: the host's resolver configuration */
+        if (s->network == NETWORK_HOST &&
+            (r = append_bind(m, "BindReadOnlyPaths", "/etc/resolv.conf", "/etc/resolv.conf", true)) < 0)
+                return r;
+        return 0;
+}
+
 static int append_filesystem(sd_bus_message *m, const SandboxSpec *s) {
         int r;
+
+        if ((r = append_root(m, s)) < 0)
+                return r;
 
         if ((r = append_strv(m, "InaccessiblePaths", (const char * const *) s->inaccessible_paths, SIZE_MAX)) < 0 ||
             (r = append_strv(m, "ReadOnlyPaths", (const char * const *) s->read_only_paths, SIZE_MAX)) < 0 ||

@@ -58,6 +58,7 @@ typedef struct SandboxSpec {
         char * const *read_only_paths;
         char * const *read_write_paths;
         const char *tools_directory;      /* bound read-only at /.tools */
+        const char *root_directory;       /* an image's root (RootDirectory=); NULL: the host's */
         uint64_t limit_fsize;             /* UINT64_MAX: none */
 } SandboxSpec;
 

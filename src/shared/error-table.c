@@ -21,6 +21,7 @@ static const ApiError table[] = {
         { "unknown_field", EINVAL, 400, E("UnknownOption"), SANDBOXD_ERROR_INVALID },
         { "reserved_env", EINVAL, 400, E("ReservedEnvironment"), SANDBOXD_ERROR_INVALID },
         { "limit_exceeded", EINVAL, 400, E("LimitExceeded"), SANDBOXD_ERROR_INVALID },
+        { "invalid_image", EINVAL, 400, E("InvalidImage"), SANDBOXD_ERROR_INVALID },
         { "method_not_allowed", EINVAL, 405, NULL, SANDBOXD_ERROR_INVALID },
         { "unsupported_media_type", EINVAL, 415, NULL, SANDBOXD_ERROR_INVALID },
         { "unsupported_encoding", EINVAL, 415, NULL, SANDBOXD_ERROR_INVALID },
@@ -48,6 +49,8 @@ static const ApiError table[] = {
         { "not_empty", ENOTEMPTY, 409, E("NotEmpty"), SANDBOXD_ERROR_CONFLICT },
         { "port_exposure_unavailable", ENOTSUP, 409, E("PortExposureUnavailable"), SANDBOXD_ERROR_CONFLICT },
         { "port_not_exposed", ENOENT, 404, E("PortNotExposed"), SANDBOXD_ERROR_NOT_FOUND },
+        { "image_not_found", ENOENT, 404, E("NoSuchImage"), SANDBOXD_ERROR_NOT_FOUND },
+        { "image_in_use", EBUSY, 409, E("ImageInUse"), SANDBOXD_ERROR_CONFLICT },
         /* quotas */
         { "too_many_sessions", EUSERS, 429, E("TooManySessions"), SANDBOXD_ERROR_INVALID },
         { "too_many_running", EBUSY, 429, E("TooManyRunning"), SANDBOXD_ERROR_INVALID },

@@ -337,9 +337,18 @@ static int parse_network(json_object *o, SessionRequest *s, RequestError *e) {
 void session_request_done(SessionRequest *r) {
         free(r->user);
         free(r->workspace);
+        free(r->image);
         strv_free(r->network_deny);
         strv_free(r->network_allow);
         *r = (SessionRequest) {};
+}
+
+int request_check_image_name(const char *name, RequestError *e) {
+        if (!image_name_is_valid(name))
+                return request_error(e, "invalid_name",
+                                     "Field 'image' must be an image name: 1 to 64 of a-z, 0-9, '_' and '-', "
+                                     "starting with a letter or digit.");
+        return 0;
 }
 
 int session_request_parse(const char *body, size_t n, SessionRequest *ret, RequestError *e) {
@@ -371,6 +380,10 @@ int session_request_parse(const char *body, size_t n, SessionRequest *ret, Reque
                         else
                                 r = request_parse_exec_mode(json_object_get_string(v), &s.exec_mode, e);
                         s.has_exec_mode = r >= 0;
+                } else if (streq(key, "image")) {
+                        r = s.image ? 0 : get_string(v, "image", &s.image, e);
+                        if (r >= 0)
+                                r = request_check_image_name(s.image, e);
                 } else
                         r = request_error(e, "unknown_field", "Unknown field '%s'.", key);
                 if (r < 0)

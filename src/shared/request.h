@@ -45,6 +45,7 @@ typedef struct SessionRequest {
         uint64_t ttl_s;             /* idle time-to-live */
         bool has_exec_mode;
         ExecMode exec_mode;         /* when !has_exec_mode: the configured default */
+        char *image;                /* an image name (validated); NULL: [Images] Default= */
 } SessionRequest;
 
 typedef enum StdinMode {
@@ -91,6 +92,8 @@ typedef struct PortRequest {
 void session_request_done(SessionRequest *r);
 void command_request_done(CommandRequest *r);
 
+/* An image name (images.h), else invalid_name. */
+int request_check_image_name(const char *name, RequestError *e);
 int session_request_parse(const char *body, size_t n, SessionRequest *ret, RequestError *error);
 int command_request_parse(const char *body, size_t n, CommandRequest *ret, RequestError *error);
 int port_request_parse(const char *body, size_t n, PortRequest *ret, RequestError *error);

@@ -34,6 +34,12 @@ bool workspace_name_is_valid(const char *s) {
         return n >= 1 && n <= 64;
 }
 
+bool image_name_is_valid(const char *s) {
+        /* a workspace name that starts with a letter or digit: never "-x" on a command line,
+         * and no '.', so that NAME.json and the hidden staging directories cannot clash */
+        return workspace_name_is_valid(s) && s[0] != '_' && s[0] != '-';
+}
+
 bool request_id_is_valid(const char *s) {
         size_t n;
 

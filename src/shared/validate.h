@@ -7,6 +7,7 @@
  * outside the grammar is refused, never mangled. */
 bool user_name_is_valid(const char *s);      /* ^[a-z_][a-z0-9_-]{0,31}$ */
 bool workspace_name_is_valid(const char *s); /* ^[a-z0-9_-]{1,64}$ */
+bool image_name_is_valid(const char *s);      /* ^[a-z0-9][a-z0-9_-]{0,63}$ */
 bool request_id_is_valid(const char *s);
 /* "sandboxd." and anything below it: request ids of sandboxd's own commands */
 bool request_id_is_reserved(const char *s);     /* ^[A-Za-z0-9._-]{1,64}$ */

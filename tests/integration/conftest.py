@@ -41,6 +41,11 @@ EXEC_MODES = ("unit", "session")
 EXEC_MODE = os.environ.get("SANDBOXD_TEST_EXEC_MODE", "") or "unit"
 # early, so that the drop-ins of the tests themselves (50-*, 90-*) come later and win
 EXEC_MODE_DROPIN = "/etc/sandboxd/sandboxd.conf.d/05-test-exec-mode.conf"
+# SANDBOXD_TEST_DEFAULT_IMAGE=NAME (an image of SANDBOXD_TEST_IMAGES, such as py): every
+# session that asks for no image runs in that one ([Images] Default=), to run a suite (the
+# escape suite) in image sessions; unset, the host's root as usual
+DEFAULT_IMAGE = os.environ.get("SANDBOXD_TEST_DEFAULT_IMAGE", "")
+DEFAULT_IMAGE_DROPIN = "/etc/sandboxd/sandboxd.conf.d/06-test-default-image.conf"
 
 # Every socket operation gives up after this long: a stream that stalls fails
 # the test instead of hanging the run.
@@ -970,6 +975,7 @@ def api_keys():
     os.chmod(API_KEYS_FILE, 0o600)
 
     write_exec_mode_dropin()
+    write_default_image_dropin()
     _daemon_starts["cursor"] = journal_cursor()  # whatever starts it next reads the drop-in
 
     if is_active("sandboxd.service") in ("active", "activating", "reloading"):
@@ -987,6 +993,27 @@ def api_keys():
 
 
 _daemon_starts = {}  # "cursor": the journal from before the run's first start of sandboxd
+
+
+def write_default_image_dropin():
+    """With SANDBOXD_TEST_DEFAULT_IMAGE: that image bound into sandboxd's images directory
+    (before sandboxd starts: a mount made later does not reach its mount namespace) and
+    [Images] Default= naming it; without, no such drop-in."""
+    if not DEFAULT_IMAGE:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(DEFAULT_IMAGE_DROPIN)
+        return
+    src = os.path.join(os.environ.get("SANDBOXD_TEST_IMAGES", ""), DEFAULT_IMAGE)
+    dst = os.path.join("/var/lib/sandboxd/images", DEFAULT_IMAGE)
+    assert os.path.isdir(src), "SANDBOXD_TEST_DEFAULT_IMAGE=%s: no %s" % (DEFAULT_IMAGE, src)
+    os.makedirs(dst, exist_ok=True)
+    with open("/proc/self/mountinfo") as f:
+        if not any(line.split()[4] == dst for line in f):
+            sh("mount", "--bind", src, dst)
+    os.makedirs(os.path.dirname(DEFAULT_IMAGE_DROPIN), exist_ok=True)
+    with open(DEFAULT_IMAGE_DROPIN, "w") as f:
+        f.write("# written by the integration tests (SANDBOXD_TEST_DEFAULT_IMAGE)\n[Images]\nDefault=%s\n"
+                % DEFAULT_IMAGE)
 
 
 def write_exec_mode_dropin():

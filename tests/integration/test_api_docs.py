@@ -88,7 +88,8 @@ def test_every_documented_route_is_served(api, spec, probe_session):
     never 404 "No such route.", never 405. (Errors of the handler itself are fine: a
     signal to a command that ended is 409, freezing on cgroup v1 is 501.)"""
     sid = probe_session["id"]
-    values = {"sid": sid, "rid": "probe", "path": "probe.txt", "port": "8000"}
+    # an image that does not exist: GET and DELETE answer 404 image_not_found, PUT of no tar 400
+    values = {"sid": sid, "rid": "probe", "path": "probe.txt", "port": "8000", "image": "api-docs-no-such-image"}
     bodies = {
         ("POST", "/v1/sessions"): {"user": probe_session["user"], "workspace": probe_session["workspace"]},
         ("POST", "/v1/sessions/{sid}/commands"): {"argv": ["true"]},

@@ -74,7 +74,23 @@ NOT_PRODUCIBLE = {
     "OPTIONS /v1/sessions/{sid}/ports/{port}/{path} 429": "64 relays open at once (test_port_relay.py)",
     "POST /v1/sessions/{sid}/ports 429": "[Ports] MaxPerSession= (test_ports.py)",
     "POST /v1/sessions/{sid}/ports 503": "host_ports_exhausted: every port of HostRange= taken (test_ports.py)",
+    "PUT /v1/images/{image} 201": "a tar (NUL bytes) as a case's text body; test_images.py imports them",
+    "PUT /v1/images/{image} 413": "[Images] MaxSize= of unpacked files, too slow to reach here (test_images.py)",
 }
+
+
+def tiny_image_tar():
+    """A tar of the least an image needs: an executable /bin/sh and an os-release."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name, data, mode in (("bin/sh", open("/bin/dash", "rb").read(), 0o755),
+                                 ("etc/os-release", b"ID=contract\n", 0o644)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def load_spec():
@@ -240,7 +256,19 @@ def world(api_keys, api):
         for i in range(MAX_RUNNING):
             start_command(admin, busy, {"argv": ["sleep", "600"]})
         w["cgroup_v2"] = cgroup_v2()
+        # images: one a session uses (in use: 409 for removal, and for an import of its name),
+        # one for each tool to remove
+        tar = tiny_image_tar()
+        w["image"] = "contract-" + w["user"]
+        w["image_victim"] = {tag: "contract-%s-%s" % (tag, w["user"]) for tag in ("dredd", "prism")}
+        for name in [w["image"]] + list(w["image_victim"].values()):
+            r = admin.request("PUT", "/v1/images/" + name, body=tar, headers={"Content-Type": "application/x-tar"})
+            assert r.status == 201, r
+        w["on_image"] = session("contract-image", image=w["image"])
         yield w
+        admin.delete("/v1/sessions/" + w["on_image"])
+        for name in [w["image"]] + list(w["image_victim"].values()):
+            admin.delete("/v1/images/" + name)
         for a in (admin, quota):  # every session of the two tenants
             for s in a.get("/v1/sessions").json["sessions"]:
                 if s["state"] != "closed":
@@ -254,7 +282,7 @@ def contract_cases(spec, w, tag):
     tenant = "Bearer " + w["tenant_key"]
     quota = "Bearer " + w["keys"][QUOTA_TENANT]
     main = w["main"]
-    values = {"sid": main, "rid": "job-1", "port": str(PORT), "path": "src/main.c"}
+    values = {"sid": main, "rid": "job-1", "port": str(PORT), "path": "src/main.c", "image": w["image"]}
     examples = {
         ("POST", "/v1/sessions"): {"user": w["user"], "workspace": "contract"},
         ("POST", "/v1/sessions/{sid}/ports"): {"port": PORT},
@@ -346,6 +374,11 @@ def contract_cases(spec, w, tag):
             body = {"user": w["user"], "workspace": "contract-new-" + tag}
         if tpl == "/v1/sessions" and method == "GET":
             query["user"] = w["user"]
+        if tpl == "/v1/images/{image}" and method == "DELETE":
+            v["image"] = w["image_victim"][tag]
+        if tpl == "/v1/images/{image}" and method == "PUT":
+            body, ctype = "this is no tar\n", "application/x-tar"
+            v["image"] = "contract-new-%s-%s" % (tag, w["user"])
         if tpl.endswith("/tty"):
             query.update(offset="0", readonly="true")
         if tpl == "/v1/sessions/{sid}/events" or tpl.endswith("/events"):
@@ -355,7 +388,7 @@ def contract_cases(spec, w, tag):
         if status == "401":
             del headers["Authorization"]
         elif status == "403":
-            if tpl in ("/metrics", "/v1/drain"):
+            if tpl in ("/metrics", "/v1/drain") or tpl.startswith("/v1/images"):
                 headers["Authorization"] = tenant
             elif files:
                 v["path"] = "ro/secret" if method == "DELETE" else "ro/new"
@@ -364,6 +397,7 @@ def contract_cases(spec, w, tag):
                 nested = not by_query and method != "GET"
         elif status == "404":
             v["sid"] = NO_SID
+            v["image"] = "contract-no-such-image"
         elif status == "400":
             if tpl == "/v1/sessions" and method == "GET":
                 query["user"] = "BAD"
@@ -388,7 +422,9 @@ def contract_cases(spec, w, tag):
             elif files and method == "PUT":
                 query["mkdir" if by_query else "mode"] = "bogus" if by_query else "9999"
         elif status == "409":
-            if tpl in ("/v1/sessions/{sid}/activity", "/v1/sessions/{sid}/freeze", "/v1/sessions/{sid}/thaw",
+            if tpl == "/v1/images/{image}":
+                v["image"] = w["image"]  # in use (DELETE), taken (PUT)
+            elif tpl in ("/v1/sessions/{sid}/activity", "/v1/sessions/{sid}/freeze", "/v1/sessions/{sid}/thaw",
                        "/v1/sessions/{sid}/commands"):
                 v["sid"] = w["closed"]
             elif tpl == "/v1/sessions/{sid}" and method == "DELETE":

@@ -48,6 +48,10 @@ ROUTES = {
     ("POST", S + "/ports"): [(B.SESSION, "ExposePort")],
     ("GET", S + "/ports/{port}"): [(B.SESSION, "ListPorts")],
     ("DELETE", S + "/ports/{port}"): [(B.SESSION, "UnexposePort")],
+    ("GET", "/v1/images"): [(B.MANAGER, "ListImages")],
+    ("GET", "/v1/images/{image}"): [(B.MANAGER, "GetImage")],
+    ("PUT", "/v1/images/{image}"): [(B.MANAGER, "ImportImage")],
+    ("DELETE", "/v1/images/{image}"): [(B.MANAGER, "RemoveImage")],
 }
 # HTTP only, and why: the relay at S/ports/{port}/{path} passes HTTP on to what a port
 # serves; a D-Bus caller is local, and connects to the port's unix socket itself

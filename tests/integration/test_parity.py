@@ -56,6 +56,7 @@ SESSION_MAP = {
     "network.deny": ("NetworkDeny", nullable([])),
     "network.allow": ("NetworkAllow", lambda j, p: p == ((False, []) if j is ABSENT else (True, j))),
     "exec_mode": ("ExecMode", same),
+    "image": ("Image", nullable("")),
     "close_reason": ("CloseReason", nullable("")),
 }
 

@@ -28,7 +28,7 @@ static const AuthzCaller callers[_CALLER_MAX] = {
 static const char *const transport_names[_AUTHZ_TRANSPORT_MAX] = { "http-unix", "http-tcp", "dbus" };
 
 /* One character per operation, in AuthzOp's order: create list get exec files signal stdin
- * freeze close drain metrics. A allow, o ask polkit manage-sessions, a ask manage-all,
+ * freeze close drain metrics images. A allow, o ask polkit manage-sessions, a ask manage-all,
  * h hidden (404), f forbidden. */
 static AuthzVerdict verdict_of(char ch) {
         switch (ch) {
@@ -43,27 +43,27 @@ static AuthzVerdict verdict_of(char ch) {
 /* Session created by member A over the unix socket (user "alice"); CREATE asks for that
  * session's scope while it is active. */
 static const char *const on_member_a_session[_CALLER_MAX][_AUTHZ_TRANSPORT_MAX] = {
-        /*                 http-unix      http-tcp       dbus */
-        [ROOT] =         { "AAAAAAAAAAA", "fffffffffff", "AAAAAAAAAAA" },
-        [ADMIN_GROUP] =  { "AAAAAAAAAAA", "fffffffffff", "AAAAAAAAAAA" },
-        [MEMBER_A] =     { "AAAAAAAAAff", "fffffffffff", "oooooooooff" },
-        [MEMBER_B] =     { "fAhhhhhhhff", "fffffffffff", "aoaaaaaaaff" },
-        [NON_MEMBER] =   { "fffffffffff", "fffffffffff", "aoaaaaaaaff" },
-        [TENANT_1] =     { "fffffffffff", "hAhhhhhhhff", "fffffffffff" },
-        [TENANT_2] =     { "fffffffffff", "hAhhhhhhhff", "fffffffffff" },
-        [ADMIN_TENANT] = { "fffffffffff", "hAhhhhhhhAA", "fffffffffff" },
+        /*                 http-unix       http-tcp        dbus */
+        [ROOT] =         { "AAAAAAAAAAAA", "ffffffffffff", "AAAAAAAAAAAA" },
+        [ADMIN_GROUP] =  { "AAAAAAAAAAAA", "ffffffffffff", "AAAAAAAAAAAA" },
+        [MEMBER_A] =     { "AAAAAAAAAfff", "ffffffffffff", "ooooooooofff" },
+        [MEMBER_B] =     { "fAhhhhhhhfff", "ffffffffffff", "aoaaaaaaafff" },
+        [NON_MEMBER] =   { "ffffffffffff", "ffffffffffff", "aoaaaaaaafff" },
+        [TENANT_1] =     { "ffffffffffff", "hAhhhhhhhfff", "ffffffffffff" },
+        [TENANT_2] =     { "ffffffffffff", "hAhhhhhhhfff", "ffffffffffff" },
+        [ADMIN_TENANT] = { "ffffffffffff", "hAhhhhhhhAAA", "ffffffffffff" },
 };
 
 /* Session created by tenant 1 over TCP (user "alice"). */
 static const char *const on_tenant_1_session[_CALLER_MAX][_AUTHZ_TRANSPORT_MAX] = {
-        [ROOT] =         { "AAAAAAAAAAA", "fffffffffff", "AAAAAAAAAAA" },
-        [ADMIN_GROUP] =  { "AAAAAAAAAAA", "fffffffffff", "AAAAAAAAAAA" },
-        [MEMBER_A] =     { "fAhhhhhhhff", "fffffffffff", "aoaaaaaaaff" },
-        [MEMBER_B] =     { "fAhhhhhhhff", "fffffffffff", "aoaaaaaaaff" },
-        [NON_MEMBER] =   { "fffffffffff", "fffffffffff", "aoaaaaaaaff" },
-        [TENANT_1] =     { "fffffffffff", "AAAAAAAAAff", "fffffffffff" },
-        [TENANT_2] =     { "fffffffffff", "hAhhhhhhhff", "fffffffffff" },
-        [ADMIN_TENANT] = { "fffffffffff", "hAhhhhhhhAA", "fffffffffff" },
+        [ROOT] =         { "AAAAAAAAAAAA", "ffffffffffff", "AAAAAAAAAAAA" },
+        [ADMIN_GROUP] =  { "AAAAAAAAAAAA", "ffffffffffff", "AAAAAAAAAAAA" },
+        [MEMBER_A] =     { "fAhhhhhhhfff", "ffffffffffff", "aoaaaaaaafff" },
+        [MEMBER_B] =     { "fAhhhhhhhfff", "ffffffffffff", "aoaaaaaaafff" },
+        [NON_MEMBER] =   { "ffffffffffff", "ffffffffffff", "aoaaaaaaafff" },
+        [TENANT_1] =     { "ffffffffffff", "AAAAAAAAAfff", "ffffffffffff" },
+        [TENANT_2] =     { "ffffffffffff", "hAhhhhhhhfff", "ffffffffffff" },
+        [ADMIN_TENANT] = { "ffffffffffff", "hAhhhhhhhAAA", "ffffffffffff" },
 };
 
 static unsigned check_table(const char *const table[_CALLER_MAX][_AUTHZ_TRANSPORT_MAX], const char *creator,

@@ -12,7 +12,7 @@ import sys
 
 sandboxctl, version, completion, manpage = sys.argv[1:5]
 VERBS = ["create", "ls", "show", "rm", "freeze", "thaw", "exec", "run", "attach", "shell", "signal", "cp",
-         "port", "health", "drain", "mcp"]
+         "port", "image", "health", "drain", "mcp"]
 failed = 0
 
 
@@ -126,6 +126,10 @@ got, _ = complete("sandboxctl", "--js")
 check(got == {"--json"}, "completion offers global options (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "port", "")
 check(got == {"expose", "ls", "rm"}, "completion offers port's commands (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "image", "")
+check(got == {"ls", "show", "import", "rm"}, "completion offers image's commands (%r)" % sorted(got))
+got, _ = complete("sandboxctl", "create", "--ima")
+check(got == {"--image="}, "completion offers create's --image= (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "port", "expose", "--h")
 check(got == {"--host", "--help"}, "completion offers port's --host (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "show", "")
