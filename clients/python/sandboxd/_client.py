@@ -12,7 +12,7 @@ import stat as stat_module
 import urllib.parse
 from typing import IO, Any, Iterable, Iterator, Optional, Union
 
-from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Listing, Result,
+from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Image, Listing, Result,
                      ResultCollector, Session, TransportError, command_body, error_from_answer,
                      session_body)
 
@@ -67,6 +67,10 @@ def session_path(sid: str, tail: str = "") -> str:
 
 def command_path(sid: str, rid: str, tail: str = "") -> str:
     return session_path(sid, "/commands/" + quote_segment(rid) + tail)
+
+
+def image_path(name: str) -> str:
+    return "/v1/images/" + quote_segment(name)
 
 
 def files_path(sid: str, path: str, query: Optional[dict] = None) -> str:
@@ -306,6 +310,40 @@ class Client:
     def health(self) -> Health:
         return Health.from_json(self._json("GET", "/v1/health")[1])
 
+    # ---- images
+
+    def list_images(self) -> list:
+        """The images sessions may run in (every caller may list them), by name."""
+        obj = self._json("GET", "/v1/images")[1]
+        return [Image.from_json(i) for i in obj.get("images", [])]
+
+    def get_image(self, name: str) -> Image:
+        """The image NAME (NotFound, code image_not_found, when there is none)."""
+        return Image.from_json(self._json("GET", image_path(name))[1])
+
+    def import_image(self, name: str, data: Body) -> Image:
+        """Imports the image NAME from a tar (plain or compressed): bytes, a binary file object
+        or an iterable of bytes, streamed as upload() streams (chunked without a known length).
+        Administrators only (Forbidden before any of the body is read). The image imported;
+        InvalidRequest (invalid_image) for an unsafe or broken archive or a tree without
+        /bin/sh or os-release, Conflict (exists) for a name taken, ApiError 413 past
+        [Images] MaxSize=."""
+        if isinstance(data, str):
+            raise TypeError("import bytes, not str")
+        if data is None:
+            raise TypeError("an image import needs a tar")
+        headers = {"Content-Type": "application/x-tar"}
+        n = body_length(data)
+        if n is not None:
+            headers["Content-Length"] = str(n)
+        conn, resp = self._open("PUT", image_path(name), data, headers)
+        return Image.from_json(self._read_json(conn, resp))
+
+    def remove_image(self, name: str) -> Image:
+        """Removes the image NAME (administrators only; Conflict image_in_use while a session
+        that is not closed uses it): the image as it was."""
+        return Image.from_json(self._json("DELETE", image_path(name))[1])
+
     # ---- sessions
 
     def list_sessions(self, user: Optional[str] = None) -> list:
@@ -315,12 +353,14 @@ class Client:
 
     def create_session(self, user: str, workspace: str, *, limits: Optional[dict] = None,
                        network: Union[str, dict, None] = None, ttl_s: Optional[int] = None,
-                       exec_mode: Optional[str] = None) -> Session:
+                       exec_mode: Optional[str] = None, image: Optional[str] = None) -> Session:
         """The scope's session: a new one (created True), or its active one (created False).
         limits: {"memory_max", "cpu_quota", "tasks_max"}; network: a mode ("none", "proxy",
-        "host") or {"mode", "allow", "deny"}; exec_mode: "unit" or "session"."""
+        "host") or {"mode", "allow", "deny"}; exec_mode: "unit" or "session"; image: the
+        image (list_images()) its commands run in (default: sandboxd's [Images] Default=,
+        else the host's root)."""
         status, obj = self._json("POST", "/v1/sessions",
-                                 session_body(user, workspace, limits, network, ttl_s, exec_mode))
+                                 session_body(user, workspace, limits, network, ttl_s, exec_mode, image))
         return Session.from_json(obj, self, created=status == 201)
 
     def get_session(self, sid: str) -> Session:

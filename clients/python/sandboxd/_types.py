@@ -298,6 +298,7 @@ class Session:
     workspace: str = ""
     state: str = ""
     exec_mode: Optional[str] = None
+    image: Optional[str] = None  # the image its commands run in; None: the host's root
     unit: Optional[str] = None
     dynamic_user: Optional[str] = None
     workspace_path: Optional[str] = None
@@ -394,6 +395,38 @@ class Session:
         return self.client.move(self.id, path, new_path, overwrite=overwrite)
 
 
+@dataclass
+class ImageOs:
+    """What an image's os-release says (None where it says nothing)."""
+    id: Optional[str] = None
+    version_id: Optional[str] = None
+    pretty_name: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, obj: Any) -> "ImageOs":
+        if not isinstance(obj, dict):
+            return cls()
+        return cls(obj.get("id"), obj.get("version_id"), obj.get("pretty_name"))
+
+
+@dataclass
+class Image:
+    """A root file system sessions may run in (create_session(image=NAME)). `size_bytes` is
+    None for a directory put into sandboxd's images directory by hand; `sessions` counts the
+    sessions that use it and are not closed."""
+    name: str = ""
+    size_bytes: Optional[int] = None
+    created_usec: Optional[int] = None
+    os: ImageOs = field(default_factory=ImageOs)
+    user_names: bool = False
+    sessions: int = 0
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Image":
+        return _build(cls, obj, os=ImageOs.from_json(obj.get("os") if isinstance(obj, dict) else None))
+
+
 # ---- requests -------------------------------------------------------------------------------
 
 MAX_EVENT_LINE = 16 << 20  # a longer line is not an event sandboxd sends
@@ -430,7 +463,7 @@ def command_body(argv, shell, env, cwd, stdin, timeout_ms, request_id, tty) -> d
     return body
 
 
-def session_body(user, workspace, limits, network, ttl_s, exec_mode) -> dict:
+def session_body(user, workspace, limits, network, ttl_s, exec_mode, image=None) -> dict:
     body: dict = {"user": user, "workspace": workspace}
     if limits:
         body["limits"] = dict(limits)
@@ -440,4 +473,6 @@ def session_body(user, workspace, limits, network, ttl_s, exec_mode) -> dict:
         body["ttl_s"] = int(ttl_s)
     if exec_mode is not None:
         body["exec_mode"] = exec_mode
+    if image is not None:
+        body["image"] = image
     return body

@@ -13,8 +13,8 @@ import urllib.parse
 from typing import Any, AsyncIterator, Optional, Union
 
 from ._client import (CHUNK, DEFAULT_TIMEOUT, MAX_ERROR_BODY, MAX_JSON_BODY, Endpoint, _EventLines,
-                      command_path, files_path, session_path)
-from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Listing, Result, ResultCollector, Session,
+                      command_path, files_path, image_path, session_path)
+from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Image, Listing, Result, ResultCollector, Session,
                      TransportError, command_body, error_from_answer, session_body)
 
 MAX_HEAD = 64 << 10
@@ -231,14 +231,33 @@ class AsyncClient:
     async def health(self) -> Health:
         return Health.from_json((await self._json("GET", "/v1/health"))[1])
 
+    async def list_images(self) -> list:
+        return [Image.from_json(i) for i in (await self._json("GET", "/v1/images"))[1].get("images", [])]
+
+    async def get_image(self, name: str) -> Image:
+        return Image.from_json((await self._json("GET", image_path(name)))[1])
+
+    async def import_image(self, name: str, data) -> Image:
+        """DATA: a tar as bytes, a binary file object (read CHUNK at a time), or an (async)
+        iterable of bytes; anything but bytes goes chunked. Administrators only."""
+        if isinstance(data, str):
+            raise TypeError("import bytes, not str")
+        if data is None:
+            raise TypeError("an image import needs a tar")
+        resp = await self._open("PUT", image_path(name), data, "application/x-tar")
+        return Image.from_json(await _read_json(resp))
+
+    async def remove_image(self, name: str) -> Image:
+        return Image.from_json((await self._json("DELETE", image_path(name)))[1])
+
     async def list_sessions(self, user: Optional[str] = None) -> list:
         path = "/v1/sessions" + ("?" + urllib.parse.urlencode({"user": user}) if user else "")
         return [Session.from_json(s, self) for s in (await self._json("GET", path))[1].get("sessions", [])]
 
     async def create_session(self, user: str, workspace: str, *, limits=None, network=None, ttl_s=None,
-                             exec_mode=None) -> Session:
+                             exec_mode=None, image=None) -> Session:
         status, obj = await self._json("POST", "/v1/sessions",
-                                       session_body(user, workspace, limits, network, ttl_s, exec_mode))
+                                       session_body(user, workspace, limits, network, ttl_s, exec_mode, image))
         return Session.from_json(obj, self, created=status == 201)
 
     async def get_session(self, sid: str) -> Session:
