@@ -8,7 +8,10 @@ import asyncio
 import hashlib
 import io
 import os
+import re
+import subprocess
 import sys
+import tarfile
 import tracemalloc
 
 import pytest
@@ -391,3 +394,126 @@ def test_asyncio_client(api, api_key, request):
 
     asyncio.run(main(sandboxd.aio.AsyncClient("unix:" + UNIX_SOCKET, timeout=30)))
     asyncio.run(main(sandboxd.aio.AsyncClient("http://%s:%d" % (TCP_HOST, TCP_PORT), key=api_key, timeout=30)))
+
+
+def _runnable_image_tar():
+    """A tar of the least image a command runs in: /bin/sh (the host's dash) with the libraries
+    it loads at the paths ldd names, and an os-release."""
+    files = {"bin/sh": "/bin/dash"}
+    ldd = subprocess.run(["ldd", "/bin/dash"], capture_output=True, text=True, check=True).stdout
+    for path in re.findall(r"(/\S+) \(0x[0-9a-f]+\)", ldd):
+        files[path.lstrip("/")] = path
+    assert any("libc.so" in p for p in files) and any("ld-linux" in p for p in files), ldd
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        dirs = sorted({os.path.dirname(p) for p in files} | {"etc"})
+        for d in dirs:
+            for i in range(1, d.count("/") + 2):
+                info = tarfile.TarInfo("/".join(d.split("/")[:i]))
+                if info.name not in t.getnames():
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    t.addfile(info)
+        for path, src in files.items():
+            with open(src, "rb") as f:
+                data = f.read()
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(data), 0o755
+            t.addfile(info, io.BytesIO(data))
+        osr = b'ID=pyclient\nVERSION_ID="7"\nPRETTY_NAME="Python client image 7"\n'
+        info = tarfile.TarInfo("etc/os-release")
+        info.size, info.mode = len(osr), 0o644
+        t.addfile(info, io.BytesIO(osr))
+    return buf.getvalue()
+
+
+@pytest.mark.time_limit(120)
+def test_images(client, tcp_client, request, tmp_path):
+    name = "pyc-" + os.urandom(3).hex()
+    data = _runnable_image_tar()
+    # not by a tenant that is no administrator: nothing is imported
+    with pytest.raises(sandboxd.Forbidden) as e:
+        tcp_client.import_image(name, data)
+    assert e.value.status == 403 and e.value.code == "forbidden", e.value
+    with pytest.raises(sandboxd.NotFound) as e:
+        client.get_image(name)
+    assert e.value.status == 404 and e.value.code == "image_not_found", e.value
+
+    # as root on the unix socket, from a file (its length known)
+    (tmp_path / "img.tar").write_bytes(data)
+    with open(tmp_path / "img.tar", "rb") as f:
+        img = client.import_image(name, f)
+    assert isinstance(img, sandboxd.Image) and img.name == name, img
+    assert img.os == sandboxd.ImageOs("pyclient", "7", "Python client image 7"), img
+    assert img.size_bytes >= len(data) // 2 and img.created_usec > 0 and img.sessions == 0, img
+    assert img.user_names is False, img
+    with pytest.raises(sandboxd.Conflict) as e:
+        client.import_image(name, data)
+    assert e.value.code == "exists", e.value
+    assert tcp_client.get_image(name) == img  # every caller may look
+    listed = {i.name: i for i in client.list_images()}
+    assert listed[name].os.id == "pyclient" and listed[name].raw == img.raw, listed
+
+    # a session on it: its commands see the image's root, not the host's
+    s = client.create_session(unique_user(), workspace_for(request.node.name), image=name)
+    try:
+        assert s.image == name and client.get_session(s.id).image == name, s
+        r = s.run(["/bin/sh", "-c", 'echo $0; . /etc/os-release; echo "$ID $PRETTY_NAME"; '
+                                    '[ -e /usr/bin/cat ] && echo host-root; exit 0'])
+        assert r.ok and r.stdout == b"/bin/sh\npyclient Python client image 7\n", r
+        assert client.get_image(name).sessions == 1
+        with pytest.raises(sandboxd.Conflict) as e:
+            client.remove_image(name)
+        assert e.value.status == 409 and e.value.code == "image_in_use", e.value
+        with pytest.raises(sandboxd.Forbidden):
+            tcp_client.remove_image(name)
+    finally:
+        s.close()
+    # a session of the host's root says so
+    plain = client.create_session(unique_user(), workspace_for(request.node.name))
+    assert plain.image is None, plain
+    plain.close()
+
+    gone = client.remove_image(name)
+    assert gone.name == name and gone.os.id == "pyclient", gone
+    assert name not in [i.name for i in client.list_images()]
+    with pytest.raises(sandboxd.NotFound) as e:
+        client.remove_image(name)
+    assert e.value.code == "image_not_found"
+
+    # the asyncio client: the same, its tar chunked from an async iterable
+    async def main(c):
+        async def chunks():
+            for i in range(0, len(data), 64 << 10):
+                yield data[i:i + (64 << 10)]
+        aname = name + "-aio"
+        try:
+            await c.import_image(aname, data)
+            raise AssertionError("a tenant that is no administrator imported an image")
+        except sandboxd.Forbidden as e:
+            assert e.code == "forbidden"
+        admin = sandboxd.aio.AsyncClient("unix:" + UNIX_SOCKET, timeout=30)
+        got = await admin.import_image(aname, chunks())
+        assert got.name == aname and got.os.pretty_name == "Python client image 7", got
+        assert (await c.get_image(aname)).os.version_id == "7"
+        assert aname in [i.name for i in await c.list_images()]
+        s = await admin.create_session(unique_user(), workspace_for(request.node.name), image=aname)
+        try:
+            assert s.image == aname
+            r = await s.run(["/bin/sh", "-c", ". /etc/os-release; echo $ID"])
+            assert r.ok and r.stdout == b"pyclient\n", r
+            try:
+                await admin.remove_image(aname)
+                raise AssertionError("an image in use was removed")
+            except sandboxd.Conflict as e:
+                assert e.code == "image_in_use"
+        finally:
+            await s.close()
+        assert (await admin.remove_image(aname)).name == aname
+        try:
+            await c.get_image(aname)
+            raise AssertionError("a removed image is still there")
+        except sandboxd.NotFound as e:
+            assert e.code == "image_not_found"
+
+    asyncio.run(main(sandboxd.aio.AsyncClient("http://%s:%d" % (TCP_HOST, TCP_PORT), key=tcp_client.key,
+                                              timeout=30)))

@@ -23,6 +23,7 @@ export type Usage = Schemas["Usage"];
 export type Entry = Schemas["Entry"];
 export type Listing = Schemas["Listing"];
 export type Event = Schemas["Event"];
+export type Image = Schemas["Image"];
 
 /** A signal sandboxd sends to a command. */
 export type SignalName = "SIGINT" | "SIGTERM" | "SIGKILL" | "SIGHUP" | "SIGUSR1" | "SIGUSR2";
@@ -432,6 +433,11 @@ export class Session {
     }
 }
 
+export interface ImportImageOptions {
+    /** The length of a streamed tar, if known (else it goes chunked). */
+    length?: number;
+}
+
 export interface ClientOptions extends TransportOptions {}
 
 /**
@@ -460,7 +466,7 @@ export class Client {
         return (body.sessions ?? []).map((s) => new Session(this.t, s));
     }
 
-    /** Creates a session, or answers the scope's active one (created is false then). */
+    /** Creates a session, or answers the scope's active one (created is false then); image: the image its commands run in. */
     async createSession(req: SessionRequest): Promise<Session> {
         const { status, body } = await this.t.json<SessionInfo>("POST", "/v1/sessions", { json: req });
         return new Session(this.t, body, status === 201);
@@ -468,5 +474,36 @@ export class Client {
 
     async getSession(id: string): Promise<Session> {
         return new Session(this.t, (await this.t.json<SessionInfo>("GET", `/v1/sessions/${enc(id)}`)).body);
+    }
+
+    /** The images sessions may run in (createSession({ image })), by name; every caller may list them. */
+    async listImages(): Promise<Image[]> {
+        return (await this.t.json<{ images?: Image[] }>("GET", "/v1/images")).body.images ?? [];
+    }
+
+    /** An image (NotFoundError, code image_not_found, when there is none). */
+    async getImage(name: string): Promise<Image> {
+        return (await this.t.json<Image>("GET", `/v1/images/${enc(name)}`)).body;
+    }
+
+    /**
+     * Imports an image from a tar (plain or compressed): bytes, a Readable or an async iterable
+     * of chunks, streamed as Files.upload() streams (refusals come before the body is sent).
+     * Administrators only (ForbiddenError). BadRequestError invalid_image for an unsafe or
+     * broken archive or a tree without /bin/sh or os-release, ConflictError exists for a name
+     * taken, PayloadTooLargeError past [Images] MaxSize=.
+     */
+    async importImage(name: string, source: Body, opts: ImportImageOptions = {}): Promise<Image> {
+        if (source === undefined || typeof source === "string")
+            throw new TypeError("importImage: a tar is bytes, a Readable or an async iterable of chunks");
+        const { body } = await this.t.json<Image>("PUT", `/v1/images/${enc(name)}`, {
+            body: source, contentType: "application/x-tar", length: opts.length, timeoutMs: this.t.streamTimeoutMs,
+        });
+        return body;
+    }
+
+    /** Removes an image (administrators only; ConflictError image_in_use while a session that is not closed uses it): the image as it was. */
+    async removeImage(name: string): Promise<Image> {
+        return (await this.t.json<Image>("DELETE", `/v1/images/${enc(name)}`)).body;
     }
 }

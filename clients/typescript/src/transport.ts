@@ -32,8 +32,10 @@ export interface RequestOptions {
     query?: Query;
     /** JSON to send (application/json); or see body. */
     json?: unknown;
-    /** Raw bytes to send (application/octet-stream), streamed when a Readable. */
+    /** Raw bytes to send (application/octet-stream, or contentType), streamed when a Readable. */
     body?: Body;
+    /** The Content-Type of body (default application/octet-stream). */
+    contentType?: string;
     /** The length of a streamed body, if known (else it goes chunked). */
     length?: number;
     /** The idle timeout of this request (ms). */
@@ -162,7 +164,7 @@ export class Transport {
             payload = Buffer.from(JSON.stringify(opts.json), "utf8");
             headers["Content-Type"] = "application/json";
         } else if (opts.body !== undefined) {
-            headers["Content-Type"] = "application/octet-stream";
+            headers["Content-Type"] = opts.contentType ?? "application/octet-stream";
             const b = opts.body;
             if (typeof b === "string")
                 payload = Buffer.from(b, "utf8");
