@@ -7,11 +7,15 @@
 //   SANDBOXD_TEST_USER     a user name no other test uses (sessions are made for it)
 
 import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import {
-    Client, ConflictError, NotFoundError, SandboxdError, Session, TransportError, UnauthorizedError,
+    Client, ConflictError, ForbiddenError, NotFoundError, SandboxdError, Session, TransportError, UnauthorizedError,
     UnsupportedError, type ExecEvent,
 } from "../src/index.js";
 
@@ -374,5 +378,85 @@ describe("errors and transports", () => {
         const c = new Client({ url: "/nonexistent/sandboxd.sock" });
         await assert.rejects(c.health(), (e: unknown) => e instanceof TransportError && !(e instanceof SandboxdError));
         assert.throws(() => new Client({ url: "ftp://x" }), TypeError);
+    });
+});
+
+/**
+ * The tree of the least image a command runs in: /bin/sh (the host's dash), the libraries it
+ * loads at the paths ldd names, an os-release.
+ */
+function runnableImageTree(): string {
+    const root = mkdtempSync(join(tmpdir(), "ts-image-"));
+    const files: Record<string, string> = { "bin/sh": "/bin/dash" };
+    const ldd = execFileSync("ldd", ["/bin/dash"], { encoding: "utf8" });
+    for (const m of ldd.matchAll(/(\/\S+) \(0x[0-9a-f]+\)/g))
+        files[m[1].slice(1)] = m[1];
+    assert.ok(Object.keys(files).some((p) => p.includes("libc.so")) && Object.keys(files).some((p) => p.includes("ld-linux")), ldd);
+    for (const [path, src] of Object.entries(files)) {
+        mkdirSync(join(root, dirname(path)), { recursive: true });
+        copyFileSync(src, join(root, path));
+    }
+    mkdirSync(join(root, "etc"));
+    writeFileSync(join(root, "etc/os-release"), 'ID=tsclient\nVERSION_ID="5"\nPRETTY_NAME="TypeScript client image 5"\n');
+    return root;
+}
+
+/** The tree as a tar streamed from tar(1): a Readable of unknown length (sent chunked). */
+function tarStream(root: string): Readable {
+    const p = spawn("tar", ["--numeric-owner", "-C", root, "-c", "."], { stdio: ["ignore", "pipe", "inherit"] });
+    return p.stdout;
+}
+
+describe("images", () => {
+    test("import (admin only), get, list, a session on it, remove", async () => {
+        const name = "tsc-" + randomBytes(3).toString("hex");
+        const root = runnableImageTree();
+        const tenant = new Client({ url: TCP_URL, key: KEY });
+        try {
+            // not by a tenant that is no administrator: refused before the body, nothing imported
+            await assert.rejects(tenant.importImage(name, tarStream(root)), (e: unknown) =>
+                e instanceof ForbiddenError && e.status === 403 && e.code === "forbidden");
+            await assert.rejects(unix.getImage(name), (e: unknown) =>
+                e instanceof NotFoundError && e.status === 404 && e.code === "image_not_found");
+
+            // root on the unix socket is an administrator
+            const img = await unix.importImage(name, tarStream(root));
+            assert.equal(img.name, name);
+            assert.deepEqual(img.os, { id: "tsclient", version_id: "5", pretty_name: "TypeScript client image 5" });
+            assert.ok((img.size_bytes ?? 0) > 0 && img.created_usec > 0, JSON.stringify(img));
+            assert.equal(img.sessions, 0);
+            assert.equal(img.user_names, false);
+            // a Buffer too; the name is taken
+            const whole = execFileSync("tar", ["--numeric-owner", "-C", root, "-c", "."]);
+            await assert.rejects(unix.importImage(name, whole), (e: unknown) =>
+                e instanceof ConflictError && e.code === "exists");
+            assert.deepEqual(await tenant.getImage(name), img);
+            const listed = await tenant.listImages();
+            assert.equal(listed.find((i) => i.name === name)?.os.id, "tsclient");
+
+            const s = await unix.createSession({ user: USER, workspace: "ts-image", image: name });
+            try {
+                assert.equal(s.info.image, name);
+                const r = await s.run({ argv: ["/bin/sh", "-c", 'echo $0; . /etc/os-release; echo "$ID $PRETTY_NAME"; [ -e /usr/bin/cat ] && echo host-root; exit 0'] });
+                assert.equal(r.status, "succeeded", r.stderrText);
+                assert.equal(r.stdoutText, "/bin/sh\ntsclient TypeScript client image 5\n");
+                assert.equal((await unix.getImage(name)).sessions, 1);
+                await assert.rejects(unix.removeImage(name), (e: unknown) =>
+                    e instanceof ConflictError && e.status === 409 && e.code === "image_in_use");
+                await assert.rejects(tenant.removeImage(name), ForbiddenError);
+            } finally {
+                await s.close();
+            }
+            assert.equal(session.info.image, null, "a session without one runs on the host's root");
+
+            const gone = await unix.removeImage(name);
+            assert.equal(gone.name, name);
+            assert.ok(!(await unix.listImages()).some((i) => i.name === name));
+            await assert.rejects(unix.getImage(name), (e: unknown) =>
+                e instanceof NotFoundError && e.code === "image_not_found");
+        } finally {
+            tenant.close();
+            rmSync(root, { recursive: true, force: true });
+        }
     });
 });
