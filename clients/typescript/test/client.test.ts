@@ -427,7 +427,7 @@ describe("images", () => {
             assert.equal(img.sessions, 0);
             assert.equal(img.user_names, false);
             // a Buffer too; the name is taken
-            const whole = execFileSync("tar", ["--numeric-owner", "-C", root, "-c", "."]);
+            const whole = execFileSync("tar", ["--numeric-owner", "-C", root, "-c", "."], { maxBuffer: 64 << 20 });
             await assert.rejects(unix.importImage(name, whole), (e: unknown) =>
                 e instanceof ConflictError && e.code === "exists");
             assert.deepEqual(await tenant.getImage(name), img);
