@@ -90,7 +90,7 @@ def run_first(api, sid):
 def main():
     api = Http(unix=SOCKET, timeout=120)
     if not os.path.isdir(IMAGE_DIR):
-        print("images: no image at %s (tools/mkimage py python3-minimal)" % IMAGE_DIR, file=sys.stderr)
+        print("images: no image at %s (tools/mkimage py python3)" % IMAGE_DIR, file=sys.stderr)
         return 1
     name = "bench-%s" % RUN_ID
     took, info = import_image(name)

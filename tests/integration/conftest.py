@@ -46,6 +46,10 @@ EXEC_MODE_DROPIN = "/etc/sandboxd/sandboxd.conf.d/05-test-exec-mode.conf"
 # escape suite) in image sessions; unset, the host's root as usual
 DEFAULT_IMAGE = os.environ.get("SANDBOXD_TEST_DEFAULT_IMAGE", "")
 DEFAULT_IMAGE_DROPIN = "/etc/sandboxd/sandboxd.conf.d/06-test-default-image.conf"
+# where a command's / is on the host: the image's tree in sandboxd's images directory, or /
+COMMAND_ROOT = os.path.join("/var/lib/sandboxd/images", DEFAULT_IMAGE) if DEFAULT_IMAGE else "/"
+# what a command gets for a path of the host that sandboxd hides: an image does not have it
+HIDDEN = "No such file or directory" if DEFAULT_IMAGE else "Permission denied"
 
 # Every socket operation gives up after this long: a stream that stalls fails
 # the test instead of hanging the run.

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Images: sessions whose commands run in a root file system of their own.
 
-Two images built by tools/mkimage on the host (tools/dev: "py" with python3-minimal,
+Two images built by tools/mkimage on the host (tools/dev: "py" with python3,
 "node" with nodejs, in SANDBOXD_TEST_IMAGES) are bound into sandboxd's [Images]
 Directory= as an administrator who puts a directory there would; each session sees its
 own image's /etc/os-release and interpreter and not the other's, with the workspace,
@@ -288,6 +288,31 @@ def test_import_tar(api, tcp, images, tmp_path):
     assert api.get("/v1/images/" + name).json["size_bytes"] == i["size_bytes"]
     assert api.delete("/v1/images/" + name).status == 200
     assert _leftovers() == []
+
+
+@pytest.mark.one_exec_mode
+def test_import_drops_setuid_keeps_links(api, images, tmp_path):
+    """Set-user-ID and set-group-ID bits are dropped, files are root's whatever the tar
+    says, and links inside the image are kept as they are."""
+    import tarfile
+    name = "modes-" + os.urandom(3).hex()
+    data = _tar(tmp_path, _minimal({"bin/suid": b"#!/bin/sh\n", "bin/sgid": b"#!/bin/sh\n", "bin/hard": b"",
+                                    "bin/soft": b""}),
+                **{"bin/suid": {"mode": 0o4755, "uid": 1234}, "bin/sgid": {"mode": 0o2755, "gid": 1234},
+                   "bin/hard": {"type": tarfile.LNKTYPE, "linkname": "bin/suid"},
+                   "bin/soft": {"type": tarfile.SYMTYPE, "linkname": "sh"}})
+    r = _put_tar(api, name, data)
+    assert r.status == 201, r
+    try:
+        root = os.path.join(IMAGES_DIR, name)
+        for f in ("bin/suid", "bin/sgid"):
+            st = os.lstat(os.path.join(root, f))
+            assert st.st_mode & 0o7777 == 0o755 and st.st_uid == 0 and st.st_gid == 0, (f, oct(st.st_mode), st)
+        assert os.path.samefile(os.path.join(root, "bin/hard"), os.path.join(root, "bin/suid"))
+        assert os.readlink(os.path.join(root, "bin/soft")) == "sh"
+    finally:
+        assert api.delete("/v1/images/" + name).status == 200
+    assert not os.path.exists(os.path.join(IMAGES_DIR, name)) and _leftovers() == []
 
 
 @pytest.mark.one_exec_mode
