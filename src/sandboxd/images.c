@@ -494,13 +494,3 @@ void images_clean_leftovers(const Config *c) {
                 (void) remove_in_thread(p);
         }
 }
-
-int image_remove(const Config *c, const char *name) {
-        char aside[PATH_MAX];
-        int r;
-
-        r = remove_aside(c, name, aside, sizeof(aside));
-        if (r < 0)
-                return r;
-        return store_rm_rf(aside);
-}

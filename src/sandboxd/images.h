@@ -54,11 +54,9 @@ int image_disk_usage(const char *root, uint64_t *ret);
 /* Writes NAME.json for the image NAME (its size and now). */
 int image_write_metadata(const Config *c, const char *name, uint64_t size_bytes, uint64_t created_usec);
 
-/* Renames NAME/ out of the way (hidden), removes NAME.json, then the tree. Not on the
- * event loop for a big image: callers run it in a thread or a helper. */
-int image_remove(const Config *c, const char *name);
-/* The same, the tree removed by a thread of its own once renamed aside: the image is gone
- * (for lookups and for a new import of its name) when this returns. */
+/* Renames NAME/ out of the way (hidden) and removes NAME.json, then the tree in a thread
+ * of its own: the image is gone (for lookups and for a new import of its name) when this
+ * returns, and the event loop does not walk a big tree. */
 int image_remove_async(const Config *c, const char *name);
 /* Removes what imports and removals left behind (".import-*", ".remove-*"), at start-up. */
 void images_clean_leftovers(const Config *c);
