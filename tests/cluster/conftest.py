@@ -294,6 +294,7 @@ class Cluster:
         self.haproxy = None
         self.stats_socket = WORK / ("haproxy-%s.sock" % NS_PREFIX)
         self.haproxy_log = WORK / ("haproxy-%s.log" % NS_PREFIX)
+        self.haproxy_pidfile = WORK / ("haproxy-%s.pid" % NS_PREFIX)
 
     # --- clients
     def lb(self, tenant=TENANT):
@@ -327,7 +328,9 @@ class Cluster:
         return {(row["pxname"], row["svname"]): row for row in csv.DictReader(io.StringIO(text))}
 
     def server_status(self, backend, server):
-        return self.lb_stat()[(backend, server)]["status"].split()[0]
+        """UP, DOWN, or a transition: "UP 1/2" is going down (or, before the first
+        check, not yet checked), "DOWN 1/2" going up."""
+        return self.lb_stat()[(backend, server)]["status"]
 
     def wait_server(self, backend, server, status, timeout=30):
         wait_for(lambda: self.server_status(backend, server) == status, timeout=timeout,
@@ -353,6 +356,16 @@ class Cluster:
                 self.haproxy.kill()
                 self.haproxy.wait(10)
         self.haproxy = None
+        # one a run killed before its clean-up left: by its pid file, if that pid is still
+        # an HAProxy of this configuration in this run's hub
+        with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+            pid = int(self.haproxy_pidfile.read_text())
+            cmdline = Path("/proc/%d/cmdline" % pid).read_bytes().split(b"\0")
+            if (b"haproxy" in cmdline[0] and str(HAPROXY_CFG).encode() in cmdline
+                    and os.stat("/proc/%d/ns/net" % pid).st_ino == os.stat(ns_path(self.hub)).st_ino):
+                os.kill(pid, 9)
+        with contextlib.suppress(FileNotFoundError):
+            self.haproxy_pidfile.unlink()
 
     def make_network(self):
         sh("ip", "netns", "add", self.hub)
@@ -392,6 +405,7 @@ class Cluster:
                                          str(HAPROXY_CFG)], env=self.haproxy_env(), stdin=subprocess.DEVNULL,
                                         stdout=log, stderr=subprocess.STDOUT)
         log.close()
+        self.haproxy_pidfile.write_text("%d\n" % self.haproxy.pid)  # nsenter execs haproxy
         wait_for(lambda: self.haproxy.poll() is not None or self.stats_socket.exists(), timeout=20,
                  what="HAProxy's admin socket")
         assert self.haproxy.poll() is None, "HAProxy exited: " + self.haproxy_log.read_text()[-2000:]
@@ -455,3 +469,12 @@ def pytest_runtest_makereport(item, call):
                 rep.sections.append(("journal of %s" % n.name, n.journal()))
         with contextlib.suppress(Exception):
             rep.sections.append(("haproxy", c.haproxy_log.read_text()[-3000:]))
+
+
+if __name__ == "__main__":
+    # tools/dev: remove what a lane killed by its time limit left
+    import sys
+    if sys.argv[1:] != ["cleanup"]:
+        sys.exit("usage: %s cleanup" % sys.argv[0])
+    _check_prefixes()
+    Cluster().cleanup()
