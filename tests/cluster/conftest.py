@@ -191,7 +191,7 @@ class Api:
         return self.request("DELETE", path, **kw)
 
     def create(self, user, workspace, **extra):
-        body = {"user": user, "workspace": workspace, "network": "none"}
+        body = {"user": user, "workspace": workspace, "network": {"mode": "none"}}
         body.update(extra)
         return self.post("/v1/sessions", body, headers=scope_header(user, workspace))
 

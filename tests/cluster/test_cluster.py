@@ -174,11 +174,11 @@ def test_wrong_node_is_421(cluster, population):
 def test_scope_header(cluster):
     lb = cluster.lb()
     # HAProxy refuses a create it cannot place
-    r = lb.post("/v1/sessions", {"user": "nohdr", "workspace": "w", "network": "none"})
+    r = lb.post("/v1/sessions", {"user": "nohdr", "workspace": "w", "network": {"mode": "none"}})
     err = assert_error(r, 400, "invalid_request")
     assert "X-Sandboxd-Scope" in err["message"], err
     # sandboxd refuses a header that is not the body's scope
-    r = lb.post("/v1/sessions", {"user": "hdr", "workspace": "w", "network": "none"},
+    r = lb.post("/v1/sessions", {"user": "hdr", "workspace": "w", "network": {"mode": "none"}},
                 headers=scope_header("hdr", "other"))
     assert r.status == 400, r
     assert "X-Sandboxd-Scope" in r.json["error"]["message"], r.json
