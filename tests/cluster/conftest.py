@@ -58,6 +58,8 @@ OPS = "ops"  # AdminTenants=: drain and metrics through the balancer
 TIMEOUT = 60.0
 
 SESSION_ID_RE = re.compile(r"(n[1-3])_[0-9a-f]{16}")
+# a request in HAProxy's httplog format: "... sandboxd BACKEND/SERVER T/T/T/T/T STATUS ... "METHOD URI HTTP/1.1""
+LOG_RE = re.compile(r' sandboxd (\S+)/(\S+) [-0-9/+]+ (\d{3}) .*"([A-Z]+) ([^ "?]+)[^ "]* HTTP/')
 
 
 def _check_prefixes():
@@ -306,7 +308,7 @@ class Cluster:
 
     def haproxy_env(self):
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SANDBOXD_LB_BIND": "%s:%d" % (LB_ADDR, PORT),
-               "SANDBOXD_LB_STATS": str(self.stats_socket)}
+               "SANDBOXD_LB_STATS": str(self.stats_socket), "SANDBOXD_LB_LOG": "stdout"}
         for n in self.nodes.values():
             env["SANDBOXD_NODE_" + n.name.upper()] = "%s:%d" % (n.addr, PORT)
         return env
@@ -326,6 +328,16 @@ class Cluster:
             s.close()
         text = data.decode().lstrip("# ")
         return {(row["pxname"], row["svname"]): row for row in csv.DictReader(io.StringIO(text))}
+
+    def lb_log(self):
+        """HAProxy's log of requests (option httplog, on its stdout): a list of
+        (backend, server, status, method, path)."""
+        out = []
+        for line in self.haproxy_log.read_text(errors="replace").splitlines():
+            m = LOG_RE.search(line)
+            if m:
+                out.append((m.group(1), m.group(2), int(m.group(3)), m.group(4), m.group(5)))
+        return out
 
     def server_status(self, backend, server):
         """UP, DOWN, or a transition: "UP 1/2" is going down (or, before the first

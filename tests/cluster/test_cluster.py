@@ -168,6 +168,16 @@ def test_every_request_lands_on_its_node(cluster, population):
         assert int(stat[("node_" + name, name)]["stot"]) >= 3 * len(mine), stat[("node_" + name, name)]
     assert int(stat[("creates", "BACKEND")]["stot"]) == SCOPES * REPEATS
 
+    # and HAProxy's own log: every request that named a session went to that node
+    logged = [(b, srv, path) for b, srv, status, method, path in cluster.lb_log()
+              if path.startswith("/v1/sessions/n")]
+    assert len(logged) >= 3 * SCOPES, len(logged)
+    wrong = [x for x in logged if (x[0], x[1]) != ("node_" + node_of(x[2].split("/")[3]), node_of(x[2].split("/")[3]))]
+    assert not wrong, wrong[:10]
+    creates = [(b, status) for b, srv, status, method, path in cluster.lb_log() if method == "POST" and
+               path == "/v1/sessions"]
+    assert len(creates) == SCOPES * REPEATS and all(b == "creates" for b, _ in creates), creates[:5]
+
 
 def test_wrong_node_is_421(cluster, population):
     """A node asked for another node's session says which node has it."""
@@ -187,7 +197,8 @@ def test_scope_header(cluster):
     r = lb.post("/v1/sessions", {"user": "hdr", "workspace": "w", "network": {"mode": "none"}},
                 headers=scope_header("hdr", "other"))
     assert r.status == 400, r
-    assert "X-Sandboxd-Scope" in r.json["error"]["message"], r.json
+    assert "load balancer" not in r.json["error"]["message"], r.json  # sandboxd's answer, not HAProxy's
+    assert not [s for n in NODES for s in cluster.direct(n).get("/v1/sessions").json["sessions"] if s["user"] == "hdr"]
     # daemon-wide verbs need a node's name
     err = assert_error(cluster.lb(OPS).post("/v1/drain"), 400, "invalid_request")
     assert "X-Sandboxd-Node" in err["message"], err
