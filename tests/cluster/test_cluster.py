@@ -324,8 +324,8 @@ def test_lost_node_and_back(cluster, population):
 
     for s in lost:
         r = lb.get("/v1/sessions/" + s["id"])
-        assert r.status == 503, r
-        assert b"No server is available" in r.body, r
+        err = assert_error(r, 503, "node_unavailable")  # HAProxy's, in sandboxd's format
+        assert err["node"] == name, err
     # new scopes go elsewhere
     for scope in scopes(10, "l"):
         r = lb.create(*scope)
