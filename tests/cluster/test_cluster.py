@@ -425,18 +425,25 @@ def test_sandboxctl_through_haproxy(cluster, population):
     r = sandboxctl(cluster, url, "exec", sid, "sh", "-c", "echo ctl-through-haproxy")
     assert r.stdout == "ctl-through-haproxy\n", r
     r = sandboxctl(cluster, url, "--json", "show", sid)
-    assert json.loads(r.stdout)["node"] == node_of(sid), r.stdout
+    shown = json.loads(r.stdout)
+    assert shown["session"]["node"] == node_of(sid), r.stdout
+    assert [c["argv"] for c in shown["commands"]] == [["sh", "-c", "echo ctl-through-haproxy"]], shown
     # a session of every node, by its id, through the same URL
     for name, mine in by_node(population["sessions"]).items():
         r = sandboxctl(cluster, url, "--json", "show", mine[0]["id"])
-        assert json.loads(r.stdout)["id"] == mine[0]["id"]
+        shown = json.loads(r.stdout)
+        assert shown["session"]["id"] == mine[0]["id"] and shown["session"]["node"] == name, shown["session"]
+        assert "first" in [c["request_id"] for c in shown["commands"]], shown["commands"]
+    r = sandboxctl(cluster, url, "rm", sid)
+    r = sandboxctl(cluster, url, "--json", "show", sid)
+    assert json.loads(r.stdout)["session"]["state"] == "closed", r.stdout
 
 
 def test_sandboxctl_ls_fans_out(cluster, population):
     nodes = ",".join("%s=%s" % (n, cluster.direct(n).url) for n in NODES)
     r = sandboxctl(cluster, "--json", "ls", env={"SANDBOXD_NODES": nodes})
-    listed = json.loads(r.stdout)
-    listed = listed["sessions"] if isinstance(listed, dict) else listed
+    listed = json.loads(r.stdout)["sessions"]
     ids = {s["id"] for s in listed}
+    assert len(ids) == len(listed), "a session listed twice"
     assert {s["id"] for s in population["sessions"].values()} <= ids
     assert {node_of(i) for i in ids} == set(NODES)
