@@ -178,7 +178,7 @@ int arg_session(json_object *args, const char **ret, ToolError *e) {
         int r = arg_string(args, "session_id", true, ret, e);
 
         if (r >= 0 && !session_id_looks_valid(*ret))
-                return tool_fail(e, "invalid_value", "'%s' is not a session id (16 hex digits).", *ret);
+                return tool_fail(e, "invalid_value", "'%s' is not a session id (NODE_HEX: a node name, '_', 16 hex digits; or 16 hex digits alone).", *ret);
         return r;
 }
 

@@ -117,7 +117,7 @@ void mcp_resources_done(void);
 
 /* --- schema pieces ------------------------------------------------------------------------ */
 
-#define MCP_SESSION_ID "{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{16}$\",\"description\":\"a session id\"}"
+#define MCP_SESSION_ID "{\"type\":\"string\",\"pattern\":\"^([a-z][a-z0-9]{0,31}_)?[0-9a-f]{16}$\",\"maxLength\":49,\"description\":\"a session id: NODE_HEX (its node's name, '_', 16 hex digits), or 16 hex digits alone\"}"
 #define MCP_REQUEST_ID "{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\",\"description\":\"a command's request id\"}"
 #define MCP_USER "{\"type\":\"string\",\"pattern\":\"^[a-z_][a-z0-9_-]{0,31}$\"}"
 #define MCP_WORKSPACE "{\"type\":\"string\",\"pattern\":\"^[a-z0-9_-]{1,64}$\"}"

@@ -61,7 +61,7 @@ def test_schemas_and_health(api):
         schema = t["inputSchema"]
         assert schema["type"] == "object" and schema["additionalProperties"] is False, t
         if "session_id" in schema["properties"]:
-            assert schema["properties"]["session_id"]["pattern"] == "^[0-9a-f]{16}$", t
+            assert schema["properties"]["session_id"]["pattern"] == "^([a-z][a-z0-9]{0,31}_)?[0-9a-f]{16}$", t
             assert "session_id" in schema["required"], t
         out_schema = t["outputSchema"]["properties"]
         assert out_schema["data"]["type"] == "object" and out_schema["data"].get("properties"), t

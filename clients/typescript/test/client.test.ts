@@ -54,7 +54,7 @@ describe("sessions", () => {
         assert.equal(session.created, true);
         assert.equal(session.info.state, "active");
         assert.equal(session.info.user, USER);
-        assert.match(session.id, /^[0-9a-f]{16}$/);
+        assert.match(session.id, /^[a-z][a-z0-9]{0,31}_[0-9a-f]{16}$/);
         const again = await unix.createSession({ user: USER, workspace: "ts-main" });
         assert.equal(again.created, false);
         assert.equal(again.id, session.id);
