@@ -160,6 +160,9 @@ def test_every_request_lands_on_its_node(cluster, population):
         text = m.body.decode()
         assert metric_sum(text, "sandboxd_http_requests_total") > 0
         assert metric_sum(text, "sandboxd_http_requests_total", code="421") == 0, name
+        assert metric_sum(text, "sandboxd_node_info", node=name) == 1, name
+        assert metric_sum(text, "sandboxd_sessions", node=name, state="active") == len(mine), name
+        assert cluster.direct(name).get("/v1/health").json["node"] == name
 
     # HAProxy's count per node backend: what reached node_NAME is what that node's
     # sessions asked for (1 GET of the session, 1 of the command, 1 command run)
@@ -196,8 +199,8 @@ def test_scope_header(cluster):
     # sandboxd refuses a header that is not the body's scope
     r = lb.post("/v1/sessions", {"user": "hdr", "workspace": "w", "network": {"mode": "none"}},
                 headers=scope_header("hdr", "other"))
-    assert r.status == 400, r
-    assert "load balancer" not in r.json["error"]["message"], r.json  # sandboxd's answer, not HAProxy's
+    err = assert_error(r, 400, "invalid_value")
+    assert "load balancer" not in err["message"], err  # sandboxd's answer, not HAProxy's
     assert not [s for n in NODES for s in cluster.direct(n).get("/v1/sessions").json["sessions"] if s["user"] == "hdr"]
     # daemon-wide verbs need a node's name
     err = assert_error(cluster.lb(OPS).post("/v1/drain"), 400, "invalid_request")
