@@ -54,6 +54,7 @@ LB_ADDR = NET + ".1"
 PORT = 8421
 NODES = ("n1", "n2", "n3")
 TENANT = "tenant1"  # the sessions' tenant
+TENANT2 = "tenant2"  # another, who must see none of them
 OPS = "ops"  # AdminTenants=: drain and metrics through the balancer
 TIMEOUT = 60.0
 
@@ -292,7 +293,8 @@ class Cluster:
     def __init__(self):
         self.hub = NS_PREFIX + "-hub"
         self.nodes = {name: Node(i, name) for i, name in enumerate(NODES, 1)}
-        self.keys = {TENANT: secrets.token_urlsafe(32), OPS: secrets.token_urlsafe(32)}
+        self.keys = {TENANT: secrets.token_urlsafe(32), TENANT2: secrets.token_urlsafe(32),
+                     OPS: secrets.token_urlsafe(32)}
         self.haproxy = None
         self.stats_socket = WORK / ("haproxy-%s.sock" % NS_PREFIX)
         self.haproxy_log = WORK / ("haproxy-%s.log" % NS_PREFIX)
@@ -300,7 +302,8 @@ class Cluster:
 
     # --- clients
     def lb(self, tenant=TENANT):
-        return Api(self.hub, LB_ADDR, PORT, self.keys[tenant], "haproxy")
+        """The balancer, with TENANT's key (None: no key)."""
+        return Api(self.hub, LB_ADDR, PORT, self.keys[tenant] if tenant else None, "haproxy")
 
     def direct(self, node, tenant=TENANT):
         n = self.nodes[node]

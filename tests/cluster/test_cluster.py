@@ -16,7 +16,7 @@ import time
 import pytest
 import websockets
 
-from conftest import (BUILD, HAPROXY_CFG, NODES, OPS, SANDBOXCTL, SESSION_ID_RE, TENANT, assert_error, in_netns, ns_path,
+from conftest import (BUILD, HAPROXY_CFG, NODES, OPS, SANDBOXCTL, SESSION_ID_RE, TENANT, TENANT2, assert_error, in_netns, ns_path,
                       metric_sum, scope_header, sh, wait_for)
 
 SCOPES = 100
@@ -171,15 +171,17 @@ def test_every_request_lands_on_its_node(cluster, population):
         assert int(stat[("node_" + name, name)]["stot"]) >= 3 * len(mine), stat[("node_" + name, name)]
     assert int(stat[("creates", "BACKEND")]["stot"]) == SCOPES * REPEATS
 
-    # and HAProxy's own log: every request that named a session went to that node
-    logged = [(b, srv, path) for b, srv, status, method, path in cluster.lb_log()
-              if path.startswith("/v1/sessions/n")]
-    assert len(logged) >= 3 * SCOPES, len(logged)
+    # and HAProxy's own log: every request that named a session went to that node's
+    # backend, every create to "creates". (HAProxy does not wait for its log: a line may
+    # be dropped now and then, so the counts above are the stats', and the log's are
+    # only nearly complete.)
+    log = cluster.lb_log()
+    logged = [(b, srv, path) for b, srv, status, method, path in log if path.startswith("/v1/sessions/n")]
+    assert len(logged) >= 0.95 * 3 * SCOPES, len(logged)
     wrong = [x for x in logged if (x[0], x[1]) != ("node_" + node_of(x[2].split("/")[3]), node_of(x[2].split("/")[3]))]
     assert not wrong, wrong[:10]
-    creates = [(b, status) for b, srv, status, method, path in cluster.lb_log() if method == "POST" and
-               path == "/v1/sessions"]
-    assert len(creates) == SCOPES * REPEATS and all(b == "creates" for b, _ in creates), creates[:5]
+    creates = [b for b, srv, status, method, path in log if method == "POST" and path == "/v1/sessions"]
+    assert len(creates) >= 0.95 * SCOPES * REPEATS and set(creates) == {"creates"}, creates[:5]
 
 
 def test_wrong_node_is_421(cluster, population):
@@ -188,6 +190,29 @@ def test_wrong_node_is_421(cluster, population):
     r = cluster.direct("n2").get("/v1/sessions/" + s["id"])
     err = assert_error(r, 421, "wrong_node")
     assert err["node"] == "n1", err
+
+
+def test_keys_pass_through(cluster, population):
+    """Each request is its own key's, though HAProxy reuses its connections to a node for
+    requests of many clients: interleaved, tenant1 sees its sessions, tenant2 and a
+    request without a key do not."""
+    sample = [s for n, mine in by_node(population["sessions"]).items() for s in mine[:4]]
+    mine, other, anonymous = cluster.lb(), cluster.lb(TENANT2), cluster.lb(None)
+
+    def three(s):
+        path = "/v1/sessions/" + s["id"]
+        return [(who, api.get(path)) for who, api in (("tenant1", mine), ("tenant2", other), ("none", anonymous))]
+
+    for answers in parallel(three, sample * 3):
+        for who, r in answers:
+            if who == "tenant1":
+                assert r.status == 200 and r.json["user"], r
+            elif who == "tenant2":
+                assert_error(r, 404, "not_found")
+            else:
+                assert_error(r, 401, "unauthorized")
+    r = other.get("/v1/sessions", headers={"X-Sandboxd-Node": "n1"})
+    assert r.status == 200 and r.json["sessions"] == [], r
 
 
 def test_scope_header(cluster):
