@@ -104,7 +104,7 @@ int error_from_http(sandboxd_error *e, long status, const char *body, size_t siz
                 node = json_get_string(err, "node");
         }
         /* only a name a node may have: it goes into messages and is looked up in SANDBOXD_NODES */
-        if (node && node_name_is_valid(node))
+        if (code && streq(code, "wrong_node") && node && node_name_is_valid(node))
                 snprintf(e->node, sizeof(e->node), "%s", node);
         if (code)
                 snprintf(e->code, sizeof(e->code), "%s", code);

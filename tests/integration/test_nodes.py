@@ -4,15 +4,21 @@ session ids NODE_HEX, 421 wrong_node for another node's id (HTTP and D-Bus), the
 X-Sandboxd-Scope header checked against the body, [Node] Name= from a drop-in (new ids
 take it, sessions from before keep working across restarts), and a bad name refused."""
 
+import asyncio
+import http.server
+import io
+import json
 import os
 import re
 import secrets
 import subprocess
+import sys
+import threading
 
 import pytest
 
 import sbxbus as B
-from conftest import (SANDBOXD_BIN, assert_error, commands_path, exec_result, journal_cursor, journal_since,
+from conftest import (SANDBOXD_BIN, TCP_HOST, TCP_PORT, assert_error, commands_path, exec_result, journal_cursor, journal_since,
                       restart_daemon, start_command, unique_user, units, wait_for, wait_terminal)
 
 pytestmark = pytest.mark.restarts_daemon
@@ -306,3 +312,202 @@ def test_invalid_name_refused(api, value, tmp_path):
     assert "50-node.conf" in err, err
     # the running sandboxd is untouched
     assert NODE_RE.fullmatch(node_of(api))
+
+
+# --------------------------------------------------------------------------
+# clients follow a 421: the Python client against a stand-in "node" that answers every
+# request 421 wrong_node naming n2, with SANDBOXD_NODES pointing n2 at the real sandboxd
+
+class _Misdirect(threading.Thread):
+    """A tiny HTTP server on 127.0.0.1: every request is answered 421 wrong_node, node n2;
+    what it was asked is kept (method, path, headers)."""
+
+    def __init__(self, node="n2"):
+        super().__init__(daemon=True)
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                seen.append((self.command, self.path, dict(self.headers), body))
+                out = json.dumps({"error": {"code": "wrong_node", "message": "Session is on node %s." % node,
+                                            "node": node}}).encode()
+                self.send_response(421)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(out)
+
+            do_GET = do_POST = do_PUT = do_DELETE = answer
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def run(self):
+        self.server.serve_forever()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def misdirect():
+    m = _Misdirect()
+    m.start()
+    yield m
+    m.stop()
+
+
+def _python_client():
+    sys.path.insert(0, os.path.join(os.environ.get("SANDBOXD_SRCDIR") or
+                                    os.path.join(os.path.dirname(__file__), "..", ".."), "clients", "python"))
+    import sandboxd
+    import sandboxd.aio
+    return sandboxd
+
+
+def test_python_client_follows_421(tcp, api_key, misdirect, monkeypatch):
+    sandboxd = _python_client()
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    monkeypatch.setenv("SANDBOXD_NODES", "n1=http://127.0.0.1:9,n2=%s/" % real)
+    c = sandboxd.Client(misdirect.url, key=api_key, timeout=30)
+    user = unique_user()
+    s = c.create_session(user, "followed")
+    assert s.created and ID_RE.fullmatch(s.id), s
+    # the stand-in was asked first, with the placement header
+    method, path, headers, body = misdirect.seen[-1]
+    assert (method, path) == ("POST", "/v1/sessions")
+    assert headers.get("X-Sandboxd-Scope") == "%s/followed" % user, headers
+    assert json.loads(body) == {"user": user, "workspace": "followed"}
+    # and the session is the real sandboxd's
+    assert tcp.get_session(s.id)["user"] == user
+    n = len(misdirect.seen)
+    r = c.run(s.id, ["sh", "-c", "echo followed"])
+    assert r.status == "succeeded" and r.stdout == b"followed\n", r
+    assert len(misdirect.seen) == n + 1 and misdirect.seen[-1][1].startswith("/v1/sessions/%s/commands" % s.id)
+    c.upload(s.id, "f.txt", b"bytes replayed")
+    assert c.read_file(s.id, "f.txt") == b"bytes replayed"
+
+    # a body that cannot be sent twice: not sent again, and the error says so
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.upload(s.id, "g.txt", io.BytesIO(b"a stream"))
+    assert e.value.status == 421 and e.value.node == "n2" and "cannot be sent twice" in e.value.message, e.value
+    assert tcp.get("/v1/sessions/%s/files?path=g.txt" % s.id).status == 404
+
+    # the async client follows the same way
+    async def go():
+        ac = sandboxd.aio.AsyncClient(misdirect.url, key=api_key, timeout=30)
+        got = await ac.get_session(s.id)
+        return got.id
+    assert asyncio.run(go()) == s.id
+
+    # a node SANDBOXD_NODES does not name: the error names the node, nothing is sent elsewhere
+    monkeypatch.setenv("SANDBOXD_NODES", "n1=%s" % real)
+    n = len(misdirect.seen)
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(s.id)
+    assert e.value.node == "n2" and "n2" in e.value.message and "SANDBOXD_NODES does not name it" in e.value.message
+    assert len(misdirect.seen) == n + 1
+    monkeypatch.delenv("SANDBOXD_NODES")
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(s.id)
+    assert "SANDBOXD_NODES does not name it" in e.value.message
+    # malformed: said so
+    monkeypatch.setenv("SANDBOXD_NODES", "n2")
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(s.id)
+    assert "not NAME=URL" in e.value.message, e.value.message
+    assert tcp.delete("/v1/sessions/" + s.id).status == 200
+
+
+def test_python_client_real_421(tcp, api_key, monkeypatch):
+    """The real sandboxd's 421 for a node SANDBOXD_NODES names: sent there once; when that
+    node answers 421 again (it is this one), the error stands, not a loop."""
+    sandboxd = _python_client()
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    monkeypatch.setenv("SANDBOXD_NODES", "zz=%s" % real)
+    c = sandboxd.Client(real, key=api_key, timeout=30)
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(other_sid())
+    assert e.value.status == 421 and e.value.code == "wrong_node" and e.value.node == "zz", e.value
+
+
+# --------------------------------------------------------------------------
+# sandboxctl (libsandboxd's HTTP transport): X-Sandboxd-Scope, following a 421, ls of every node
+
+SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
+
+
+def ctl(*args, env=None, timeout=60):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOXD_")}
+    e.update(env or {})
+    return subprocess.run([SANDBOXCTL] + list(args), capture_output=True, text=True, env=e, timeout=timeout)
+
+
+def test_sandboxctl_follows_421(tcp, api_key, misdirect):
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    env = {"SANDBOXD_URL": misdirect.url, "SANDBOXD_KEY": api_key, "SANDBOXD_NODES": "n2=%s" % real}
+    user = unique_user()
+    p = ctl("create", user, "ctl", env=env)
+    assert p.returncode == 0, p
+    sid = p.stdout.strip()
+    assert ID_RE.fullmatch(sid), p
+    method, path, headers, _ = misdirect.seen[-1]
+    assert (method, path) == ("POST", "/v1/sessions") and headers.get("X-Sandboxd-Scope") == "%s/ctl" % user, headers
+    assert tcp.get_session(sid)["user"] == user
+
+    p = ctl("exec", sid, "sh", "-c", "echo via n2", env=env)
+    assert p.returncode == 0 and p.stdout == "via n2\n", p
+    p = ctl("show", sid, env=env)
+    assert p.returncode == 0 and sid in p.stdout and "Node:" in p.stdout, p
+
+    # a node SANDBOXD_NODES does not name: the error names it
+    p = ctl("show", sid, env=dict(env, SANDBOXD_NODES="n1=%s" % real))
+    assert p.returncode != 0 and "node n2" in p.stderr and "SANDBOXD_NODES does not name it" in p.stderr, p
+    p = ctl("show", sid, env=dict(env, SANDBOXD_NODES="n2"))
+    assert p.returncode != 0 and "node n2" in p.stderr and "NAME=URL" in p.stderr, p
+    # the real sandboxd's own 421, followed once to the node named (itself): the error stands
+    p = ctl("show", other_sid(), env={"SANDBOXD_URL": real, "SANDBOXD_KEY": api_key, "SANDBOXD_NODES": "zz=%s" % real})
+    assert p.returncode != 0 and "zz" in p.stderr, p
+    assert tcp.delete("/v1/sessions/" + sid).status == 200
+
+
+def test_sandboxctl_ls_every_node(tcp, api_key):
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    user = unique_user()
+    sids = sorted(tcp.post("/v1/sessions", {"user": user, "workspace": w}).json["id"] for w in ("a", "b", "c"))
+    base = {"SANDBOXD_URL": real, "SANDBOXD_KEY": api_key}
+    try:
+        one = ctl("--json", "ls", "--user", user, env=base)
+        assert one.returncode == 0, one
+        assert sorted(s["id"] for s in json.loads(one.stdout)["sessions"]) == sids
+
+        # two names for the one sandboxd: each node's list, merged and sorted
+        p = ctl("--json", "ls", "--user", user, env=dict(base, SANDBOXD_NODES="n1=%s n2=%s/" % (real, real)))
+        assert p.returncode == 0, p
+        got = [s["id"] for s in json.loads(p.stdout)["sessions"]]
+        assert got == sorted(sids + sids), got
+        p = ctl("ls", "--user", user, env=dict(base, SANDBOXD_NODES="n1=%s,n2=%s" % (real, real)))
+        assert p.returncode == 0, p
+        lines = p.stdout.splitlines()
+        assert lines[0].startswith("ID ") and [l.split()[0] for l in lines[1:]] == sorted(sids + sids), p.stdout
+
+        # a node that does not answer: named, the others listed, a failure status
+        p = ctl("--json", "ls", "--user", user, env=dict(base, SANDBOXD_NODES="n1=%s,dead=http://127.0.0.1:9" % real))
+        assert p.returncode != 0 and "node dead" in p.stderr, p
+        assert sorted(s["id"] for s in json.loads(p.stdout)["sessions"]) == sids
+        # malformed: refused, nothing listed
+        p = ctl("ls", env=dict(base, SANDBOXD_NODES="n1=%s,N2=%s" % (real, real)))
+        assert p.returncode != 0 and "SANDBOXD_NODES" in p.stderr and "node name" in p.stderr, p
+        assert p.stdout == ""
+    finally:
+        for sid in sids:
+            tcp.delete("/v1/sessions/" + sid)
