@@ -16,8 +16,8 @@ import time
 import pytest
 import websockets
 
-from conftest import (BUILD, HAPROXY_CFG, NODES, OPS, SANDBOXCTL, SESSION_ID_RE, TENANT, TENANT2, assert_error, in_netns, ns_path,
-                      metric_sum, scope_header, sh, wait_for)
+from conftest import (BUILD, HAPROXY_CFG, LB_ADDR, NODES, OPS, SANDBOXCTL, SESSION_ID_RE, TENANT, TENANT2, TOP,
+                      assert_error, in_netns, metric_sum, ns_path, scope_header, sh, wait_for)
 
 SCOPES = 100
 REPEATS = 3
@@ -446,11 +446,15 @@ def sandboxctl(cluster, *args, env=None, check=True):
 
 
 def test_sandboxctl_through_haproxy(cluster, population):
-    """sandboxctl --url at the balancer: exec, show and rm of sessions of every node."""
+    """sandboxctl --url at the balancer: create (placed by its X-Sandboxd-Scope), exec,
+    show and rm, on sessions of every node."""
     url = "--url=" + cluster.lb().url
+    r = sandboxctl(cluster, url, "create", "ctl", "ws")
+    sid = r.stdout.strip()
+    assert SESSION_ID_RE.fullmatch(sid), r.stdout
+    # placed as the balancer places that scope for any client: the same session again
     r = cluster.lb().create("ctl", "ws")
-    assert r.status == 201, r
-    sid = r.json["id"]
+    assert r.status == 200 and r.json["id"] == sid, r
     r = sandboxctl(cluster, url, "exec", sid, "sh", "-c", "echo ctl-through-haproxy")
     assert r.stdout == "ctl-through-haproxy\n", r
     r = sandboxctl(cluster, url, "--json", "show", sid)
@@ -472,3 +476,50 @@ def test_sandboxctl_through_haproxy(cluster, population):
     # node says which node the id names
     r = sandboxctl(cluster, url, "show", "n9_0123456789abcdef", check=False)
     assert r.returncode != 0 and "n9" in r.stderr, r
+
+
+def test_sandboxctl_ls_fans_out(cluster, population):
+    """sandboxctl ls with SANDBOXD_NODES lists every node's sessions, once each."""
+    nodes = ",".join("%s=%s" % (n, cluster.direct(n).url) for n in NODES)
+    r = sandboxctl(cluster, "--url=" + cluster.lb().url, "--json", "ls", env={"SANDBOXD_NODES": nodes})
+    listed = json.loads(r.stdout)["sessions"]
+    ids = [s["id"] for s in listed]
+    assert len(ids) == len(set(ids)), "a session listed twice"
+    assert {s["id"] for s in population["sessions"].values()} <= set(ids)
+    assert {node_of(i) for i in ids} == set(NODES)
+    for s in listed:
+        assert s["node"] == node_of(s["id"]), s
+    # a node that does not answer is reported, and the exit status says so
+    down = nodes + ",n4=http://%s:9" % LB_ADDR  # the hub, where nothing listens on port 9
+    r = sandboxctl(cluster, "--url=" + cluster.lb().url, "ls", env={"SANDBOXD_NODES": down}, check=False)
+    assert r.returncode != 0 and "n4" in r.stderr, r
+
+
+def test_clients_follow_421_with_sandboxd_nodes(cluster, population):
+    """Straight to the wrong node: sandboxctl and the Python client follow its 421 to the
+    node SANDBOXD_NODES names (without it, the error names the node)."""
+    nodes = ",".join("%s=%s" % (n, cluster.direct(n).url) for n in NODES)
+    s = by_node(population["sessions"])["n2"][0]
+    n1 = "--url=" + cluster.direct("n1").url
+    r = sandboxctl(cluster, n1, "--json", "show", s["id"], env={"SANDBOXD_NODES": nodes})
+    assert json.loads(r.stdout)["session"]["node"] == "n2", r.stdout
+    r = sandboxctl(cluster, n1, "show", s["id"], check=False)
+    assert r.returncode != 0 and "n2" in r.stderr, r
+
+    import sys
+    sys.path.insert(0, str(TOP / "clients" / "python"))
+    import sandboxd
+    os.environ["SANDBOXD_NODES"] = nodes
+    try:
+        with in_netns(cluster.hub):  # the client's sockets, made in this thread
+            c = sandboxd.Client(cluster.direct("n1").url, key=cluster.keys[TENANT])
+            got = c.get_session(s["id"])
+            assert got.node == "n2" and got.id == s["id"]
+            lbc = sandboxd.Client(cluster.lb().url, key=cluster.keys[TENANT])
+            made = lbc.create_session("pyclient", "ws", network="none")
+            res = made.run(["echo", "python-through-haproxy"])
+    finally:
+        del os.environ["SANDBOXD_NODES"]
+    assert res.status == "succeeded" and res.stdout == b"python-through-haproxy\n", res
+    again = cluster.lb().create("pyclient", "ws")
+    assert again.status == 200 and again.json["id"] == made.id, again
