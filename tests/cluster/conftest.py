@@ -63,11 +63,13 @@ SESSION_ID_RE = re.compile(r"(n[1-3])_[0-9a-f]{16}")
 LOG_RE = re.compile(r' sandboxd (\S+)/(\S+) [-0-9/+]+ (\d{3}) .*"([A-Z]+) ([^ "?]+)[^ "]* HTTP/')
 
 
-def _check_prefixes():
-    if not re.fullmatch(r"/run/sbx-cluster[A-Za-z0-9_.-]*", TB_PREFIX):
-        raise pytest.UsageError("SANDBOXD_CLUSTER_TESTBED_PREFIX=%s: expected /run/sbx-cluster[SUFFIX]" % TB_PREFIX)
+def prefix_error():
+    """What is wrong with the prefixes of the environment, or None."""
+    if not re.fullmatch(r"/run/sbx-cluster[A-Za-z0-9_.-]{0,32}", TB_PREFIX):
+        return "SANDBOXD_CLUSTER_TESTBED_PREFIX=%s: expected /run/sbx-cluster and at most 32 of [A-Za-z0-9_.-]" % TB_PREFIX
     if not re.fullmatch(r"sbxc[a-z0-9]{0,12}", NS_PREFIX):
-        raise pytest.UsageError("SANDBOXD_CLUSTER_NETNS_PREFIX=%s: expected sbxc[a-z0-9]{0,12}" % NS_PREFIX)
+        return "SANDBOXD_CLUSTER_NETNS_PREFIX=%s: expected sbxc and at most 12 of [a-z0-9]" % NS_PREFIX
+    return None
 
 
 def sh(*args, check=True, timeout=120, input=None, env=None):
@@ -379,8 +381,9 @@ class Cluster:
             if (b"haproxy" in cmdline[0] and str(HAPROXY_CFG).encode() in cmdline
                     and os.stat("/proc/%d/ns/net" % pid).st_ino == os.stat(ns_path(self.hub)).st_ino):
                 os.kill(pid, 9)
-        with contextlib.suppress(FileNotFoundError):
-            self.haproxy_pidfile.unlink()
+        for f in (self.haproxy_pidfile, self.stats_socket):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
 
     def make_network(self):
         sh("ip", "netns", "add", self.hub)
@@ -461,7 +464,8 @@ class Cluster:
 
 @pytest.fixture(scope="session")
 def cluster():
-    _check_prefixes()
+    if prefix_error():
+        pytest.fail(prefix_error(), pytrace=False)
     if os.geteuid() != 0:
         pytest.fail("tests/cluster boots testbeds: run as root (tools/dev test)")
     c = Cluster()
@@ -491,5 +495,6 @@ if __name__ == "__main__":
     import sys
     if sys.argv[1:] != ["cleanup"]:
         sys.exit("usage: %s cleanup" % sys.argv[0])
-    _check_prefixes()
+    if prefix_error():
+        sys.exit(prefix_error())
     Cluster().cleanup()
