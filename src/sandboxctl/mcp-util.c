@@ -40,6 +40,8 @@ int tool_fail_client(McpCall *c, ToolError *e, int r, const char *what) {
         e->http_status = api && api->http_status > 0 ? api->http_status : (long) row->http_status;
         snprintf(e->message, sizeof(e->message), "%.200s: %.600s", what,
                  api && api->kind != SANDBOXD_ERROR_NONE && api->message[0] ? api->message : strerror(-r));
+        if (api && api->kind == SANDBOXD_ERROR_WRONG_NODE)
+                snprintf(e->node, sizeof(e->node), "%s", api->node);
         return r;
 }
 

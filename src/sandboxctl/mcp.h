@@ -35,6 +35,7 @@ typedef struct ToolError {
         const char *code;
         long http_status;
         char message[1024];
+        char node[33]; /* wrong_node: the node that has the session; "" otherwise */
 } ToolError;
 
 /* Fails with a code of the error table (an unknown code is a bug: "internal"); returns -EINVAL. */
@@ -125,7 +126,8 @@ void mcp_resources_done(void);
         "{\"type\":\"object\",\"properties\":{"                                                               \
         "\"code\":{\"type\":\"string\",\"description\":\"the shared error code, e.g. not_found\"},"          \
         "\"message\":{\"type\":\"string\"},"                                                                  \
-        "\"http_status\":{\"type\":\"integer\",\"description\":\"the HTTP status of the code\"}},"            \
+        "\"http_status\":{\"type\":\"integer\",\"description\":\"the HTTP status of the code\"},"             \
+        "\"node\":{\"type\":\"string\",\"description\":\"wrong_node: the node that has the session\"}},"     \
         "\"required\":[\"code\",\"message\",\"http_status\"]}"
 /* The outputSchema of a tool whose data is described by data (a JSON Schema). */
 #define MCP_OUTPUT(data)                                                                                      \

@@ -298,3 +298,18 @@ def test_metrics_of_a_busy_session(api, user):
     c = ok(out["calls"][0])
     assert c["running_commands"] == 0 and c["running"] == [] and c["tasks"] == 0 and c["memory_bytes"] == 0, c
     assert c["cpu_usec"] >= b["cpu_usec"], (b, c)
+
+
+@pytest.mark.parametrize("transport", ["dbus", "http"])
+def test_wrong_node_is_a_clear_tool_error(api, transport):
+    """A session id of another node (zz_...): the tool error wrong_node names the node."""
+    sid = "zz_" + "0123456789abcdef"
+    out = mcp([
+        {"name": "sandbox_session_status", "arguments": {"session_id": sid}},
+        {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["true"]}},
+        {"name": "sandbox_touch_session", "arguments": {"session_id": sid}},
+    ], "--transport=" + transport)
+    for call in out["calls"]:
+        err = refused(call, "wrong_node", 421, "zz")
+        if transport == "http":
+            assert err["node"] == "zz", err
