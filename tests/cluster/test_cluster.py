@@ -417,7 +417,7 @@ def load_run(api, paths, threads=4):
 def test_load_through_haproxy_and_direct(cluster, population):
     """The same GETs of sessions through HAProxy and straight to their node: numbers for
     build/cluster-load.json, no timing asserted."""
-    n = int(os.environ.get("SANDBOXD_CLUSTER_LOAD_N", "2000"))
+    n = int(os.environ.get("SANDBOXD_CLUSTER_LOAD_N", "10000"))
     name = "n1"
     mine = by_node(population["sessions"])[name]
     paths = ["/v1/sessions/" + mine[i % len(mine)]["id"] for i in range(n)]
