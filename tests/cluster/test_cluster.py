@@ -8,6 +8,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -20,6 +21,8 @@ from conftest import (BUILD, HAPROXY_CFG, LB_ADDR, NODES, OPS, SANDBOXCTL, SESSI
                       assert_error, in_netns, metric_sum, ns_path, scope_header, sh, wait_for)
 
 SCOPES = 100
+# the TypeScript client as tools/dev builds it (build/typescript-client), or unset
+TS_CLIENT = os.environ.get("SANDBOXD_TS_CLIENT")
 REPEATS = 3
 THREADS = 6
 
@@ -523,3 +526,48 @@ def test_clients_follow_421_with_sandboxd_nodes(cluster, population):
     assert res.status == "succeeded" and res.stdout == b"python-through-haproxy\n", res
     again = cluster.lb().create("pyclient", "ws")
     assert again.status == 200 and again.json["id"] == made.id, again
+
+
+TS_SCRIPT = """
+import { Client } from "%s";
+const key = process.env.SANDBOXD_TEST_KEY;
+const lb = new Client({ url: process.env.SANDBOXD_TEST_LB, key });
+const s = await lb.createSession({ user: "tsclient", workspace: "ws", network: { mode: "none" } });
+const r = await s.run({ argv: ["echo", "ts-through-haproxy"] });
+const n1 = new Client({ url: process.env.SANDBOXD_TEST_N1, key });
+const other = await n1.getSession(process.env.SANDBOXD_TEST_OTHER);
+console.log(JSON.stringify({ id: s.id, node: s.info.node, status: r.status, stdout: r.stdoutText,
+                             other: other.id, otherNode: other.info.node }));
+lb.close();
+n1.close();
+"""
+
+
+@pytest.mark.skipif(not TS_CLIENT, reason="SANDBOXD_TS_CLIENT is not set: tools/dev test builds the TypeScript "
+                                          "client (SANDBOXD_SKIP_TS_CLIENT=1 leaves it out)")
+def test_typescript_client_through_haproxy(cluster, population):
+    """The TypeScript client at the balancer (its create placed by X-Sandboxd-Scope), and
+    straight to n1 for a session of n2, which it follows with SANDBOXD_NODES."""
+    node = shutil.which("node")
+    assert node, "node is not installed"
+    module = os.path.join(TS_CLIENT, "dist", "index.js")
+    assert os.path.isfile(module), "the TypeScript client is not built in %s" % TS_CLIENT
+    script = BUILD / "cluster" / ("ts-client-%d.mjs" % os.getpid())
+    script.write_text(TS_SCRIPT % ("file://" + module))
+    other = by_node(population["sessions"])["n2"][0]["id"]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SANDBOXD_TEST_KEY": cluster.keys[TENANT],
+           "SANDBOXD_TEST_LB": cluster.lb().url, "SANDBOXD_TEST_N1": cluster.direct("n1").url,
+           "SANDBOXD_TEST_OTHER": other,
+           "SANDBOXD_NODES": ",".join("%s=%s" % (n, cluster.direct(n).url) for n in NODES)}
+    try:
+        p = subprocess.run(["nsenter", "--net=" + ns_path(cluster.hub), node, str(script)], env=env,
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        script.unlink()
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["status"] == "succeeded" and got["stdout"] == "ts-through-haproxy\n", got
+    assert got["node"] == node_of(got["id"]), got
+    assert (got["other"], got["otherNode"]) == (other, "n2"), got
+    again = cluster.lb().create("tsclient", "ws")
+    assert again.status == 200 and again.json["id"] == got["id"], again
