@@ -4,6 +4,7 @@
 
 #include "error-table.h"
 #include "internal.h"
+#include "validate.h"
 
 static const char *const kind_table[_SANDBOXD_ERROR_KIND_MAX] = {
         [SANDBOXD_ERROR_NONE] = "none",
@@ -22,6 +23,7 @@ static const char *const kind_table[_SANDBOXD_ERROR_KIND_MAX] = {
         [SANDBOXD_ERROR_SERVER] = "server",
         [SANDBOXD_ERROR_CANCELLED] = "cancelled",
         [SANDBOXD_ERROR_LOCAL] = "local",
+        [SANDBOXD_ERROR_WRONG_NODE] = "wrong_node",
 };
 
 _public_ const char *sandboxd_error_kind_to_string(sandboxd_error_kind kind) {
@@ -85,7 +87,7 @@ int error_set(sandboxd_error *e, sandboxd_error_kind kind, int error, const char
 int error_from_http(sandboxd_error *e, long status, const char *body, size_t size) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         json_object *err = NULL;
-        const char *code = NULL, *message = NULL;
+        const char *code = NULL, *message = NULL, *node = NULL;
         sandboxd_error_kind kind = api_error_kind_from_http(status);
 
         if (kind == SANDBOXD_ERROR_NONE)
@@ -99,7 +101,11 @@ int error_from_http(sandboxd_error *e, long status, const char *body, size_t siz
             json_object_object_get_ex(o, "error", &err) && json_object_is_type(err, json_type_object)) {
                 code = json_get_string(err, "code");
                 message = json_get_string(err, "message");
+                node = json_get_string(err, "node");
         }
+        /* only a name a node may have: it goes into messages and is looked up in SANDBOXD_NODES */
+        if (code && streq(code, "wrong_node") && node && node_name_is_valid(node))
+                snprintf(e->node, sizeof(e->node), "%s", node);
         if (code)
                 snprintf(e->code, sizeof(e->code), "%s", code);
         if (message)

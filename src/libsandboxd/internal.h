@@ -71,6 +71,9 @@ int url_command(Buf *b, const sandboxd_client *c, const char *session, const cha
 int url_file(Buf *b, const sandboxd_client *c, const char *session, const char *path);
 /* Checks a URL given to sandboxd_client_new() and splits off a unix socket path. */
 int url_parse_endpoint(const char *url, char **ret_base, char **ret_unix_path);
+/* The header line "X-Sandboxd-Scope: USER/WORKSPACE", each part percent-encoded. */
+int url_scope_header(const char *user, const char *workspace, char **ret);
+
 
 /* --- ndjson-reader.c: lines and events -------------------------------------------------- */
 
@@ -163,6 +166,7 @@ struct HttpCall {
         const char *method;
         const char *url;
         const char *content_type;     /* of the request body */
+        const char *scope_header;     /* "X-Sandboxd-Scope: ..." (url_scope_header()), or NULL */
         const void *body;             /* in-memory request body, or NULL */
         size_t body_size;
         int upload_fd;                /* or a body read from this fd, when >= 0 */
@@ -192,6 +196,9 @@ void http_call_done(HttpCall *call);
 /* GET/POST/DELETE a JSON resource: parses a 2xx body into *ret_json (NULL allowed). */
 int http_json(sandboxd_client *c, const char *method, const char *url, json_object *body, long *ret_status,
               json_object **ret_json);
+/* The same with a header X-Sandboxd-Scope (url_scope_header()). */
+int http_json_scoped(sandboxd_client *c, const char *method, const char *url, json_object *body,
+                     const char *scope_header, long *ret_status, json_object **ret_json);
 
 /* --- transport-dbus.c: the D-Bus transport ---------------------------------------------- */
 

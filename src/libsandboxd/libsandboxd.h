@@ -46,6 +46,7 @@ typedef enum sandboxd_error_kind {
         SANDBOXD_ERROR_SERVER,       /* any other failure of the server (-EPROTO) */
         SANDBOXD_ERROR_CANCELLED,    /* a callback of the caller stopped the request (its error) */
         SANDBOXD_ERROR_LOCAL,        /* out of memory, a local file, a bad argument */
+        SANDBOXD_ERROR_WRONG_NODE,   /* 421: the session is another node's, named in .node (-EREMOTE) */
         _SANDBOXD_ERROR_KIND_MAX,
 } sandboxd_error_kind;
 
@@ -55,6 +56,7 @@ typedef struct sandboxd_error {
         long http_status;   /* 0 when no answer came */
         char code[64];      /* the API's error code ("not_found", "session_not_active", ...), or "" */
         char message[512];  /* a sentence for humans */
+        char node[33];      /* wrong_node: the node that has the session (1 to 32 of a-z, 0-9), or "" */
 } sandboxd_error;
 
 const char *sandboxd_error_kind_to_string(sandboxd_error_kind kind);
@@ -133,6 +135,7 @@ typedef struct sandboxd_session {
         unsigned running;     /* of which running */
         char *json;           /* the object as sandboxd sent it */
         char *exec_mode;      /* "unit" or "session" (added last: the fields above keep their place) */
+        char *node;           /* the node that has it (sandboxd-api(7), NODES) */
 } sandboxd_session;
 
 sandboxd_session *sandboxd_session_free(sandboxd_session *s);

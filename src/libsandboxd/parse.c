@@ -106,6 +106,7 @@ _public_ sandboxd_session *sandboxd_session_free(sandboxd_session *s) {
         free(s->workspace_path);
         free(s->json);
         free(s->exec_mode);
+        free(s->node);
         free(s);
         return NULL;
 }
@@ -141,6 +142,8 @@ int session_from_json(json_object *o, sandboxd_session **ret) {
                 r = dup_string(o, "workspace_path", &s->workspace_path);
         if (r >= 0)
                 r = dup_string(o, "exec_mode", &s->exec_mode);
+        if (r >= 0)
+                r = dup_string(o, "node", &s->node);
         if (r >= 0 && !(s->json = json_to_text(o)))
                 r = -ENOMEM;
         if (r < 0) {

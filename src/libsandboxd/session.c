@@ -21,7 +21,7 @@ static int session_answer(sandboxd_client *c, json_object *o, sandboxd_session *
 _public_ int sandboxd_session_create(sandboxd_client *c, const char *user, const char *workspace,
                                      const char *options_json, sandboxd_session **ret, bool *ret_created) {
         _cleanup_(json_object_putp) json_object *body = NULL, *answer = NULL;
-        _cleanup_free_ char *url = NULL;
+        _cleanup_free_ char *url = NULL, *scope = NULL;
         bool oom = false;
         long status = 0;
         int r;
@@ -46,7 +46,9 @@ _public_ int sandboxd_session_create(sandboxd_client *c, const char *user, const
                 url = NULL;
                 return client_fail(c, -ENOMEM);
         }
-        r = http_json(c, "POST", url, body, &status, &answer);
+        if (url_scope_header(user, workspace, &scope) < 0)
+                return client_fail(c, -ENOMEM);
+        r = http_json_scoped(c, "POST", url, body, scope, &status, &answer);
         if (r < 0)
                 return r;
         r = session_answer(c, answer, ret);

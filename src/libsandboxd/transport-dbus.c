@@ -451,6 +451,7 @@ static int ttl_json(const Prop *table, size_t n, const PropValue *values, json_o
 #define S(f) offsetof(sandboxd_session, f)
 static const Prop session_props[] = {
         { "Id", "s", "id", S(id) },
+        { "Node", "s", "node", S(node) },
         { "User", "s", "user", S(user) },
         { "Workspace", "s", "workspace", S(workspace) },
         { "State", "s", "state", S(state) },

@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "internal.h"
+#include "nodes.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CURLM *, curl_multi_cleanup);
@@ -99,7 +100,7 @@ static size_t on_read(char *p, size_t size, size_t nmemb, void *userdata) {
         return (size_t) l;
 }
 
-static int setup(sandboxd_client *c, Transfer *t, struct curl_slist **headers) {
+static int setup(sandboxd_client *c, Transfer *t, const char *url, const char *unix_path, struct curl_slist **headers) {
         HttpCall *call = t->call;
         CURL *h = t->handle;
         char ct[160];
@@ -116,11 +117,16 @@ static int setup(sandboxd_client *c, Transfer *t, struct curl_slist **headers) {
         if ((call->body || call->upload_fd >= 0) && !(n = curl_slist_append(l, ct)))
                 goto oom;
         l = n;
+        if (call->scope_header) {
+                if (!(n = curl_slist_append(l, call->scope_header)))
+                        goto oom;
+                l = n;
+        }
         *headers = l;
 
-        ok = ok && curl_easy_setopt(h, CURLOPT_URL, call->url) == CURLE_OK;
-        if (c->unix_path)
-                ok = ok && curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->unix_path) == CURLE_OK;
+        ok = ok && curl_easy_setopt(h, CURLOPT_URL, url) == CURLE_OK;
+        if (unix_path)
+                ok = ok && curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, unix_path) == CURLE_OK;
         ok = ok && curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
         ok = ok && curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1) == CURLE_OK;
         ok = ok && curl_easy_setopt(h, CURLOPT_HTTPHEADER, l) == CURLE_OK;
@@ -194,7 +200,8 @@ static int run(sandboxd_client *c, CURLM *m, HttpCall *call, CURLcode *ret_code)
         }
 }
 
-int http_call_perform(sandboxd_client *c, HttpCall *call) {
+/* One attempt at url, over unix_path (NULL: TCP). */
+static int perform_once(sandboxd_client *c, HttpCall *call, const char *url, const char *unix_path) {
         _cleanup_(curl_easy_cleanupp) CURL *h = NULL;
         _cleanup_(curl_multi_cleanupp) CURLM *m = NULL;
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
@@ -208,7 +215,7 @@ int http_call_perform(sandboxd_client *c, HttpCall *call) {
         if (!h || !m)
                 return client_fail(c, -ENOMEM);
         t.handle = h;
-        r = setup(c, &t, &headers);
+        r = setup(c, &t, url, unix_path, &headers);
         if (r < 0)
                 return client_fail(c, r);
         if (curl_multi_add_handle(m, h) != CURLM_OK)
@@ -230,8 +237,8 @@ int http_call_perform(sandboxd_client *c, HttpCall *call) {
                 r = errno_from_curl(code, os_errno);
                 error_set(&c->error,
                           r == -EINVAL || r == -ENOMEM ? SANDBOXD_ERROR_LOCAL : SANDBOXD_ERROR_TRANSPORT, r,
-                          "%s %s%s%s: %s%s%s", call->method, call->url, c->unix_path ? " on " : "",
-                          c->unix_path ?: "", curl_easy_strerror(code), os_errno > 0 ? ": " : "",
+                          "%s %s%s%s: %s%s%s", call->method, url, unix_path ? " on " : "",
+                          unix_path ?: "", curl_easy_strerror(code), os_errno > 0 ? ": " : "",
                           os_errno > 0 ? strerror((int) os_errno) : "");
                 c->error.http_status = call->status;
                 return r;
@@ -241,12 +248,76 @@ int http_call_perform(sandboxd_client *c, HttpCall *call) {
         return 0;
 }
 
+/* 421 wrong_node: once more, at the node's URL from SANDBOXD_NODES, when the request can be
+ * sent again (its body in memory); else the error says which node has the session and why
+ * it was not asked. */
+static int follow_node(sandboxd_client *c, HttpCall *call, int r) {
+        _cleanup_free_ char *node_url = NULL, *url = NULL;
+        const char *why = NULL, *path;
+        char node[sizeof(c->error.node)];
+        int k;
+
+        snprintf(node, sizeof(node), "%s", c->error.node);
+        if (!node[0])
+                return r;
+        k = nodes_lookup(getenv(NODES_ENV), node, &node_url, &why);
+        if (k == -ENOMEM)
+                return client_fail(c, k);
+        if (k == -EINVAL)
+                return error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r,
+                                 "The session is on node %s, and " NODES_ENV " cannot be read: %s.", node, why);
+        if (k < 0)
+                return error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r,
+                                 "The session is on node %s, and " NODES_ENV " does not name it (NAME=URL entries, "
+                                 "e.g. %s=http://HOST:8421).", node, node);
+        if (call->upload_fd >= 0)
+                return error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r,
+                                 "The session is on node %s (%s): an upload read from a file or pipe cannot be sent "
+                                 "twice; send it there.", node, node_url);
+        path = startswith(call->url, c->base_url);
+        if (!path)
+                return r;
+        if (asprintf(&url, "%s%s", node_url, path) < 0) {
+                url = NULL;
+                return client_fail(c, -ENOMEM);
+        }
+        buf_done(&call->response);
+        call->status = 0;
+        call->allow[0] = call->content_type_out[0] = 0;
+        call->abort_error = 0;
+        error_clear(&c->error);
+        r = perform_once(c, call, url, NULL);
+        if (r < 0 && c->error.kind == SANDBOXD_ERROR_WRONG_NODE) {
+                char first[sizeof(c->error.message)];
+
+                /* not again: say where it went */
+                snprintf(first, sizeof(first), "%s", c->error.message);
+                error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r, "Sent to node %s (%s) as " NODES_ENV " says: %s",
+                          node, node_url, first);
+        }
+        return r;
+}
+
+int http_call_perform(sandboxd_client *c, HttpCall *call) {
+        int r;
+
+        r = perform_once(c, call, call->url, c->unix_path);
+        if (r < 0 && call->status == 421 && c->error.kind == SANDBOXD_ERROR_WRONG_NODE)
+                return follow_node(c, call, r);
+        return r;
+}
+
 void http_call_done(HttpCall *call) {
         buf_done(&call->response);
 }
 
 int http_json(sandboxd_client *c, const char *method, const char *url, json_object *body, long *ret_status,
               json_object **ret_json) {
+        return http_json_scoped(c, method, url, body, NULL, ret_status, ret_json);
+}
+
+int http_json_scoped(sandboxd_client *c, const char *method, const char *url, json_object *body,
+                     const char *scope_header, long *ret_status, json_object **ret_json) {
         _cleanup_free_ char *text = NULL;
         HttpCall call = HTTP_CALL_INIT;
         json_object *o = NULL;
@@ -259,6 +330,7 @@ int http_json(sandboxd_client *c, const char *method, const char *url, json_obje
         }
         call.method = method;
         call.url = url;
+        call.scope_header = scope_header;
         call.body = text;
         call.body_size = text ? strlen(text) : 0;
         r = http_call_perform(c, &call);

@@ -145,3 +145,22 @@ int url_parse_endpoint(const char *url, char **ret_base, char **ret_unix_path) {
         *ret_unix_path = TAKE_PTR(unix_path);
         return 0;
 }
+
+int url_scope_header(const char *user, const char *workspace, char **ret) {
+        Buf b = {};
+        int r;
+
+        r = buf_puts(&b, "X-Sandboxd-Scope: ");
+        if (r >= 0)
+                r = url_append_escaped(&b, user, false);
+        if (r >= 0)
+                r = buf_puts(&b, "/");
+        if (r >= 0)
+                r = url_append_escaped(&b, workspace, false);
+        if (r < 0) {
+                buf_done(&b);
+                return r;
+        }
+        *ret = b.data;
+        return 0;
+}

@@ -562,17 +562,13 @@ void print_json_text(const char *json) {
 }
 
 bool session_id_looks_valid(const char *s) {
-        size_t n = 0;
-
-        for (; s[n]; n++)
-                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-                        return false;
-        return n == 16;
+        return session_id_is_valid(s);
 }
 
 int check_session_id(const char *id) {
         if (!session_id_looks_valid(id))
-                return log_error_errno(-EINVAL, "'%s' is not a session id (16 hex digits; see sandboxctl ls).", id);
+                return log_error_errno(-EINVAL, "'%s' is not a session id (NODE_HEX, or 16 hex digits alone; see sandboxctl ls).",
+                                       id);
         return 0;
 }
 

@@ -523,7 +523,7 @@ static int method_templates(McpCall *c, json_object *params, json_object **ret, 
         json_put(t, "title", json_object_new_string("A session"), &oom);
         json_put(t, "description",
                  json_object_new_string("One session as sandboxd reports it (state, frozen, limits, network, exec_mode, "
-                                        "ttl_s, expires_at_usec, commands, disk_bytes); session_id is 16 hex digits"),
+                                        "ttl_s, expires_at_usec, commands, disk_bytes); session_id is NODE_HEX (its node's name, '_', 16 hex digits) or 16 hex digits alone"),
                  &oom);
         json_put(t, "mimeType", json_object_new_string(MIME), &oom);
         json_push(arr, t, &oom);

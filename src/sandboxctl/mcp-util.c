@@ -40,6 +40,8 @@ int tool_fail_client(McpCall *c, ToolError *e, int r, const char *what) {
         e->http_status = api && api->http_status > 0 ? api->http_status : (long) row->http_status;
         snprintf(e->message, sizeof(e->message), "%.200s: %.600s", what,
                  api && api->kind != SANDBOXD_ERROR_NONE && api->message[0] ? api->message : strerror(-r));
+        if (api && api->kind == SANDBOXD_ERROR_WRONG_NODE)
+                snprintf(e->node, sizeof(e->node), "%s", api->node);
         return r;
 }
 
@@ -178,7 +180,7 @@ int arg_session(json_object *args, const char **ret, ToolError *e) {
         int r = arg_string(args, "session_id", true, ret, e);
 
         if (r >= 0 && !session_id_looks_valid(*ret))
-                return tool_fail(e, "invalid_value", "'%s' is not a session id (16 hex digits).", *ret);
+                return tool_fail(e, "invalid_value", "'%s' is not a session id (NODE_HEX: a node name, '_', 16 hex digits; or 16 hex digits alone).", *ret);
         return r;
 }
 

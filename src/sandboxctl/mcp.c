@@ -350,6 +350,8 @@ static json_object *tool_result(json_object *data, const ToolError *e) {
                 json_put(err, "code", json_object_new_string(e->code ?: "internal"), &oom);
                 json_put(err, "message", json_object_new_string(e->message), &oom);
                 json_put(err, "http_status", json_object_new_int((int) (e->http_status ?: 500)), &oom);
+                if (e->node[0])
+                        json_put(err, "node", json_object_new_string(e->node), &oom);
                 json_put(body, "error", err, &oom);
                 json_object_put(data);
         } else

@@ -35,6 +35,7 @@ typedef struct ToolError {
         const char *code;
         long http_status;
         char message[1024];
+        char node[33]; /* wrong_node: the node that has the session; "" otherwise */
 } ToolError;
 
 /* Fails with a code of the error table (an unknown code is a bug: "internal"); returns -EINVAL. */
@@ -117,7 +118,7 @@ void mcp_resources_done(void);
 
 /* --- schema pieces ------------------------------------------------------------------------ */
 
-#define MCP_SESSION_ID "{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{16}$\",\"description\":\"a session id\"}"
+#define MCP_SESSION_ID "{\"type\":\"string\",\"pattern\":\"^([a-z][a-z0-9]{0,31}_)?[0-9a-f]{16}$\",\"maxLength\":49,\"description\":\"a session id: NODE_HEX (its node's name, '_', 16 hex digits), or 16 hex digits alone\"}"
 #define MCP_REQUEST_ID "{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\",\"description\":\"a command's request id\"}"
 #define MCP_USER "{\"type\":\"string\",\"pattern\":\"^[a-z_][a-z0-9_-]{0,31}$\"}"
 #define MCP_WORKSPACE "{\"type\":\"string\",\"pattern\":\"^[a-z0-9_-]{1,64}$\"}"
@@ -125,7 +126,8 @@ void mcp_resources_done(void);
         "{\"type\":\"object\",\"properties\":{"                                                               \
         "\"code\":{\"type\":\"string\",\"description\":\"the shared error code, e.g. not_found\"},"          \
         "\"message\":{\"type\":\"string\"},"                                                                  \
-        "\"http_status\":{\"type\":\"integer\",\"description\":\"the HTTP status of the code\"}},"            \
+        "\"http_status\":{\"type\":\"integer\",\"description\":\"the HTTP status of the code\"},"             \
+        "\"node\":{\"type\":\"string\",\"description\":\"wrong_node: the node that has the session\"}},"     \
         "\"required\":[\"code\",\"message\",\"http_status\"]}"
 /* The outputSchema of a tool whose data is described by data (a JSON Schema). */
 #define MCP_OUTPUT(data)                                                                                      \

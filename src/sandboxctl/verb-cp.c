@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "sandboxctl.h"
+#include "validate.h"
 #include "time-util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
@@ -62,8 +63,8 @@ static int parse_location(const char *arg, Location *ret) {
         const char *colon = strchr(arg, ':');
 
         *ret = (Location) {};
-        if (colon && colon - arg == 16) {
-                ret->session = strndup(arg, 16);
+        if (colon && colon - arg >= SESSION_ID_HEX && colon - arg <= SESSION_ID_MAX) {
+                ret->session = strndup(arg, (size_t) (colon - arg));
                 if (!ret->session)
                         return log_oom();
                 if (session_id_looks_valid(ret->session)) {

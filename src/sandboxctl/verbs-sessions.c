@@ -5,6 +5,7 @@
 
 #include "json-util.h"
 #include "log.h"
+#include "nodes.h"
 #include "sandboxctl.h"
 #include "validate.h"
 
@@ -71,20 +72,91 @@ int verb_create(int argc, char *argv[]) {
         return 0;
 }
 
+static int compare_sessions(const void *a, const void *b) {
+        const sandboxd_session *x = *(sandboxd_session *const *) a, *y = *(sandboxd_session *const *) b;
+
+        return strcmp(x->id, y->id);
+}
+
+/* The sessions of every node of SANDBOXD_NODES, over HTTP with the same key: *ret the
+ * lists put together. A node that does not answer is reported and left out (-EREMOTEIO at
+ * the end); a malformed SANDBOXD_NODES is an error. */
+static int list_nodes(const char *spec, sandboxd_session ***ret, size_t *ret_n) {
+        const char *key = arg_key ?: getenv("SANDBOXD_KEY"), *why = NULL;
+        sandboxd_session **all = NULL;
+        NodeEntry *nodes = NULL;
+        size_t n_nodes = 0, n = 0;
+        int r, failed = 0;
+
+        r = nodes_parse(spec, &nodes, &n_nodes, &why);
+        if (r == -EINVAL)
+                return log_error_errno(r, "$" NODES_ENV " cannot be read: %s.", why);
+        if (r < 0)
+                return log_oom();
+        for (size_t i = 0; i < n_nodes; i++) {
+                _cleanup_(sandboxd_client_freep) sandboxd_client *c = NULL;
+                sandboxd_session **list = NULL, **m;
+                size_t k = 0;
+
+                r = sandboxd_client_new(nodes[i].url, key && *key ? key : NULL, &c);
+                if (r >= 0)
+                        r = sandboxd_session_list(c, arg_user, &list, &k);
+                if (r < 0) {
+                        if (c)
+                                (void) log_client_error(c, r, "Failed to list the sessions of node %s (%s)", nodes[i].name,
+                                                        nodes[i].url);
+                        else
+                                log_error_errno(r, "Node %s: bad URL '%s': %m", nodes[i].name, nodes[i].url);
+                        failed = -EREMOTEIO;
+                        continue;
+                }
+                m = realloc(all, (n + k + 1) * sizeof(sandboxd_session *));
+                if (!m) {
+                        sandboxd_session_list_free(list);
+                        r = log_oom();
+                        goto fail;
+                }
+                all = m;
+                memcpy(all + n, list, k * sizeof(sandboxd_session *));
+                n += k;
+                all[n] = NULL;
+                free(list); /* the sessions are all's now */
+        }
+        nodes_free(nodes, n_nodes);
+        if (n > 0)
+                qsort(all, n, sizeof(sandboxd_session *), compare_sessions);
+        *ret = all;
+        *ret_n = n;
+        return failed;
+fail:
+        nodes_free(nodes, n_nodes);
+        sandboxd_session_list_free(all);
+        return r;
+}
+
 int verb_list(int argc, char *argv[]) {
         _cleanup_(sandboxd_client_freep) sandboxd_client *b = NULL;
+        const char *spec = getenv(NODES_ENV);
         sandboxd_session **list = NULL;
-        size_t n = 0;
-        int r;
+        size_t n = 0, w = 2;
+        int r, failed = 0;
 
         if (arg_user && !user_name_is_valid(arg_user))
                 return log_error_errno(-EINVAL, "Invalid user name '%s'.", arg_user);
-        r = connect_client(&b);
-        if (r < 0)
-                return r;
-        r = sandboxd_session_list(b, arg_user, &list, &n);
-        if (r < 0)
-                return log_client_error(b, r, "Failed to list sessions");
+        if (spec && spec[strspn(spec, ", \t\r\n")]) {
+                /* every node of the cluster, not only the one behind --url */
+                r = list_nodes(spec, &list, &n);
+                if (r < 0 && r != -EREMOTEIO)
+                        return r;
+                failed = r;
+        } else {
+                r = connect_client(&b);
+                if (r < 0)
+                        return r;
+                r = sandboxd_session_list(b, arg_user, &list, &n);
+                if (r < 0)
+                        return log_client_error(b, r, "Failed to list sessions");
+        }
 
         if (arg_json) {
                 fputs("{\"sessions\":[", stdout);
@@ -95,23 +167,26 @@ int verb_list(int argc, char *argv[]) {
                 if (!arg_quiet)
                         printf("No sessions.\n");
         } else {
-                printf("%-16s  %-12s  %-20s  %-8s  %8s  %7s  %s\n", "ID", "USER", "WORKSPACE", "STATE", "COMMANDS",
-                       "RUNNING", "EXPIRES");
+                for (size_t i = 0; i < n; i++)
+                        w = MAX(w, strlen(list[i]->id));
+                printf("%-*s  %-12s  %-20s  %-8s  %8s  %7s  %s\n", (int) w, "ID", "USER", "WORKSPACE", "STATE",
+                       "COMMANDS", "RUNNING", "EXPIRES");
                 for (size_t i = 0; i < n; i++) {
                         char ts[64];
-                        printf("%-16s  %-12s  %-20s  %-8s  %8u  %7u  %s\n", list[i]->id, list[i]->user ?: "-",
+                        printf("%-*s  %-12s  %-20s  %-8s  %8u  %7u  %s\n", (int) w, list[i]->id, list[i]->user ?: "-",
                                list[i]->workspace ?: "-", list[i]->frozen ? "frozen" : list[i]->state ?: "-",
                                list[i]->commands, list[i]->running, format_timestamp(list[i]->expires_at_usec, ts));
                 }
         }
         sandboxd_session_list_free(list);
-        return 0;
+        return failed;
 }
 
 static void print_session(const sandboxd_session *s) {
         char a[64], b[64], m[32];
 
         printf("Session: %s\n", s->id);
+        printf("   Node: %s\n", s->node ?: "-");
         printf("  Scope: %s/%s\n", s->user ?: "-", s->workspace ?: "-");
         printf("  State: %s%s\n", s->state ?: "-", s->frozen ? " (frozen)" : "");
         printf("   Unit: %s\n", s->unit ?: "-");

@@ -3,6 +3,7 @@
 
 #include <systemd/sd-bus.h>
 
+#include "validate.h"
 #include "authz.h"
 #include "session.h"
 #include "manager.h"
@@ -31,7 +32,7 @@ typedef struct BusPending BusPending;
 struct BusPending {
         Manager *manager;
         sd_bus_message *call;
-        char session_id[17];
+        char session_id[SESSION_ID_SIZE];
         bool run;            /* Run: answered when the command is over */
         Command *command;    /* Run: the command, while the reader is attached */
         OutputReader reader; /* Run: tells when the command is over, or gone */

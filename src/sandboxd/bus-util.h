@@ -12,6 +12,7 @@
  * org.freedesktop.DBus.Error.AccessDenied and
  * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, which clients map to EACCES. */
 #define BUS_ERROR_NO_SUCH_SESSION BUS_ERROR_PREFIX "NoSuchSession"
+#define BUS_ERROR_WRONG_NODE BUS_ERROR_PREFIX "WrongNode"
 #define BUS_ERROR_NO_SUCH_COMMAND BUS_ERROR_PREFIX "NoSuchCommand"
 #define BUS_ERROR_NO_SUCH_FILE BUS_ERROR_PREFIX "NoSuchFile"
 #define BUS_ERROR_INVALID_ARGUMENTS BUS_ERROR_PREFIX "InvalidArguments"

@@ -4,6 +4,7 @@
 #include <ini.h>
 #include <limits.h>
 #include <stddef.h>
+#include <systemd/sd-id128.h>
 
 #include "buf.h"
 #include "config.h"
@@ -105,6 +106,22 @@ const char *pool_profile_to_string(PoolProfile p) {
         if (p < 0 || p >= _POOL_PROFILE_MAX)
                 return NULL;
         return table[p];
+}
+
+/* sandboxd's own app id for sd_id128_get_machine_app_specific(): fixed forever, or the
+ * default names of nodes change */
+#define NODE_APP_ID SD_ID128_MAKE(5e,9b,2c,41,d7,0a,4f,63,8e,12,b4,7c,a9,d3,06,f1)
+
+int config_default_node_name(char ret[static NODE_NAME_MAX + 1]) {
+        sd_id128_t id;
+        char hex[SD_ID128_STRING_MAX];
+        int r;
+
+        r = sd_id128_get_machine_app_specific(NODE_APP_ID, &id);
+        if (r < 0)
+                return r;
+        snprintf(ret, NODE_NAME_MAX + 1, "n%.8s", sd_id128_to_string(id, hex));
+        return 0;
 }
 
 void config_done(Config *c) {
@@ -313,7 +330,15 @@ static int handler(void *userdata, const char *section, const char *key, const c
         uint64_t v;
         int r;
 
-        if (streq(section, "Daemon")) {
+        if (streq(section, "Node")) {
+                if (streq(key, "Name")) {
+                        if (!node_name_is_valid(value))
+                                return set_error(st, section, key, value,
+                                                 "expected a node name: 1 to 32 of a-z and 0-9, starting with a letter");
+                        snprintf(c->node_name, sizeof(c->node_name), "%s", value);
+                        return 1;
+                }
+        } else if (streq(section, "Daemon")) {
                 if (streq(key, "IdleExitSec")) {
                         if (streq(value, "infinity") || streq(value, "0")) {
                                 c->idle_exit_usec = 0;

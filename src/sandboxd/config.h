@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "validate.h"
+
 #include "macro.h"
 #include "net-policy.h"
 #include "parse-util.h"
@@ -24,6 +26,9 @@ typedef enum PoolProfile {
 const char *pool_profile_to_string(PoolProfile p);
 
 typedef struct Config {
+        /* [Node] */
+        char node_name[NODE_NAME_MAX + 1]; /* Name=; "" until set: config_default_node_name() */
+
         /* [Daemon] */
         uint64_t idle_exit_usec; /* 0: never exit when idle */
 
@@ -110,6 +115,11 @@ typedef struct Config {
 extern const char *const config_builtin_inaccessible[];
 
 bool config_tenant_may_use_host_network(const Config *c, const char *tenant);
+
+/* The name of a node whose [Node] Name= is not set: "n" and the first 8 hex digits of the
+ * machine id hashed for sandboxd (sd_id128_get_machine_app_specific()), the same on every
+ * start on this machine, and not the machine id itself. */
+int config_default_node_name(char ret[static NODE_NAME_MAX + 1]);
 
 void config_init(Config *c);
 void config_done(Config *c);

@@ -70,15 +70,16 @@ Manager *daemon_free(Manager *m) {
 static int slice_first_user(Manager *m, const char *slice, char **all, char **all_states, char **ret) {
         _cleanup_free_ char *proxy_socket = NULL, *proxy_service = NULL;
         const char *id = startswith(slice, "sandboxd-");
-        char sid[17], prefix[64];
+        char sid[SESSION_ID_SIZE], prefix[SESSION_ID_SIZE + 16];
+        size_t l;
         unsigned n = 0;
         int r;
 
         *ret = NULL;
-        /* pool_adopt() takes only sandboxd-<16 hex>.slice */
-        if (!id || strlen(id) != 16 + strlen(".slice"))
+        /* pool_adopt() takes only sandboxd-<session id>.slice */
+        l = id ? session_id_prefix(id, sid) : 0;
+        if (l == 0 || !streq(id + l, ".slice"))
                 return 0;
-        snprintf(sid, sizeof(sid), "%.16s", id);
         snprintf(prefix, sizeof(prefix), "sandboxd-%s-", sid);
         if (systemd_proxy_unit_names(sid, &proxy_socket, &proxy_service) < 0)
                 return -ENOMEM;
@@ -158,14 +159,16 @@ static int daemon_recover(Manager *m) {
         snprintf(dir, sizeof(dir), "%s/exec", m->runtime_dir);
         d = opendir(dir);
         while (d && (de = readdir(d))) {
-                char sid[17];
+                char sid[SESSION_ID_SIZE];
+                size_t l;
                 unsigned n;
                 Session *s;
                 Command *c = NULL;
 
                 if (de->d_name[0] == '.')
                         continue;
-                if (sscanf(de->d_name, "%16[0-9a-f]-%u.env", sid, &n) == 2 && (s = session_find(m, sid)))
+                l = session_id_prefix(de->d_name, sid);
+                if (l > 0 && sscanf(de->d_name + l, "-%u.env", &n) == 1 && (s = session_find(m, sid)))
                         LIST_FOREACH(commands, c, s->commands)
                                 if (c->n == n)
                                         break;
@@ -209,13 +212,15 @@ static int daemon_recover(Manager *m) {
          * Also a failed one of a command forgotten since: its result was read. */
         for (size_t i = 0; all[i]; i++) {
                 _cleanup_free_ char *path = NULL;
-                char sid[17];
+                char sid[SESSION_ID_SIZE];
+                const char *p = startswith(all[i], "sandboxd-");
+                size_t l = p ? session_id_prefix(p, sid) : 0;
                 unsigned n;
                 int end = 0;
                 Session *s;
                 Command *c = NULL;
 
-                if (sscanf(all[i], "sandboxd-%16[0-9a-f]-%u.service%n", sid, &n, &end) != 2 || all[i][end] != 0 ||
+                if (l == 0 || sscanf(p + l, "-%u.service%n", &n, &end) != 1 || p[l + end] != 0 ||
                     !(s = session_find(m, sid)) || streq(all_states[i], "inactive"))
                         continue;
                 LIST_FOREACH(commands, c, s->commands)
@@ -566,7 +571,8 @@ int daemon_startup(Manager *m, const char *listen_path) {
 int daemon_run(Manager *m) {
         int r;
 
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving HTTP on %zu socket(s).", m->n_http);
+        log_info("Node %s: new sessions get ids %s_<16 hex digits>.", m->config.node_name, m->config.node_name);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Node %s, serving HTTP on %zu socket(s).", m->config.node_name, m->n_http);
         r = sd_event_loop(m->event);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");

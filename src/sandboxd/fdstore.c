@@ -33,6 +33,7 @@ static int parse_number(const char *s, unsigned *ret) {
 int fdstore_name_parse(const char *name, FdStoreName *ret) {
         FdStoreName n = {};
         const char *p = NULL;
+        size_t l;
 
         for (FdStoreKind k = 0; k < _FDSTORE_KIND_MAX && !p; k++)
                 if ((p = startswith(name, kinds[k].prefix)))
@@ -40,14 +41,11 @@ int fdstore_name_parse(const char *name, FdStoreName *ret) {
         if (!p)
                 return 0;
 
-        /* <sid>[-<n>]: the id is exactly 16 characters */
-        if (strnlen(p, 16) < 16)
+        /* <sid>[-<n>]: the id ends at '-' (none has one) */
+        l = session_id_prefix(p, n.session_id);
+        if (l == 0)
                 return -EINVAL;
-        memcpy(n.session_id, p, 16);
-        n.session_id[16] = 0;
-        if (!session_id_is_valid(n.session_id))
-                return -EINVAL;
-        p += 16;
+        p += l;
         if (kinds[n.kind].command ? p[0] != '-' || parse_number(p + 1, &n.n) < 0 : p[0] != 0)
                 return -EINVAL;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "macro.h"
+#include "validate.h"
 
 /* The names of the fds sandboxd keeps in systemd's fd store (FDNAME=), which come back
  * from sd_listen_fds_with_names() after a restart. */
@@ -17,12 +18,12 @@ typedef enum FdStoreKind {
 
 typedef struct FdStoreName {
         FdStoreKind kind;
-        char session_id[17];
+        char session_id[SESSION_ID_SIZE];
         unsigned n; /* the command's number, 1 and up; 0 for a session's fd */
 } FdStoreName;
 
 /* Longer than any name formatted here, NUL included. */
-#define FDSTORE_NAME_MAX 64
+#define FDSTORE_NAME_MAX 80
 
 /* 1 and *ret for a name of ours; 0 for a name that is not (a socket's, say); -EINVAL for
  * one that has a prefix of ours but is not valid otherwise. Pure: the name is what systemd

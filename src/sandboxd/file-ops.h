@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-event.h>
 
+#include "validate.h"
 #include "buf.h"
 #include "files.h"
 #include "list.h"
@@ -54,7 +55,7 @@ typedef enum FileOpState {
 struct FileOp {
         /* what to do */
         FileOpKind kind;
-        char key[17];          /* the session it is counted to */
+        char key[SESSION_ID_SIZE];          /* the session it is counted to */
         char *dir;             /* the workspace (host path), opened by the worker */
         char *path;            /* relative to it */
         char *to;              /* FILE_OP_MOVE */

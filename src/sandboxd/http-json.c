@@ -24,13 +24,13 @@ static int append_domains(Buf *b, const char *key, char * const *l) {
 int session_append_json(Session *s, Buf *b) {
         int r;
 
-        r = buf_printf(b, "{\"id\":\"%s\",\"user\":\"%s\",\"workspace\":\"%s\",\"state\":\"%s\",\"unit\":\"%s\","
+        r = buf_printf(b, "{\"id\":\"%s\",\"node\":\"%s\",\"user\":\"%s\",\"workspace\":\"%s\",\"state\":\"%s\",\"unit\":\"%s\","
                           "\"dynamic_user\":\"%s\",\"workspace_path\":\"%s\",\"created_at_usec\":%" PRIu64 ","
                           "\"last_activity_usec\":%" PRIu64 ",\"ttl_s\":%" PRIu64 ",\"expires_at_usec\":%" PRIu64 ","
                           "\"frozen\":%s,"
                           "\"limits\":{\"memory_max\":%" PRIu64 ",\"cpu_quota\":%" PRIu64 ",\"tasks_max\":%" PRIu64 "},"
                           "\"commands\":%u,\"running\":%u,\"disk_bytes\":%" PRIu64,
-                       s->id, s->user, s->workspace, session_state_to_string(s->state), s->slice, s->dynamic_user,
+                       s->id, s->manager->config.node_name, s->user, s->workspace, session_state_to_string(s->state), s->slice, s->dynamic_user,
                        s->workspace_dir, s->created_realtime_usec, s->last_activity_realtime_usec,
                        s->ttl_usec / USEC_PER_SEC, session_expiry(s), s->frozen ? "true" : "false", s->limits.memory_max,
                        s->limits.cpu_quota_percent, s->limits.tasks_max, s->n_commands, session_count_running(s),

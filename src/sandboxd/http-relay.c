@@ -30,7 +30,7 @@ struct HttpRelay {
         unsigned n_ref;              /* the request's, and the response's while MHD has it */
         HttpRequest *request;        /* NULL once the request is over */
         struct MHD_Connection *connection;
-        char session_id[17];
+        char session_id[SESSION_ID_SIZE];
 
         CURL *easy;
         bool in_multi;

@@ -167,9 +167,9 @@ static int route_health(HttpRequest *r) {
 
         if (buf_printf(&b,
                        "{\"status\":\"%s\",\"timestamp\":\"%s\",\"uptime\":%.3f,\"version\":\"%s\","
-                       "\"sessions\":%u,\"running_commands\":%u,\"pool\":",
-                       h.status, ts, (double) h.uptime_usec / USEC_PER_SEC, PROJECT_VERSION, h.sessions,
-                       h.running_commands) < 0 ||
+                       "\"node\":\"%s\",\"sessions\":%u,\"running_commands\":%u,\"pool\":",
+                       h.status, ts, (double) h.uptime_usec / USEC_PER_SEC, PROJECT_VERSION, m->config.node_name,
+                       h.sessions, h.running_commands) < 0 ||
             append_pool_json(m, &b) < 0 || buf_puts(&b, "}") < 0) {
                 buf_done(&b);
                 return MHD_NO;
@@ -450,6 +450,32 @@ static int refuse_draining(HttpRequest *r) {
         return http_queue(r, http_error_status("draining"), resp);
 }
 
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        if (key && strcasecmp(key, SCOPE_HEADER) == 0)
+                (*(unsigned *) cls)++;
+        return MHD_YES;
+}
+
+/* Whether X-Sandboxd-Scope is absent or names req's scope; if not, why in msg. */
+static bool scope_header_ok(HttpRequest *r, const SessionRequest *req, char *msg, size_t size) {
+        const char *v = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, SCOPE_HEADER);
+        unsigned n = 0;
+
+        (void) MHD_get_connection_values(r->connection, MHD_HEADER_KIND, count_header, &n);
+        if (n == 0)
+                return true;
+        if (n > 1) {
+                snprintf(msg, size, "Header " SCOPE_HEADER " is given more than once.");
+                return false;
+        }
+        if (!v || !scope_header_matches(v, req->user, req->workspace)) {
+                snprintf(msg, size, "Header " SCOPE_HEADER " must be the body's user and workspace, %s/%s.", req->user,
+                         req->workspace);
+                return false;
+        }
+        return true;
+}
+
 static int route_create_session(HttpRequest *r) {
         Manager *m = r->server->manager;
         _cleanup_(session_request_done) SessionRequest req = {};
@@ -466,6 +492,15 @@ static int route_create_session(HttpRequest *r) {
         ret = session_request_parse(r->body.data, r->body.len, &req, &e);
         if (ret < 0)
                 return queue_request_error(r, ret, &e);
+
+        /* The placement header a load balancer hashes (sandboxd-api(7)): when there, it must be
+         * the body's scope, or the scope could have sessions on two nodes. */
+        {
+                char msg[256];
+
+                if (!scope_header_ok(r, &req, msg, sizeof(msg)))
+                        return http_queue_error(r, "invalid_value", msg);
+        }
 
         /* May the caller have a session of this scope, and the active one if there is one? */
         s = session_find_by_scope(m, scope_tenant(r->tenant), req.user, req.workspace);
@@ -1634,6 +1669,13 @@ static unsigned http_route_resolve(HttpRequest *r, struct MHD_Response **ret_res
                                          &(AuthzTarget) { .user = s->user, .session = true, .creator = s->tenant }, &reason);
                 if (v == AUTHZ_FORBIDDEN)
                         return refuse(ret_resp, "forbidden", reason);
+                /* Not here (or not to be seen): another node's, when the id names another node
+                 * (a session here whose id names the node's former name is served as any). */
+                if (v != AUTHZ_ALLOW && session_id_is_valid(r->params[0]) &&
+                    !session_id_is_of_node(r->params[0], r->server->manager->config.node_name)) {
+                        *ret_resp = http_wrong_node_response(r->params[0], r->server->manager->config.node_name);
+                        return http_error_status("wrong_node");
+                }
                 if (v != AUTHZ_ALLOW)
                         return refuse(ret_resp, "not_found", "No such session.");
                 r->target = s;

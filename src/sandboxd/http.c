@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <strings.h>
@@ -152,6 +153,26 @@ struct MHD_Response *http_error_response(const char *code, const char *message) 
         if (buf_puts(&b, "{\"error\":{\"code\":") < 0 || json_append_string(&b, code, strlen(code)) < 0 ||
             buf_puts(&b, ",\"message\":") < 0 || json_append_string(&b, message, strlen(message)) < 0 ||
             buf_puts(&b, "}}\n") < 0) {
+                buf_done(&b);
+                return NULL;
+        }
+        resp = http_json_response(b.data, b.len);
+        buf_done(&b);
+        return resp;
+}
+
+struct MHD_Response *http_wrong_node_response(const char *id, const char *this_node) {
+        struct MHD_Response *resp;
+        size_t n = session_id_node_len(id);
+        char message[256];
+        Buf b = {};
+
+        assert(n > 0 && n <= NODE_NAME_MAX);
+        snprintf(message, sizeof(message), "Session %s is on node %.*s, not on this one (%s): ask node %.*s.", id,
+                 (int) n, id, this_node, (int) n, id);
+        if (buf_puts(&b, "{\"error\":{\"code\":\"wrong_node\",\"message\":") < 0 ||
+            json_append_string(&b, message, strlen(message)) < 0 || buf_puts(&b, ",\"node\":") < 0 ||
+            json_append_string(&b, id, n) < 0 || buf_puts(&b, "}}\n") < 0) {
                 buf_done(&b);
                 return NULL;
         }

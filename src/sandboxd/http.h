@@ -4,6 +4,7 @@
 #include <microhttpd.h>
 #include <sys/types.h>
 
+#include "validate.h"
 #include "authz.h"
 #include "buf.h"
 #include "command.h"
@@ -64,7 +65,7 @@ struct HttpRequest {
         bool streaming;
         FileUpload *upload;
         char *upload_path;
-        char upload_session[17];
+        char upload_session[SESSION_ID_SIZE];
 
         /* Set by an asynchronous handler before it resumes the connection. */
         struct MHD_Response *response;
@@ -90,6 +91,8 @@ HttpServer *http_server_free(HttpServer *s);
  * code's row in the error table (error-table.h). */
 struct MHD_Response *http_json_response(const char *json, size_t n);
 struct MHD_Response *http_error_response(const char *code, const char *message);
+/* 421 wrong_node: the error with "node", the node that has session id (its node part). */
+struct MHD_Response *http_wrong_node_response(const char *id, const char *this_node);
 unsigned http_error_status(const char *code);
 int http_queue(HttpRequest *r, unsigned status, struct MHD_Response *resp);
 int http_queue_error(HttpRequest *r, const char *code, const char *message);

@@ -33,8 +33,12 @@ static int find_session(Manager *m, const char *id, Session **ret, sd_bus_error 
 
         if (!session_id_is_valid(id))
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_NAME,
-                                         "Invalid session id '%.32s': must be 16 lowercase hexadecimal digits.", id);
+                                         "Invalid session id '%.64s': must be NODE_HEX (a node name, '_', 16 lowercase "
+                                         "hexadecimal digits) or 16 lowercase hexadecimal digits.", id);
         s = session_find(m, id);
+        if (!s && !session_id_is_of_node(id, m->config.node_name))
+                return sd_bus_error_setf(error, BUS_ERROR_WRONG_NODE, "Session '%s' is on node %.*s, not on this one (%s).",
+                                         id, (int) session_id_node_len(id), id, m->config.node_name);
         if (!s)
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_SESSION, "No session '%s'.", id);
         *ret = s;
@@ -268,10 +272,10 @@ static int method_health(sd_bus_message *call, void *userdata, sd_bus_error *err
         status_health(m, &h);
         r = sd_bus_message_new_method_return(call, &reply);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "a{sv}", 6, "status", "s", h.status, "timestamp", "t", h.timestamp_usec,
+                r = sd_bus_message_append(reply, "a{sv}", 7, "status", "s", h.status, "timestamp", "t", h.timestamp_usec,
                                           "uptime", "d", (double) h.uptime_usec / USEC_PER_SEC, "version", "s",
-                                          PROJECT_VERSION, "sessions", "u", h.sessions, "running_commands", "u",
-                                          h.running_commands);
+                                          PROJECT_VERSION, "node", "s", m->config.node_name, "sessions", "u", h.sessions,
+                                          "running_commands", "u", h.running_commands);
         if (r >= 0)
                 r = append_pool(reply, m);
         if (r < 0)
@@ -590,18 +594,22 @@ static const sd_bus_vtable *vtable_for_path(const char *path, const char *interf
                 *ret_interface = BUS_MANAGER_INTERFACE;
                 return manager_vtable;
         }
+        char id[SESSION_ID_SIZE];
+        size_t n;
+
         p = startswith(path, BUS_SESSION_PREFIX "/");
-        if (!p || strlen(p) < 16)
+        n = p ? session_id_prefix(p, id) : 0;
+        if (n == 0)
                 return NULL;
-        if (p[16] == 0 && streq_ptr(interface, BUS_FILES_INTERFACE)) {
+        if (p[n] == 0 && streq_ptr(interface, BUS_FILES_INTERFACE)) {
                 *ret_interface = BUS_FILES_INTERFACE;
                 return files_vtable;
         }
-        if (p[16] == 0) {
+        if (p[n] == 0) {
                 *ret_interface = BUS_SESSION_INTERFACE;
                 return session_vtable;
         }
-        if (startswith(p + 16, "/command/")) {
+        if (startswith(p + n, "/command/")) {
                 *ret_interface = BUS_COMMAND_INTERFACE;
                 return command_vtable;
         }
@@ -638,7 +646,15 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
         /* Our object paths under .../session/: the object must be there. (A call that polkit
          * was asked about comes back here too: its session may have gone meanwhile.) */
         if (vt != manager_vtable && !session_from_path(m, path, NULL)) {
+                char id[SESSION_ID_SIZE];
+
                 polkit_forget(m, msg);
+                /* vtable_for_path() found a session id in it */
+                (void) session_id_prefix(path + strlen(BUS_SESSION_PREFIX "/"), id);
+                if (!session_id_is_of_node(id, m->config.node_name))
+                        return sd_bus_reply_method_errorf(msg, BUS_ERROR_WRONG_NODE,
+                                                          "Session '%s' is on node %.*s, not on this one (%s).", id,
+                                                          (int) session_id_node_len(id), id, m->config.node_name);
                 return sd_bus_reply_method_errorf(msg, BUS_ERROR_NO_SUCH_SESSION, "No session at %s.", path);
         }
         if (vt == command_vtable && !command_from_path(m, path)) {

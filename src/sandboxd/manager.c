@@ -71,6 +71,12 @@ int manager_load_config(Manager *m, const char *path) {
         r = config_load(&m->config, path, warn_config, &error);
         if (r < 0)
                 return log_error_errno(r, "Invalid configuration: %s", error ?: strerror(-r));
+        if (m->config.node_name[0] == 0) {
+                r = config_default_node_name(m->config.node_name);
+                if (r < 0)
+                        return log_error_errno(r, "No [Node] Name= is set and no machine id to make one of (%m): "
+                                               "set one in sandboxd.conf.");
+        }
         m->spool.max = m->config.spool_max;
         return 0;
 }

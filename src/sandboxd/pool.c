@@ -104,11 +104,11 @@ void pool_fill(Manager *m) {
 
         /* PoolSize= sandboxes at most come from the pool (prepared or in use); MinReady= of them wait ready. */
         while (pool_count(m) < c->pool_min_ready && pool_count(m) + m->n_pool_in_use < c->pool_size) {
-                char id[17];
+                char id[SESSION_ID_SIZE];
                 PoolSlot *p;
                 int r;
 
-                if (random_session_id(id) < 0)
+                if (random_session_id(c->node_name, id) < 0)
                         return;
                 p = slot_new(m, id);
                 if (!p)
@@ -151,14 +151,14 @@ void pool_fill_soon(Manager *m) {
         }
 }
 
-int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
+int pool_take(Manager *m, char ret_id[static SESSION_ID_SIZE], bool *ret_proxy) {
         PoolSlot *p;
 
         assert(m && ret_id && ret_proxy);
 
         LIST_FOREACH(slots, p, m->pool)
                 if (p->ready) {
-                        memcpy(ret_id, p->id, 17);
+                        memcpy(ret_id, p->id, SESSION_ID_SIZE);
                         *ret_proxy = p->proxy;
                         slot_free(p);
                         return 0;
@@ -168,14 +168,12 @@ int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy) {
 
 void pool_adopt(Manager *m, const char *slice, const char *in_use_by) {
         const char *id = startswith(slice, "sandboxd-");
-        char buf[17];
+        char buf[SESSION_ID_SIZE];
+        size_t n;
         PoolSlot *p;
 
-        if (!id || strlen(id) != 16 + strlen(".slice") || !streq(id + 16, ".slice"))
-                return;
-        memcpy(buf, id, 16);
-        buf[16] = 0;
-        if (!session_id_is_valid(buf))
+        n = id ? session_id_prefix(id, buf) : 0;
+        if (n == 0 || !streq(id + n, ".slice"))
                 return;
 
         if (in_use_by) {
@@ -186,8 +184,10 @@ void pool_adopt(Manager *m, const char *slice, const char *in_use_by) {
                 (void) systemd_stop_unit_async(m->pid1, slice, NULL, NULL);
                 return;
         }
+        /* Only a slice with this node's name in it: a new session's id names its node (a slice
+         * from before nodes had names, or from before [Node] Name= changed, is stopped). */
         if (m->config.pool_profile == POOL_SHARED && pool_count(m) + m->n_pool_in_use < m->config.pool_size &&
-            (p = slot_new(m, buf))) {
+            session_id_node_len(buf) > 0 && session_id_is_of_node(buf, m->config.node_name) && (p = slot_new(m, buf))) {
                 /* Its limits may be a former session's: reset them to the defaults. */
                 (void) systemd_set_slice_limits_async(m->pid1, slice, &m->config.session_limits, NULL, NULL);
                 p->slice_started = true;

@@ -11,7 +11,7 @@
 typedef struct PoolSlot PoolSlot;
 struct PoolSlot {
         Manager *manager;
-        char id[17];
+        char id[SESSION_ID_SIZE];
         char *slice;
         bool slice_started;
         bool proxy;             /* its proxy units are started or starting */
@@ -40,11 +40,11 @@ void pool_fill_soon(Manager *m);
 /* Takes a ready slice: its id becomes the session's; *ret_proxy says whether its proxy
  * units are started. -EAGAIN if none is ready. Call pool_fill() once the session is in the
  * manager's list. */
-int pool_take(Manager *m, char ret_id[static 17], bool *ret_proxy);
+int pool_take(Manager *m, char ret_id[static SESSION_ID_SIZE], bool *ret_proxy);
 /* A slice found at start-up that no session owns: back in the pool, or stopped. One with a
  * unit or process in it (in_use_by names one) is never pooled: it is stopped. */
 void pool_adopt(Manager *m, const char *slice, const char *in_use_by);
 void pool_free(Manager *m);
 void pool_stats(Manager *m, PoolStats *ret);
 
-int random_session_id(char ret[static 17]);
+int random_session_id(const char *node, char ret[static SESSION_ID_SIZE]);

@@ -18,21 +18,17 @@ int session_bus_path(Session *s, char **ret) {
 }
 
 Session *session_from_path(Manager *m, const char *path, const char **ret_rest) {
-        char id[17];
+        char id[SESSION_ID_SIZE];
         const char *p = startswith(path, BUS_SESSION_PREFIX "/");
         size_t n;
 
         if (!p)
                 return NULL;
-        n = strcspn(p, "/");
-        if (n != 16)
-                return NULL;
-        memcpy(id, p, 16);
-        id[16] = 0;
-        if (!session_id_is_valid(id))
+        n = session_id_prefix(p, id);
+        if (n == 0 || (p[n] != 0 && p[n] != '/'))
                 return NULL;
         if (ret_rest)
-                *ret_rest = p + 16;
+                *ret_rest = p + n;
         return session_find(m, id);
 }
 
@@ -695,9 +691,18 @@ static int method_unexpose_port(sd_bus_message *call, void *userdata, sd_bus_err
 #define CHANGES SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 #define CONST SD_BUS_VTABLE_PROPERTY_CONST
 
+/* The node that has the session: this one (whatever its id's node part says). */
+static int property_get_node(sd_bus *bus, const char *path, const char *interface, const char *property,
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = userdata;
+
+        return sd_bus_message_append(reply, "s", s->manager->config.node_name);
+}
+
 const sd_bus_vtable session_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Id", "s", property_get_id, 0, CONST),
+        SD_BUS_PROPERTY("Node", "s", property_get_node, 0, CONST),
         SD_BUS_PROPERTY("User", "s", NULL, offsetof(Session, user), CONST),
         SD_BUS_PROPERTY("Workspace", "s", NULL, offsetof(Session, workspace), CONST),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, CHANGES),

@@ -54,14 +54,18 @@ SessionState session_state_from_string(const char *s) {
         return _SESSION_STATE_INVALID;
 }
 
-int random_session_id(char ret[static 17]) {
-        uint8_t b[8];
+int random_session_id(const char *node, char ret[static SESSION_ID_SIZE]) {
+        uint8_t b[SESSION_ID_HEX / 2];
+        size_t l = strlen(node);
         ssize_t n;
 
+        assert(node_name_is_valid(node));
         n = getrandom(b, sizeof(b), 0);
         if (n != (ssize_t) sizeof(b))
                 return n < 0 ? -errno : -EIO;
-        hex_encode(b, sizeof(b), ret);
+        memcpy(ret, node, l);
+        ret[l] = '_';
+        hex_encode(b, sizeof(b), ret + l + 1);
         return 0;
 }
 
@@ -757,7 +761,7 @@ int session_create(Manager *m, const SessionRequest *req, const char *tenant, Se
         /* A slice prepared ahead, when there is one: no round trip to PID 1 now. */
         pooled = s->from_pool = pool_take(m, s->id, &pooled_proxy) >= 0;
         if (!pooled) {
-                r = random_session_id(s->id);
+                r = random_session_id(c->node_name, s->id);
                 if (r < 0)
                         goto fail;
         }

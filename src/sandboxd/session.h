@@ -26,7 +26,7 @@ SessionState session_state_from_string(const char *s);
 
 struct Session {
         Manager *manager;
-        char id[17];
+        char id[SESSION_ID_SIZE];
         char *user;
         char *workspace;
         char *tenant;         /* who created it: an API tenant, "unix:<uid>", "dbus:<uid>" */

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 
 #include "exec-env.h"
+#include "validate.h"
 #include "executor-proto.h"
 #include "log.h"
 #include "systemd.h"
@@ -698,8 +700,10 @@ int systemd_start_port_async(Pid1Gate *g, Pid1Call **ret_call, const PortUnitSpe
                 return r;
         char target[64], user[32];
         snprintf(target, sizeof(target), "127.0.0.1:%u", p->port);
-        /* one dynamic user for the relays of a session, none of its commands' */
-        snprintf(user, sizeof(user), "sbxp-%s", p->session_id);
+        /* one dynamic user for the relays of a session, none of its commands': the id's 16 hex
+         * digits, without the node's name (a user name has at most 31 characters) */
+        assert(strlen(p->session_id) >= SESSION_ID_HEX);
+        snprintf(user, sizeof(user), "sbxp-%s", p->session_id + strlen(p->session_id) - SESSION_ID_HEX);
         r = sd_bus_message_open_container(m, 'a', "(sa(sv))");
         if (r >= 0)
                 r = append_proxyd_service(m, &(ProxydSpec) {

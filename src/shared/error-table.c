@@ -33,6 +33,7 @@ static const ApiError table[] = {
         { "forbidden", EACCES, 403, SD_BUS_ERROR_ACCESS_DENIED, SANDBOXD_ERROR_FORBIDDEN },
         /* what is asked about */
         { "not_found", ENOENT, 404, E("NoSuchSession"), SANDBOXD_ERROR_NOT_FOUND },
+        { "wrong_node", EREMOTE, 421, E("WrongNode"), SANDBOXD_ERROR_WRONG_NODE },
         { "executable_not_found", ENOENT, 400, E("ExecutableNotFound"), SANDBOXD_ERROR_INVALID },
         { "session_not_active", EBUSY, 409, E("SessionNotActive"), SANDBOXD_ERROR_CONFLICT },
         { "session_starting", EBUSY, 409, E("SessionStarting"), SANDBOXD_ERROR_CONFLICT },
@@ -150,6 +151,8 @@ sandboxd_error_kind api_error_kind_from_http(long status) {
                 return SANDBOXD_ERROR_NOT_FOUND;
         case 409:
                 return SANDBOXD_ERROR_CONFLICT;
+        case 421:
+                return SANDBOXD_ERROR_WRONG_NODE;
         case 413:
                 return SANDBOXD_ERROR_TOO_LARGE;
         case 416:
@@ -189,6 +192,8 @@ int api_error_kind_errno(sandboxd_error_kind kind) {
                 return -ENOENT;
         case SANDBOXD_ERROR_CONFLICT:
                 return -EBUSY;
+        case SANDBOXD_ERROR_WRONG_NODE:
+                return -EREMOTE;
         case SANDBOXD_ERROR_TOO_LARGE:
                 return -EFBIG;
         case SANDBOXD_ERROR_RANGE:

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <string.h>
 #include <strings.h>
 
 #include "validate.h"
@@ -59,15 +60,121 @@ bool request_id_is_reserved(const char *s) {
         return s && strncasecmp(s, "sandboxd.", 9) == 0;
 }
 
+bool node_name_is_valid(const char *s) {
+        size_t n;
+
+        if (!s || !in_range(s[0], 'a', 'z'))
+                return false;
+        for (n = 1; s[n]; n++)
+                if (!(in_range(s[n], 'a', 'z') || in_range(s[n], '0', '9')) || n >= NODE_NAME_MAX)
+                        return false;
+        return true;
+}
+
+static bool hex16(const char *s) {
+        size_t n;
+
+        for (n = 0; s[n]; n++)
+                if (!(in_range(s[n], '0', '9') || in_range(s[n], 'a', 'f')) || n >= SESSION_ID_HEX)
+                        return false;
+        return n == SESSION_ID_HEX;
+}
+
+size_t session_id_node_len(const char *id) {
+        const char *u;
+
+        if (!id)
+                return 0;
+        u = strchr(id, '_');
+        return u ? (size_t) (u - id) : 0;
+}
+
 bool session_id_is_valid(const char *s) {
+        char node[NODE_NAME_MAX + 1];
         size_t n;
 
         if (!s)
                 return false;
-        for (n = 0; s[n]; n++)
-                if (!(in_range(s[n], '0', '9') || in_range(s[n], 'a', 'f')))
-                        return false;
-        return n == 16;
+        n = strnlen(s, SESSION_ID_MAX + 1);
+        if (n > SESSION_ID_MAX)
+                return false;
+        if (n == SESSION_ID_HEX)
+                return hex16(s);
+        if (n < SESSION_ID_HEX + 2 || s[n - SESSION_ID_HEX - 1] != '_')
+                return false;
+        memcpy(node, s, n - SESSION_ID_HEX - 1);
+        node[n - SESSION_ID_HEX - 1] = 0;
+        return node_name_is_valid(node) && hex16(s + n - SESSION_ID_HEX);
+}
+
+bool session_id_is_of_node(const char *id, const char *node) {
+        size_t n = session_id_node_len(id);
+
+        return n == 0 || (node && strlen(node) == n && strncmp(id, node, n) == 0);
+}
+
+size_t session_id_prefix(const char *s, char ret[static SESSION_ID_SIZE]) {
+        size_t n = 0;
+
+        ret[0] = 0;
+        if (!s)
+                return 0;
+        while (n <= SESSION_ID_MAX && (in_range(s[n], 'a', 'z') || in_range(s[n], '0', '9') || s[n] == '_'))
+                n++;
+        if (n > SESSION_ID_MAX)
+                return 0;
+        memcpy(ret, s, n);
+        ret[n] = 0;
+        if (!session_id_is_valid(ret)) {
+                ret[0] = 0;
+                return 0;
+        }
+        return n;
+}
+
+static int unhex(char c) {
+        return in_range(c, '0', '9') ? c - '0' : in_range(c, 'a', 'f') ? c - 'a' + 10 : in_range(c, 'A', 'F') ? c - 'A' + 10 : -1;
+}
+
+/* Decodes one part of the header, up to '/' or the end: *s moves past it. -EINVAL: bad. */
+static int scope_part(const char **s, char *buf, size_t size) {
+        size_t n = 0;
+        const char *p = *s;
+
+        for (; *p && *p != '/'; p++) {
+                int c = (unsigned char) *p;
+
+                if (c == '%') {
+                        int hi = unhex(p[1]), lo = hi < 0 ? -1 : unhex(p[2]);
+
+                        if (lo < 0)
+                                return -EINVAL;
+                        c = hi * 16 + lo;
+                        p += 2;
+                        if (c == 0)
+                                return -EINVAL;
+                }
+                if (n + 1 >= size)
+                        return -EINVAL;
+                buf[n++] = (char) c;
+        }
+        buf[n] = 0;
+        *s = p;
+        return 0;
+}
+
+bool scope_header_matches(const char *value, const char *user, const char *workspace) {
+        char u[257], w[257];
+        const char *p = value;
+
+        if (!value || !user || !workspace)
+                return false;
+        if (scope_part(&p, u, sizeof(u)) < 0 || *p != '/')
+                return false;
+        p++;
+        if (scope_part(&p, w, sizeof(w)) < 0 || *p != 0)
+                return false;
+        return streq(u, user) && streq(w, workspace);
 }
 
 bool env_name_is_valid(const char *s) {

@@ -26,7 +26,7 @@ static bool is_utf8(const char *s) {
 }
 
 static void check_session(const Session *s) {
-        char slice[64];
+        char slice[128];
 
         assert(session_id_is_valid(s->id));
         assert(user_name_is_valid(s->user) && workspace_name_is_valid(s->workspace));
@@ -51,7 +51,7 @@ static void check_session(const Session *s) {
 
 static void check_command(const Command *c) {
         _cleanup_(json_object_putp) json_object *o = NULL;
-        char unit[64];
+        char unit[128];
         Buf b = {};
 
         assert(c->n > 0 && request_id_is_valid(c->request_id));

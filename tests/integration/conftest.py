@@ -495,6 +495,9 @@ def wait_terminal(api, sid, rid, timeout=30.0):
 # that unit's.
 
 _COMMAND_CGROUP_RE = re.compile(r"c(\d+)-[0-9a-f]{16}")
+# session ids (sandboxd-api(7), NODES): NODE_HEX, or 16 hex digits alone (before nodes had names)
+SESSION_ID_RE = re.compile(r"(?:[a-z][a-z0-9]{0,31}_)?[0-9a-f]{16}")
+NEW_SESSION_ID_RE = re.compile(r"[a-z][a-z0-9]{0,31}_[0-9a-f]{16}")
 
 
 def exec_unit(sid):

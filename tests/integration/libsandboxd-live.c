@@ -139,7 +139,9 @@ int main(int argc, char *argv[]) {
         CHECK(sandboxd_session_create(c, argv[2], argv[3], "{\"ttl_s\":600,\"exec_mode\":\"session\"}", &s, &created) == 0);
         if (!s)
                 return 1;
-        CHECK(created && strlen(s->id) == 16 && strcmp(s->state, "active") == 0 && s->ttl_s == 600);
+        /* NODE_HEX: the node's name, '_', 16 hex digits */
+        CHECK(created && s->node && strncmp(s->id, s->node, strlen(s->node)) == 0 && s->id[strlen(s->node)] == '_' &&
+              strlen(s->id) == strlen(s->node) + 17 && strcmp(s->state, "active") == 0 && s->ttl_s == 600);
         CHECK(same_str(s->exec_mode, "session"));
         /* asked again, with another mode: the same session, as it is */
         CHECK(sandboxd_session_create(c, argv[2], argv[3], "{\"exec_mode\":\"unit\"}", &s2, &created) == 0 && !created &&

@@ -46,6 +46,7 @@ PORT = 8000  # a server that answers every method, exposed
 DEAD_PORT = 8001  # exposed, nothing listens
 NEW_PORTS = {"dredd": 8002, "prism": 8003}  # exposed by the 201 transaction, unexposed by DELETE
 NO_SID = "ffffffffffffffff"
+OTHER_NODE_SID = "zz_ffffffffffffffff"  # a session of node zz: 421 wrong_node
 
 pytestmark = [
     pytest.mark.skipif(not TOOLS, reason="SANDBOXD_CONTRACT_TOOLS is not set: run through tools/dev test"),
@@ -395,6 +396,8 @@ def contract_cases(spec, w, tag):
                 if method == "GET":
                     v["path"] = "ro/secret" if by_query else "secret"
                 nested = not by_query and method != "GET"
+        elif status == "421":
+            v["sid"] = OTHER_NODE_SID
         elif status == "404":
             v["sid"] = NO_SID
             v["image"] = "contract-no-such-image"
@@ -484,7 +487,7 @@ def contract_cases(spec, w, tag):
             before, after = drain, undrain
         elif status == "501":
             pass  # cgroup v1: freezing unsupported
-        if tpl == "/v1/sessions/{sid}/commands/{rid}/tty" and status not in ("401", "404", "426"):
+        if tpl == "/v1/sessions/{sid}/commands/{rid}/tty" and status not in ("401", "404", "421", "426"):
             headers.update(ws_handshake)
         path = re.sub(r"\{(\w+)\}", lambda m: v[m.group(1)] if m.group(1) != "path" or not by_query else "", tpl)
         if by_query:

@@ -71,7 +71,7 @@ def test_activation_files_installed():
 def test_create_session(api, scope):
     user, ws = scope
     sid, path = B.manager("CreateSession", "ssa{sv}", user, ws, {})
-    assert re.fullmatch(r"[0-9a-f]{16}", sid), sid
+    assert re.fullmatch(r"[a-z][a-z0-9]{0,31}_[0-9a-f]{16}", sid), sid  # NODE_HEX
     assert path == "%s/session/%s" % (B.PATH, sid)
     props = B.get_all(path, B.SESSION)
     assert props["Id"] == sid and props["User"] == user and props["Workspace"] == ws

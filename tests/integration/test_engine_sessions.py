@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import (assert_error, commands_path, is_active, replay, run, sh, snapshot, start_command,
+from conftest import (SESSION_ID_RE, assert_error, commands_path, is_active, replay, run, sh, snapshot, start_command,
                       units, wait_command_ended, wait_for)
 
 
@@ -194,7 +194,7 @@ def pool_slice_ids(api):
     for u in units():
         if u.startswith("sandboxd-") and u.endswith(".slice") and is_active(u) == "active":
             sid = u[len("sandboxd-"):-len(".slice")]
-            if len(sid) == 16 and sid not in owned:
+            if SESSION_ID_RE.fullmatch(sid) and sid not in owned:
                 ids.add(sid)
     return ids
 

@@ -60,7 +60,7 @@ def test_schemas(api):
         assert out_s["properties"]["data"]["type"] == "object" and out_s["properties"]["data"]["properties"], t
         assert out_s["properties"]["error"]["required"] == ["code", "message", "http_status"], t
         if "session_id" in s["properties"]:
-            assert s["properties"]["session_id"]["pattern"] == "^[0-9a-f]{16}$", t
+            assert s["properties"]["session_id"]["pattern"] == "^([a-z][a-z0-9]{0,31}_)?[0-9a-f]{16}$", t
         if "request_id" in s["properties"]:
             assert s["properties"]["request_id"]["pattern"] == "^[A-Za-z0-9._-]{1,64}$", t
             assert "request_id" in s["required"], t

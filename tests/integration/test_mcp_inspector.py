@@ -50,7 +50,7 @@ CALLS = {
         lambda d, c: d["sandboxd"]["status"] and d["server"]["name"] == "sandboxctl"),
     "sandbox_create_session": Call(
         {"user": "$user", "workspace": "inspector"},
-        lambda d, c: re.fullmatch(r"[0-9a-f]{16}", d["id"]) and d["user"] == c["user"], save={"session": "id"}),
+        lambda d, c: re.fullmatch(r"[a-z][a-z0-9]{0,31}_[0-9a-f]{16}", d["id"]) and d["user"] == c["user"], save={"session": "id"}),
     "sandbox_list_sessions": Call(
         {"user": "$user"},
         lambda d, c: [s["id"] for s in d["sessions"]] == [c["session"]]),

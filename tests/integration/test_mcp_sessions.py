@@ -61,7 +61,7 @@ def test_schemas_and_health(api):
         schema = t["inputSchema"]
         assert schema["type"] == "object" and schema["additionalProperties"] is False, t
         if "session_id" in schema["properties"]:
-            assert schema["properties"]["session_id"]["pattern"] == "^[0-9a-f]{16}$", t
+            assert schema["properties"]["session_id"]["pattern"] == "^([a-z][a-z0-9]{0,31}_)?[0-9a-f]{16}$", t
             assert "session_id" in schema["required"], t
         out_schema = t["outputSchema"]["properties"]
         assert out_schema["data"]["type"] == "object" and out_schema["data"].get("properties"), t
@@ -298,3 +298,18 @@ def test_metrics_of_a_busy_session(api, user):
     c = ok(out["calls"][0])
     assert c["running_commands"] == 0 and c["running"] == [] and c["tasks"] == 0 and c["memory_bytes"] == 0, c
     assert c["cpu_usec"] >= b["cpu_usec"], (b, c)
+
+
+@pytest.mark.parametrize("transport", ["dbus", "http"])
+def test_wrong_node_is_a_clear_tool_error(api, transport):
+    """A session id of another node (zz_...): the tool error wrong_node names the node."""
+    sid = "zz_" + "0123456789abcdef"
+    out = mcp([
+        {"name": "sandbox_session_status", "arguments": {"session_id": sid}},
+        {"name": "sandbox_exec", "arguments": {"session_id": sid, "argv": ["true"]}},
+        {"name": "sandbox_touch_session", "arguments": {"session_id": sid}},
+    ], "--transport=" + transport)
+    for call in out["calls"]:
+        err = refused(call, "wrong_node", 421, "zz")
+        if transport == "http":
+            assert err["node"] == "zz", err

@@ -118,6 +118,7 @@ def test_metrics_parse_and_have_every_family(api):
     m = Metrics(api)
     want = {
         "sandboxd_sessions": "gauge",
+        "sandboxd_node_info": "gauge",
         "sandboxd_commands_running": "gauge",
         "sandboxd_pool_slices": "gauge",
         "sandboxd_http_connections": "gauge",
@@ -143,6 +144,9 @@ def test_metrics_parse_and_have_every_family(api):
         assert name in m.families and m.families[name]["type"] == typ, name
     states = {dict(k[1])["state"] for k in m.families["sandboxd_sessions"]["samples"]}
     assert states == {"starting", "active", "closing", "closed", "failed"}, states
+    node = api.get("/v1/health").json["node"]
+    assert {dict(k[1])["node"] for k in m.families["sandboxd_sessions"]["samples"]} == {node}
+    assert m.families["sandboxd_node_info"]["samples"] == {("sandboxd_node_info", frozenset({("node", node)})): 1}
     statuses = {dict(k[1])["status"] for k in m.families["sandboxd_commands_finished_total"]["samples"]}
     assert statuses == {"succeeded", "failed", "timed_out", "signaled", "lost"}, statuses
     assert m.get("sandboxd_draining") == 0
@@ -205,6 +209,7 @@ def test_commands_and_durations_and_bytes(api, session):
 
 
 def test_session_and_running_gauges(api, scope):
+    node = api.get("/v1/health").json["node"]
     before = Metrics(api)
     s = api.create_session(*scope)
     start_command(api, s["id"], {"argv": ["sleep", "30"], "request_id": "sleeper"})
@@ -212,15 +217,15 @@ def test_session_and_running_gauges(api, scope):
     # failed/not-started, which is not what this test is about
     wait_command_running(api, s["id"], "sleeper", timeout=30)
     mid = Metrics(api)
-    assert mid.get("sandboxd_sessions", state="active") == before.get("sandboxd_sessions", state="active") + 1
-    assert mid.get("sandboxd_commands_running") == before.get("sandboxd_commands_running") + 1
+    assert mid.get("sandboxd_sessions", node=node, state="active") == before.get("sandboxd_sessions", node=node, state="active") + 1
+    assert mid.get("sandboxd_commands_running", node=node) == before.get("sandboxd_commands_running", node=node) + 1
     assert api.delete("/v1/sessions/" + s["id"]).status == 200
     snap = wait_terminal(api, s["id"], "sleeper")  # its result may be recorded just after the close
     assert snap["status"] == "signaled", snap
     after = Metrics(api)
-    assert after.get("sandboxd_sessions", state="active") == before.get("sandboxd_sessions", state="active")
-    assert after.get("sandboxd_sessions", state="closed") == before.get("sandboxd_sessions", state="closed") + 1
-    assert after.get("sandboxd_commands_running") == before.get("sandboxd_commands_running")
+    assert after.get("sandboxd_sessions", node=node, state="active") == before.get("sandboxd_sessions", node=node, state="active")
+    assert after.get("sandboxd_sessions", node=node, state="closed") == before.get("sandboxd_sessions", node=node, state="closed") + 1
+    assert after.get("sandboxd_commands_running", node=node) == before.get("sandboxd_commands_running", node=node)
     assert after.get("sandboxd_commands_finished_total", status="signaled") == \
         before.get("sandboxd_commands_finished_total", status="signaled") + 1
 

@@ -40,6 +40,7 @@ SESSION_MAP = {
     "state": ("State", same),
     "unit": ("Unit", same),
     "dynamic_user": ("DynamicUser", same),
+    "node": ("Node", same),
     "workspace_path": ("WorkspacePath", same),
     "created_at_usec": ("CreatedAt", same),
     "last_activity_usec": ("LastActivity", same),

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import TCP_HOST, TCP_PORT, UNIX_SOCKET, memory_cgroup_v2, run, sh, unique_user, units, wait_for
+from conftest import NEW_SESSION_ID_RE, TCP_HOST, TCP_PORT, UNIX_SOCKET, memory_cgroup_v2, run, sh, unique_user, units, wait_for
 
 SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
 
@@ -54,7 +54,7 @@ def sid(transport, scope):
     user, ws = scope
     p = ctl("create", user, ws, check=0)
     sid = p.stdout.decode().strip()
-    assert len(sid) == 16, p
+    assert NEW_SESSION_ID_RE.fullmatch(sid), p
     yield sid
     ctl("rm", sid)
 

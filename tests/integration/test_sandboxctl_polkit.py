@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import UNIX_SOCKET, gauge, memory_cgroup_v2, restart_daemon, sh, wait_for
+from conftest import NEW_SESSION_ID_RE, UNIX_SOCKET, gauge, memory_cgroup_v2, restart_daemon, sh, wait_for
 
 SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
 RULES_DIR = "/etc/polkit-1/rules.d"
@@ -69,7 +69,7 @@ def test_every_verb_over_dbus_without_the_socket(api, polkit_user):
     # polkit reads new rules on its own, a moment later
     wait_for(lambda: ctl("create", user, "ws").returncode == 0, timeout=30, what="polkit to load the rule")
     sid = ctl("create", user, "ws", check=0).stdout.decode().strip()
-    assert len(sid) == 16
+    assert NEW_SESSION_ID_RE.fullmatch(sid), sid
     try:
         assert sid in ctl("ls", check=0).stdout.decode()
         shown = json.loads(ctl("show", "--json", sid, check=0).stdout)["session"]

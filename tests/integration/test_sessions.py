@@ -47,7 +47,7 @@ def test_create_new_session(api, scope):
     assert r.status == 201, r
     assert r.headers["Content-Type"].startswith("application/json")
     s = r.json
-    assert re.fullmatch(r"[0-9a-f]{16}", s["id"]), s
+    assert re.fullmatch(r"[a-z][a-z0-9]{0,31}_[0-9a-f]{16}", s["id"]), s  # NODE_HEX
     assert s["user"] == user and s["workspace"] == ws
     assert s["state"] == "active"
     assert s["unit"] == slice_of(s)

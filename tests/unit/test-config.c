@@ -431,6 +431,35 @@ static void test_quotas(void) {
         }
 }
 
+static void test_node(void) {
+        char *error = NULL, name[NODE_NAME_MAX + 1], again[NODE_NAME_MAX + 1];
+        Config c;
+
+        config_init(&c);
+        ASSERT_STREQ(c.node_name, "");
+        ASSERT(config_parse(&c, "a.conf", "[Node]\nName=n2\n", 15, NULL, &error) == 0);
+        ASSERT_STREQ(c.node_name, "n2");
+        /* refused, and the name before stays */
+        ASSERT(config_parse(&c, "a.conf", "[Node]\nName=N_2\n", 16, NULL, &error) == -EINVAL);
+        ASSERT(error && strstr(error, "[Node] Name=N_2") && strstr(error, "a node name"));
+        free(error), error = NULL;
+        ASSERT_STREQ(c.node_name, "n2");
+        ASSERT(config_parse(&c, "a.conf", "[Node]\nName=\n", 13, NULL, &error) == -EINVAL);
+        free(error), error = NULL;
+        ASSERT(config_parse(&c, "a.conf", "[Node]\nName=a23456789012345678901234567890123\n", 46, NULL, &error) == -EINVAL);
+        free(error), error = NULL;
+        ASSERT_STREQ(c.node_name, "n2");
+        config_done(&c);
+
+        /* the default: "n" and 8 hex digits, the same each time (where there is a machine id) */
+        if (config_default_node_name(name) >= 0) {
+                ASSERT(node_name_is_valid(name) && strlen(name) == 9 && name[0] == 'n' &&
+                       strspn(name + 1, "0123456789abcdef") == 8);
+                ASSERT(config_default_node_name(again) >= 0);
+                ASSERT_STREQ(name, again);
+        }
+}
+
 int main(void) {
         ASSERT(mkdtemp(dir));
         test_defaults_when_missing();
@@ -438,6 +467,7 @@ int main(void) {
         test_errors();
         test_max_file_size();
         test_text();
+        test_node();
         test_network();
         test_exec_mode();
         test_sandbox();

@@ -3,6 +3,7 @@
  * error mapping, results, exposed ports. The parts that talk to sandboxd are in the integration tests. */
 
 #include "internal.h"
+#include "nodes.h"
 #include "error-table.h"
 #include "tests.h"
 
@@ -443,6 +444,72 @@ static void test_error_bodies(void) {
         ASSERT(strstr(e.message, "500") != NULL);
 }
 
+static void test_wrong_node(void) {
+        const char body[] = "{\"error\":{\"code\":\"wrong_node\",\"message\":\"on n2\",\"node\":\"n2\"}}";
+        const char bad[] = "{\"error\":{\"code\":\"wrong_node\",\"message\":\"x\",\"node\":\"../N2\"}}";
+        sandboxd_error e;
+
+        ASSERT(error_from_http(&e, 421, body, strlen(body)) == -EREMOTE);
+        ASSERT(e.kind == SANDBOXD_ERROR_WRONG_NODE);
+        ASSERT_STREQ(e.code, "wrong_node");
+        ASSERT_STREQ(e.node, "n2");
+        ASSERT_STREQ(sandboxd_error_kind_to_string(SANDBOXD_ERROR_WRONG_NODE), "wrong_node");
+        /* a node that is no node name is not taken */
+        ASSERT(error_from_http(&e, 421, bad, strlen(bad)) == -EREMOTE);
+        ASSERT_STREQ(e.node, "");
+        /* other errors name none */
+        {
+                const char nf[] = "{\"error\":{\"code\":\"not_found\",\"message\":\"x\",\"node\":\"n2\"}}";
+
+                ASSERT(error_from_http(&e, 404, nf, strlen(nf)) == -ENOENT && e.kind == SANDBOXD_ERROR_NOT_FOUND);
+        }
+}
+
+static void test_nodes_lookup(void) {
+        char *url = NULL, *h = NULL;
+        const char *why = NULL;
+
+        ASSERT(nodes_lookup("n1=http://10.0.0.1:8421,n2=http://10.0.0.2:8421/", "n2", &url, &why) == 0);
+        ASSERT_STREQ(url, "http://10.0.0.2:8421");
+        free(url);
+        ASSERT(nodes_lookup("  n1=http://a:1 \t n2=https://b/x//\n", "n2", &url, &why) == 0);
+        ASSERT_STREQ(url, "https://b/x");
+        free(url);
+        ASSERT(nodes_lookup("n1=http://a:1, ,n3=http://c", "n1", &url, &why) == 0);
+        ASSERT_STREQ(url, "http://a:1");
+        free(url);
+        ASSERT(nodes_lookup("n1=http://a:1", "n2", &url, &why) == -ENOENT && !url);
+        ASSERT(nodes_lookup(NULL, "n2", &url, &why) == -ENOENT);
+        ASSERT(nodes_lookup("", "n2", &url, &why) == -ENOENT);
+        ASSERT(nodes_lookup("n1", "n2", &url, &why) == -EINVAL && why && strstr(why, "NAME=URL"));
+        ASSERT(nodes_lookup("N1=http://a", "n2", &url, &why) == -EINVAL && strstr(why, "node name"));
+        ASSERT(nodes_lookup("=http://a", "n2", &url, &why) == -EINVAL);
+        ASSERT(nodes_lookup("n1=ftp://a", "n1", &url, &why) == -EINVAL && strstr(why, "http"));
+        ASSERT(nodes_lookup("n1=http://", "n1", &url, &why) == -EINVAL);
+        ASSERT(nodes_lookup("n1=unix:/run/x", "n1", &url, &why) == -EINVAL);
+        ASSERT(nodes_lookup("n1=http://a,n1=http://b", "n1", &url, &why) == -EINVAL && strstr(why, "twice"));
+        ASSERT(!url);
+        {
+                NodeEntry *l = NULL;
+                size_t n = 0;
+
+                ASSERT(nodes_parse("b2=http://b:2 a1=https://a:1/", &l, &n, &why) == 0 && n == 2);
+                ASSERT_STREQ(l[0].name, "b2");
+                ASSERT_STREQ(l[0].url, "http://b:2");
+                ASSERT_STREQ(l[1].name, "a1");
+                ASSERT_STREQ(l[1].url, "https://a:1");
+                nodes_free(l, n);
+                ASSERT(nodes_parse(NULL, &l, &n, &why) == 0 && n == 0 && !l);
+        }
+
+        ASSERT(url_scope_header("alice", "demo-1_x", &h) == 0);
+        ASSERT_STREQ(h, "X-Sandboxd-Scope: alice/demo-1_x");
+        free(h);
+        ASSERT(url_scope_header("a/b", "c d", &h) == 0);
+        ASSERT_STREQ(h, "X-Sandboxd-Scope: a%2Fb/c%20d");
+        free(h);
+}
+
 static void test_curl_errors(void) {
         ASSERT(errno_from_curl(CURLE_OK, 0) == 0);
         ASSERT(errno_from_curl(CURLE_COULDNT_CONNECT, ENOENT) == -ENOENT);
@@ -579,6 +646,8 @@ int main(void) {
         test_error_mapping();
         test_error_bodies();
         test_curl_errors();
+        test_wrong_node();
+        test_nodes_lookup();
         test_file_info();
         test_exec_spec();
         test_ws_head();

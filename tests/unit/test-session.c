@@ -32,6 +32,7 @@
 #include "store.h"
 #include "bus-pair.h"
 #include "tests.h"
+#include "validate.h"
 
 #define N_MAX 64
 
@@ -222,6 +223,7 @@ static void setup_manager(void) {
         ASSERT(pid1_gate_new(client, PID1_CALLS_MAX, &m->pid1) >= 0);
         ASSERT(store_writer_new(&m->writer) >= 0);
         m->config.pool_profile = POOL_LOCAL;
+        strcpy(m->config.node_name, "n1");
         ASSERT(manager_add_observer(m, &recorder, NULL) >= 0);
 }
 
@@ -249,6 +251,8 @@ static Session *create(const char *workspace, RequestError *e) {
 
         r = session_create(m, &req, NULL, &s, e);
         ASSERT(r >= 0);
+        /* a new session's id names this node */
+        ASSERT(r < 0 || (session_id_is_valid(s->id) && startswith(s->id, "n1_") && strlen(s->id) == 3 + 16));
         return r >= 0 ? s : NULL;
 }
 

@@ -40,6 +40,85 @@ static void test_names(void) {
         ASSERT(!session_id_is_valid("0123456789abcde"));
         ASSERT(!session_id_is_valid("0123456789abcdef0"));
         ASSERT(!session_id_is_valid("0123456789abcde-"));
+        ASSERT(!session_id_is_valid(""));
+        ASSERT(!session_id_is_valid(NULL));
+
+        /* node names */
+        ASSERT(node_name_is_valid("n"));
+        ASSERT(node_name_is_valid("n1a2"));
+        ASSERT(node_name_is_valid("a2345678901234567890123456789012")); /* 32 */
+        ASSERT(!node_name_is_valid("a23456789012345678901234567890123")); /* 33 */
+        ASSERT(!node_name_is_valid(""));
+        ASSERT(!node_name_is_valid(NULL));
+        ASSERT(!node_name_is_valid("1n"));
+        ASSERT(!node_name_is_valid("N1"));
+        ASSERT(!node_name_is_valid("n_1"));
+        ASSERT(!node_name_is_valid("n-1"));
+        ASSERT(!node_name_is_valid("n.1"));
+
+        /* ids that name their node */
+        ASSERT(session_id_is_valid("n1_0123456789abcdef"));
+        ASSERT(session_id_is_valid("a2345678901234567890123456789012_0123456789abcdef")); /* 49 */
+        ASSERT(!session_id_is_valid("a23456789012345678901234567890123_0123456789abcdef")); /* 50 */
+        ASSERT(!session_id_is_valid("_0123456789abcdef"));
+        ASSERT(!session_id_is_valid("1n_0123456789abcdef"));
+        ASSERT(!session_id_is_valid("N1_0123456789abcdef"));
+        ASSERT(!session_id_is_valid("n1-0123456789abcdef"));
+        ASSERT(!session_id_is_valid("n_1_0123456789abcdef"));
+        ASSERT(!session_id_is_valid("n1__0123456789abcdef"));
+        ASSERT(!session_id_is_valid("n1_0123456789abcde"));
+        ASSERT(!session_id_is_valid("n1_0123456789abcdef0"));
+        ASSERT(!session_id_is_valid("n1_0123456789ABCDEF"));
+        ASSERT(!session_id_is_valid("n1_0123456789abcdef_"));
+
+        ASSERT(session_id_node_len("n1_0123456789abcdef") == 2);
+        ASSERT(session_id_node_len("0123456789abcdef") == 0);
+        ASSERT(session_id_is_of_node("n1_0123456789abcdef", "n1"));
+        ASSERT(!session_id_is_of_node("n1_0123456789abcdef", "n"));
+        ASSERT(!session_id_is_of_node("n1_0123456789abcdef", "n12"));
+        ASSERT(!session_id_is_of_node("zz_0123456789abcdef", "n1"));
+        ASSERT(session_id_is_of_node("0123456789abcdef", "n1"));
+
+        {
+                char id[SESSION_ID_SIZE];
+
+                ASSERT(session_id_prefix("n1_0123456789abcdef-3.service", id) == 19);
+                ASSERT_STREQ(id, "n1_0123456789abcdef");
+                ASSERT(session_id_prefix("0123456789abcdef.slice", id) == 16);
+                ASSERT_STREQ(id, "0123456789abcdef");
+                ASSERT(session_id_prefix("0123456789abcdef", id) == 16);
+                ASSERT(session_id_prefix("n1_0123456789abcde-3", id) == 0);
+                ASSERT_STREQ(id, "");
+                ASSERT(session_id_prefix("proxy-n1_0123456789abcdef", id) == 0);
+                ASSERT(session_id_prefix("a23456789012345678901234567890123_0123456789abcdef", id) == 0);
+                ASSERT(session_id_prefix("", id) == 0);
+        }
+}
+
+static void test_scope_header(void) {
+        ASSERT(scope_header_matches("alice/demo", "alice", "demo"));
+        ASSERT(scope_header_matches("al%69ce/d%65mo", "alice", "demo"));
+        ASSERT(scope_header_matches("_svc-1/w_-1", "_svc-1", "w_-1"));
+        ASSERT(!scope_header_matches("alice/demo2", "alice", "demo"));
+        ASSERT(!scope_header_matches("bob/demo", "alice", "demo"));
+        ASSERT(!scope_header_matches("alice", "alice", "demo"));
+        ASSERT(!scope_header_matches("alice/demo/x", "alice", "demo"));
+        ASSERT(!scope_header_matches("alice%2Fdemo", "alice", "demo")); /* an encoded '/' is no separator */
+        ASSERT(!scope_header_matches("/alice/demo", "alice", "demo"));
+        ASSERT(!scope_header_matches("alice/demo%", "alice", "demo"));
+        ASSERT(!scope_header_matches("alice/demo%6", "alice", "demo"));
+        ASSERT(!scope_header_matches("alice/dem%zz", "alice", "demo"));
+        ASSERT(!scope_header_matches("alice/demo%00", "alice", "demo"));
+        ASSERT(!scope_header_matches("", "alice", "demo"));
+        ASSERT(!scope_header_matches(NULL, "alice", "demo"));
+        {
+                char big[600];
+
+                memset(big, 'a', sizeof(big) - 1);
+                big[sizeof(big) - 1] = 0;
+                big[5] = '/';
+                ASSERT(!scope_header_matches(big, "aaaaa", big + 6));
+        }
 }
 
 static void test_env(void) {
@@ -115,6 +194,7 @@ static void test_cwd(void) {
 
 int main(void) {
         test_names();
+        test_scope_header();
         test_env();
         test_paths();
         test_cwd();

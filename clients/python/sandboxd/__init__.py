@@ -13,11 +13,11 @@ sandboxd.aio.AsyncClient is the same on asyncio."""
 from ._client import DEFAULT_SOCKET, Client, Endpoint, EventStream
 from ._types import (ApiError, Command, Conflict, Entry, Event, Forbidden, Health, Image, ImageOs,
                      InvalidOffset, InvalidRequest, Listing, NotFound, Result, SandboxdError, Session, TooManyRequests,
-                     TransportError, Unauthorized, Unavailable, Unsupported, Usage)
+                     TransportError, Unauthorized, Unavailable, Unsupported, Usage, WrongNode)
 
 __version__ = "0.1.0"
 
 __all__ = ["DEFAULT_SOCKET", "Client", "Endpoint", "EventStream", "ApiError", "Command", "Conflict", "Entry",
            "Event", "Forbidden", "Health", "Image", "ImageOs", "InvalidOffset", "InvalidRequest", "Listing",
            "NotFound", "Result", "SandboxdError", "Session", "TooManyRequests", "TransportError", "Unauthorized",
-           "Unavailable", "Unsupported", "Usage"]
+           "Unavailable", "Unsupported", "Usage", "WrongNode"]

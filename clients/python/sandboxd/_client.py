@@ -14,7 +14,7 @@ from typing import IO, Any, Iterable, Iterator, Optional, Union
 
 from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Image, Listing, Result,
                      ResultCollector, Session, TransportError, command_body, error_from_answer,
-                     session_body)
+                     session_body, WrongNode, follow_node, scope_header)
 
 DEFAULT_SOCKET = "/run/sandboxd/http.sock"
 DEFAULT_TIMEOUT = 60.0
@@ -233,9 +233,9 @@ class Client:
 
     # ---- plumbing
 
-    def _connection(self, timeout: Optional[float] = None) -> http.client.HTTPConnection:
+    def _connection(self, timeout: Optional[float] = None, ep: Optional[Endpoint] = None) -> http.client.HTTPConnection:
         t = self.timeout if timeout is None else timeout
-        ep = self.endpoint
+        ep = ep or self.endpoint
         if ep.is_unix:
             return _UnixConnection(ep.socket_path, t)
         if ep.tls:
@@ -253,8 +253,17 @@ class Client:
     def _open(self, method: str, path: str, body: Body = None, headers: Optional[dict] = None,
               timeout: Optional[float] = None):
         """Sends the request: (connection, response) of a success (< 400); an error answer is
-        raised as ApiError. The caller reads and closes."""
-        conn = self._connection(timeout)
+        raised as ApiError. The caller reads and closes. A 421 wrong_node is sent again, once,
+        to the node's URL in $SANDBOXD_NODES when the body can be sent twice (follow_node())."""
+        try:
+            return self._open_at(self.endpoint, method, path, body, headers, timeout)
+        except WrongNode as e:
+            url = follow_node(e, body)
+        return self._open_at(Endpoint(url), method, path, body, headers, timeout)
+
+    def _open_at(self, ep: Endpoint, method: str, path: str, body: Body, headers: Optional[dict],
+                 timeout: Optional[float]):
+        conn = self._connection(timeout, ep)
         try:
             try:
                 conn.request(method, path, body=body, headers=self._headers(headers))
@@ -271,7 +280,7 @@ class Client:
                 resp = conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()
-            raise _transport_error(e, "%s %s on %s" % (method, path, self.endpoint.url)) from e
+            raise _transport_error(e, "%s %s on %s" % (method, path, ep.url)) from e
         if resp.status >= 400:
             try:
                 data = resp.read(MAX_ERROR_BODY)
@@ -281,9 +290,10 @@ class Client:
             raise error_from_answer(resp.status, data, resp.getheader("Retry-After"))
         return conn, resp
 
-    def _json(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None):
+    def _json(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None,
+              headers: Optional[dict] = None):
         """(status, the answer's JSON) of a request with a JSON body (or none)."""
-        data, headers = None, {}
+        data, headers = None, dict(headers or {})
         if body is not None:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
@@ -360,7 +370,8 @@ class Client:
         image (list_images()) its commands run in (default: sandboxd's [Images] Default=,
         else the host's root)."""
         status, obj = self._json("POST", "/v1/sessions",
-                                 session_body(user, workspace, limits, network, ttl_s, exec_mode, image))
+                                 session_body(user, workspace, limits, network, ttl_s, exec_mode, image),
+                                 headers=scope_header(user, workspace))
         return Session.from_json(obj, self, created=status == 201)
 
     def get_session(self, sid: str) -> Session:

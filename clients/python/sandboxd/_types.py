@@ -9,6 +9,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import os
+import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -73,23 +76,68 @@ class Unavailable(ApiError):
     """503: draining, overloaded or stopping: try again after `retry_after`."""
 
 
+class WrongNode(ApiError):
+    """421 wrong_node: the session is another node's, `node` (sandboxd-api(7), NODES). The
+    client already sent the request there once if $SANDBOXD_NODES names the node and the body
+    could be sent again; the message says why it did not otherwise."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: Optional[int] = None,
+                 node: Optional[str] = None):
+        super().__init__(status, code, message, retry_after)
+        self.node = node
+
+
 _BY_STATUS = {400: InvalidRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
-              416: InvalidOffset, 429: TooManyRequests, 501: Unsupported, 503: Unavailable}
+              416: InvalidOffset, 421: WrongNode, 429: TooManyRequests, 501: Unsupported, 503: Unavailable}
+
+NODE_RE = re.compile(r"[a-z][a-z0-9]{0,31}")
+NODES_ENV = "SANDBOXD_NODES"
+NODES_SPEC_MAX = 64 * 1024
+
+
+def parse_nodes(spec: Optional[str]) -> dict:
+    """$SANDBOXD_NODES: NAME=URL entries separated by commas or whitespace, as {name: url}.
+    ValueError for an entry that is not NAME=URL, a name no node has, a node named twice, a
+    URL not http(s)://, or more than 64 KiB."""
+    nodes: dict = {}
+    if not spec:
+        return nodes
+    if len(spec) > NODES_SPEC_MAX:
+        raise ValueError("$%s is longer than 64 KiB" % NODES_ENV)
+    for entry in re.split(r"[,\s]+", spec):
+        if not entry:
+            continue
+        name, eq, url = entry.partition("=")
+        if not eq:
+            raise ValueError("$%s: %r is not NAME=URL" % (NODES_ENV, entry[:80]))
+        if not NODE_RE.fullmatch(name):
+            raise ValueError("$%s: %r is not a node name (a-z, 0-9, a letter first)" % (NODES_ENV, name[:40]))
+        if name in nodes:
+            raise ValueError("$%s names node %s twice" % (NODES_ENV, name))
+        if not re.fullmatch(r"https?://[^/\s]+/*", url):
+            raise ValueError("$%s: the URL of %s is not http://HOST[:PORT] or https://..." % (NODES_ENV, name))
+        nodes[name] = url.rstrip("/")
+    return nodes
 
 
 def error_from_answer(status: int, body: bytes, retry_after: Optional[str] = None) -> ApiError:
     """The exception for an error answer: its class by status, its code and message from the
     body {"error":{"code","message"}} (code "http_<status>" when the body is not that, as for
     the few answers libmicrohttpd makes itself)."""
-    code, message = "http_%d" % status, ""
+    code, message, node = "http_%d" % status, "", None
     try:
         err = json.loads(body)["error"]
         code, message = str(err["code"]), str(err.get("message", ""))
-    except (ValueError, KeyError, TypeError):
+        n = err.get("node")
+        if isinstance(n, str) and NODE_RE.fullmatch(n):
+            node = n
+    except (ValueError, KeyError, TypeError, AttributeError):
         message = body[:200].decode("utf-8", "replace").strip()
     ra = None
     if retry_after and retry_after.strip().isdigit():
         ra = int(retry_after.strip())
+    if status == 421:
+        return WrongNode(status, code, message, ra, node)
     return _BY_STATUS.get(status, ApiError)(status, code, message, ra)
 
 
@@ -117,6 +165,7 @@ def _output(obj: dict, name: str) -> bytes:
 class Health:
     status: str = ""
     version: str = ""
+    node: str = ""  # this node's name ([Node] Name=)
     uptime: float = 0
     timestamp: str = ""
     sessions: int = 0
@@ -297,6 +346,7 @@ class Session:
     user: str = ""
     workspace: str = ""
     state: str = ""
+    node: Optional[str] = None  # the node that has it
     exec_mode: Optional[str] = None
     image: Optional[str] = None  # the image its commands run in; None: the host's root
     unit: Optional[str] = None
@@ -461,6 +511,39 @@ def command_body(argv, shell, env, cwd, stdin, timeout_ms, request_id, tty) -> d
     elif stdin is not None:
         raise ValueError("stdin is bytes, str or \"stream\"")
     return body
+
+
+def scope_header(user: str, workspace: str) -> dict:
+    """X-Sandboxd-Scope of a new session, for a load balancer to place the scope by it."""
+    q = urllib.parse.quote
+    return {"X-Sandboxd-Scope": q(str(user), safe="") + "/" + q(str(workspace), safe="")}
+
+
+def replayable(body: Any) -> bool:
+    """Whether a request body can be sent a second time (a file or an iterable cannot)."""
+    return body is None or isinstance(body, (bytes, bytearray, memoryview))
+
+
+def follow_node(err: "WrongNode", body: Any) -> str:
+    """The URL to send a request again to, once, after a 421 err: the node's in
+    $SANDBOXD_NODES. Raises WrongNode saying why not: no node named, $SANDBOXD_NODES not naming
+    it (or malformed), a body that cannot be sent twice."""
+    node = err.node
+    if not node:
+        raise err
+    try:
+        url = parse_nodes(os.environ.get(NODES_ENV)).get(node)
+    except ValueError as e:
+        raise WrongNode(err.status, err.code, "The session is on node %s, and %s." % (node, e), node=node) from err
+    if url is None:
+        raise WrongNode(err.status, err.code,
+                        "The session is on node %s, and $%s does not name it (NAME=URL entries, e.g. "
+                        "%s=http://HOST:8421)." % (node, NODES_ENV, node), node=node) from err
+    if not replayable(body):
+        raise WrongNode(err.status, err.code,
+                        "The session is on node %s (%s): a streamed body (a file or an iterable) cannot be sent "
+                        "twice; send it there." % (node, url), node=node) from err
+    return url
 
 
 def session_body(user, workspace, limits, network, ttl_s, exec_mode, image=None) -> dict:

@@ -15,7 +15,8 @@ from typing import Any, AsyncIterator, Optional, Union
 from ._client import (CHUNK, DEFAULT_TIMEOUT, MAX_ERROR_BODY, MAX_JSON_BODY, Endpoint, _EventLines,
                       command_path, files_path, image_path, session_path)
 from ._types import (MAX_EVENT_LINE, Command, Entry, Event, Health, Image, Listing, Result, ResultCollector, Session,
-                     TransportError, command_body, error_from_answer, session_body)
+                     TransportError, WrongNode, command_body, error_from_answer, follow_node, scope_header,
+                     session_body)
 
 MAX_HEAD = 64 << 10
 
@@ -173,7 +174,16 @@ class AsyncClient:
 
     async def _open(self, method: str, path: str, body: Union[bytes, Any, None] = None,
                     content_type: Optional[str] = None, extra: Optional[dict] = None) -> _Response:
-        ep = self.endpoint
+        """The response of a success; an error answer raised. A 421 wrong_node is sent again,
+        once, to the node's URL in $SANDBOXD_NODES when the body can be sent twice."""
+        try:
+            return await self._open_at(self.endpoint, method, path, body, content_type, extra)
+        except WrongNode as e:
+            url = follow_node(e, body)
+        return await self._open_at(Endpoint(url), method, path, body, content_type, extra)
+
+    async def _open_at(self, ep: Endpoint, method: str, path: str, body, content_type: Optional[str],
+                       extra: Optional[dict]) -> _Response:
         try:
             if ep.is_unix:
                 conn = asyncio.open_unix_connection(ep.socket_path, limit=MAX_HEAD)
@@ -223,9 +233,9 @@ class AsyncClient:
             raise error_from_answer(resp.status, data, resp.headers.get("retry-after"))
         return resp
 
-    async def _json(self, method: str, path: str, body: Any = None):
+    async def _json(self, method: str, path: str, body: Any = None, extra: Optional[dict] = None):
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        resp = await self._open(method, path, data, "application/json" if data is not None else None)
+        resp = await self._open(method, path, data, "application/json" if data is not None else None, extra)
         return resp.status, await _read_json(resp)
 
     async def health(self) -> Health:
@@ -257,7 +267,8 @@ class AsyncClient:
     async def create_session(self, user: str, workspace: str, *, limits=None, network=None, ttl_s=None,
                              exec_mode=None, image=None) -> Session:
         status, obj = await self._json("POST", "/v1/sessions",
-                                       session_body(user, workspace, limits, network, ttl_s, exec_mode, image))
+                                       session_body(user, workspace, limits, network, ttl_s, exec_mode, image),
+                                       scope_header(user, workspace))
         return Session.from_json(obj, self, created=status == 201)
 
     async def get_session(self, sid: str) -> Session:

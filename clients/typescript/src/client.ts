@@ -9,7 +9,7 @@ import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { components } from "./schema.js";
 import { TransportError } from "./errors.js";
-import { Transport, type Body, type TransportOptions } from "./transport.js";
+import { scopeHeader, Transport, type Body, type TransportOptions } from "./transport.js";
 
 type Schemas = components["schemas"];
 export type Health = Schemas["Health"];
@@ -468,7 +468,8 @@ export class Client {
 
     /** Creates a session, or answers the scope's active one (created is false then); image: the image its commands run in. */
     async createSession(req: SessionRequest): Promise<Session> {
-        const { status, body } = await this.t.json<SessionInfo>("POST", "/v1/sessions", { json: req });
+        const { status, body } = await this.t.json<SessionInfo>("POST", "/v1/sessions",
+            { json: req, headers: scopeHeader(req.user, req.workspace) });
         return new Session(this.t, body, status === 201);
     }
 

@@ -34,6 +34,11 @@ export class ConflictError extends SandboxdError {}
 export class PayloadTooLargeError extends SandboxdError {}
 /** 416: an offset past the end. */
 export class InvalidOffsetError extends SandboxdError {}
+/** 421 wrong_node: the session is another node's, node (sandboxd-api(7), NODES). */
+export class WrongNodeError extends SandboxdError {
+    /** The node that has the session, as sandboxd named it. */
+    node: string | undefined;
+}
 /** 429: a quota (too_many_sessions, too_many_running, too_many_file_operations, ...). */
 export class TooManyRequestsError extends SandboxdError {}
 /** 501: not supported on this host (freezing on cgroup v1). */
@@ -49,15 +54,19 @@ const BY_STATUS: Record<number, typeof SandboxdError> = {
     409: ConflictError,
     413: PayloadTooLargeError,
     416: InvalidOffsetError,
+    421: WrongNodeError,
     429: TooManyRequestsError,
     501: UnsupportedError,
     503: UnavailableError,
 };
 
 /** The error for an answer: the subclass of its status, else SandboxdError. */
-export function errorFor(status: number, code: string, message: string, retryAfter?: number): SandboxdError {
+export function errorFor(status: number, code: string, message: string, retryAfter?: number, node?: string): SandboxdError {
     const cls = BY_STATUS[status] ?? SandboxdError;
-    return new cls(status, code, message, retryAfter);
+    const e = new cls(status, code, message, retryAfter);
+    if (e instanceof WrongNodeError)
+        e.node = node;
+    return e;
 }
 
 /** sandboxd could not be reached, or the connection broke, timed out or carried garbage. */

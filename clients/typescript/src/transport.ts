@@ -5,7 +5,7 @@
 import http from "node:http";
 import https from "node:https";
 import { Readable } from "node:stream";
-import { errorFor, SandboxdError, TransportError } from "./errors.js";
+import { errorFor, SandboxdError, TransportError, WrongNodeError } from "./errors.js";
 
 export const DEFAULT_SOCKET = "/run/sandboxd/http.sock";
 
@@ -76,6 +76,43 @@ function parseUrl(url: string): Target {
     };
 }
 
+const NODE_RE = /^[a-z][a-z0-9]{0,31}$/;
+const NODES_SPEC_MAX = 64 * 1024;
+
+/**
+ * $SANDBOXD_NODES: NAME=URL entries separated by commas or whitespace, as a Map. Throws a
+ * TypeError for an entry that is not NAME=URL, a name no node has, a node named twice, a URL
+ * not http(s)://, or more than 64 KiB.
+ */
+export function parseNodes(spec: string | undefined): Map<string, string> {
+    const nodes = new Map<string, string>();
+    if (!spec)
+        return nodes;
+    if (spec.length > NODES_SPEC_MAX)
+        throw new TypeError("$SANDBOXD_NODES is longer than 64 KiB");
+    for (const entry of spec.split(/[,\s]+/)) {
+        if (!entry)
+            continue;
+        const eq = entry.indexOf("=");
+        if (eq < 0)
+            throw new TypeError(`$SANDBOXD_NODES: ${JSON.stringify(entry.slice(0, 80))} is not NAME=URL`);
+        const name = entry.slice(0, eq), url = entry.slice(eq + 1);
+        if (!NODE_RE.test(name))
+            throw new TypeError(`$SANDBOXD_NODES: ${JSON.stringify(name.slice(0, 40))} is not a node name (a-z, 0-9, a letter first)`);
+        if (nodes.has(name))
+            throw new TypeError(`$SANDBOXD_NODES names node ${name} twice`);
+        if (!/^https?:\/\/[^/\s]+\/*$/.test(url))
+            throw new TypeError(`$SANDBOXD_NODES: the URL of ${name} is not http://HOST[:PORT] or https://...`);
+        nodes.set(name, url.replace(/\/+$/, ""));
+    }
+    return nodes;
+}
+
+/** The X-Sandboxd-Scope header of a new session, for a load balancer to place the scope by it. */
+export function scopeHeader(user: string, workspace: string): Record<string, string> {
+    return { "X-Sandboxd-Scope": `${encodeURIComponent(user)}/${encodeURIComponent(workspace)}` };
+}
+
 function queryString(q?: Query): string {
     if (!q)
         return "";
@@ -119,17 +156,20 @@ export async function answerError(res: http.IncomingMessage): Promise<SandboxdEr
     } catch {
         body = Buffer.alloc(0);
     }
+    let node: string | undefined;
     try {
         const j = JSON.parse(body.toString("utf8"));
         if (j && typeof j.error?.code === "string") {
             code = j.error.code;
             message = typeof j.error.message === "string" ? j.error.message : "";
+            if (typeof j.error.node === "string" && NODE_RE.test(j.error.node))
+                node = j.error.node;
         }
     } catch {
         // not sandboxd's JSON (libmicrohttpd's own HTML, say): keep the status line
     }
     const ra = Number(res.headers["retry-after"]);
-    return errorFor(status, code, message, Number.isFinite(ra) ? ra : undefined);
+    return errorFor(status, code, message, Number.isFinite(ra) ? ra : undefined, node);
 }
 
 export class Transport {
@@ -153,10 +193,46 @@ export class Transport {
         this.agent.destroy();
     }
 
-    /** Sends a request and resolves with the answer's head (any status); the body is the caller's to read. */
-    request(method: string, path: string, opts: RequestOptions = {}): Promise<http.IncomingMessage> {
+    /**
+     * Sends a request and resolves with the answer's head (any status); the body is the caller's
+     * to read. A 421 wrong_node is sent again, once, to the node's URL in $SANDBOXD_NODES when its
+     * body can be sent twice (JSON or bytes, not a stream); otherwise it throws WrongNodeError
+     * saying which node has the session and why it was not asked.
+     */
+    async request(method: string, path: string, opts: RequestOptions = {}): Promise<http.IncomingMessage> {
+        const res = await this.requestAt(this.target, this.agent, method, path, opts);
+        if (res.statusCode !== 421)
+            return res;
+        const err = await answerError(res);
+        if (!(err instanceof WrongNodeError) || !err.node)
+            throw err;
+        const node = err.node;
+        const fail = (why: string) => {
+            const e = new WrongNodeError(err.status, err.code, `the session is on node ${node}, ${why}`);
+            e.node = node;
+            return e;
+        };
+        let url: string | undefined;
+        try {
+            url = parseNodes(process.env.SANDBOXD_NODES).get(node);
+        } catch (e) {
+            throw fail(`and ${(e as Error).message}`);
+        }
+        if (url === undefined)
+            throw fail(`and $SANDBOXD_NODES does not name it (NAME=URL entries, e.g. ${node}=http://HOST:8421)`);
+        const b = opts.body;
+        if (b !== undefined && typeof b !== "string" && !(b instanceof Uint8Array))
+            throw fail(`(${url}): a streamed body cannot be sent twice; send it there`);
+        const target = parseUrl(url);
+        const agent = new (target.tls ? https.Agent : http.Agent)({ keepAlive: false });
+        const again = await this.requestAt(target, agent, method, path, opts);
+        again.once("close", () => agent.destroy());
+        return again;
+    }
+
+    private requestAt(t: Target, agent: http.Agent, method: string, path: string, opts: RequestOptions): Promise<http.IncomingMessage> {
         const headers: http.OutgoingHttpHeaders = { Accept: "application/json, application/x-ndjson, */*", ...opts.headers };
-        if (this.key && !this.target.socketPath)
+        if (this.key && !t.socketPath)
             headers.Authorization = `Bearer ${this.key}`;
         let payload: Buffer | undefined;
         let stream: Readable | undefined;
@@ -183,12 +259,11 @@ export class Transport {
         else if (!stream && method !== "GET" && method !== "HEAD")
             headers["Content-Length"] = 0;
 
-        const t = this.target;
         const reqOpts: http.RequestOptions = {
             method,
             path: t.prefix + path + queryString(opts.query),
             headers,
-            agent: this.agent,
+            agent,
         };
         if (t.socketPath) {
             reqOpts.socketPath = t.socketPath;

@@ -16,8 +16,10 @@ import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import {
     Client, ConflictError, ForbiddenError, NotFoundError, SandboxdError, Session, TransportError, UnauthorizedError,
-    UnsupportedError, type ExecEvent,
+    UnsupportedError, WrongNodeError, parseNodes, scopeHeader, type ExecEvent,
 } from "../src/index.js";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 
 function env(name: string): string {
     const v = process.env[name];
@@ -54,7 +56,7 @@ describe("sessions", () => {
         assert.equal(session.created, true);
         assert.equal(session.info.state, "active");
         assert.equal(session.info.user, USER);
-        assert.match(session.id, /^[0-9a-f]{16}$/);
+        assert.match(session.id, /^[a-z][a-z0-9]{0,31}_[0-9a-f]{16}$/);
         const again = await unix.createSession({ user: USER, workspace: "ts-main" });
         assert.equal(again.created, false);
         assert.equal(again.id, session.id);
@@ -457,6 +459,67 @@ describe("images", () => {
         } finally {
             tenant.close();
             rmSync(root, { recursive: true, force: true });
+        }
+    });
+});
+
+describe("nodes", () => {
+    test("parseNodes", () => {
+        const m = parseNodes(" n1=http://10.0.0.1:8421, n2=https://b:1/\n");
+        assert.deepEqual([...m.entries()], [["n1", "http://10.0.0.1:8421"], ["n2", "https://b:1"]]);
+        assert.equal(parseNodes(undefined).size, 0);
+        assert.throws(() => parseNodes("n1"), /NAME=URL/);
+        assert.throws(() => parseNodes("N1=http://a"), /node name/);
+        assert.throws(() => parseNodes("n1=ftp://a"), /http/);
+        assert.throws(() => parseNodes("n1=http://a,n1=http://b"), /twice/);
+        assert.deepEqual(scopeHeader("alice", "w-1"), { "X-Sandboxd-Scope": "alice/w-1" });
+    });
+
+    test("a 421 wrong_node is followed once to the node SANDBOXD_NODES names", async () => {
+        // a stand-in "node" that answers everything 421, naming n2
+        const seen: { method: string; url: string; scope: string | undefined }[] = [];
+        const server = createServer((req, res) => {
+            seen.push({ method: req.method!, url: req.url!, scope: req.headers["x-sandboxd-scope"] as string | undefined });
+            req.resume();
+            const body = JSON.stringify({ error: { code: "wrong_node", message: "Session is on node n2.", node: "n2" } });
+            res.writeHead(421, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), Connection: "close" });
+            res.end(body);
+        });
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+        const port = (server.address() as AddressInfo).port;
+        const saved = process.env.SANDBOXD_NODES;
+        const c = new Client({ url: `http://127.0.0.1:${port}`, key: KEY });
+        try {
+            process.env.SANDBOXD_NODES = `n1=http://127.0.0.1:9,n2=${TCP_URL}/`;
+            const s = await c.createSession({ user: USER, workspace: "ts-followed" });
+            assert.match(s.id, /^[a-z][a-z0-9]{0,31}_[0-9a-f]{16}$/);
+            assert.equal(seen.at(-1)?.method, "POST");
+            assert.equal(seen.at(-1)?.scope, `${USER}/ts-followed`);
+            const r = await s.run({ argv: ["sh", "-c", "echo followed"] });
+            assert.equal(r.stdoutText, "followed\n");
+            assert.ok(seen.at(-1)!.url.startsWith(`/v1/sessions/${s.id}/commands`), seen.at(-1)!.url);
+            await s.files.write("f.txt", "replayed");
+            assert.equal((await s.files.read("f.txt")).toString(), "replayed");
+            // a stream is not sent twice
+            await assert.rejects(s.files.upload("g.txt", Readable.from([Buffer.from("x")])),
+                (e: unknown) => e instanceof WrongNodeError && e.node === "n2" && /cannot be sent twice/.test(e.message));
+            // a node SANDBOXD_NODES does not name
+            process.env.SANDBOXD_NODES = `n1=${TCP_URL}`;
+            await assert.rejects(c.getSession(s.id),
+                (e: unknown) => e instanceof WrongNodeError && e.status === 421 && e.node === "n2" &&
+                    /does not name it/.test(e.message));
+            delete process.env.SANDBOXD_NODES;
+            await assert.rejects(c.getSession(s.id), /does not name it/);
+            const direct = new Client({ url: TCP_URL, key: KEY });
+            await (await direct.getSession(s.id)).close();
+            direct.close();
+        } finally {
+            if (saved === undefined)
+                delete process.env.SANDBOXD_NODES;
+            else
+                process.env.SANDBOXD_NODES = saved;
+            c.close();
+            server.close();
         }
     });
 });

@@ -1,0 +1,513 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Nodes (issue 18): a node's name in what sandboxd says of itself and of its sessions,
+session ids NODE_HEX, 421 wrong_node for another node's id (HTTP and D-Bus), the
+X-Sandboxd-Scope header checked against the body, [Node] Name= from a drop-in (new ids
+take it, sessions from before keep working across restarts), and a bad name refused."""
+
+import asyncio
+import http.server
+import io
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import sbxbus as B
+from conftest import (SANDBOXD_BIN, TCP_HOST, TCP_PORT, assert_error, commands_path, exec_result, journal_cursor, journal_since,
+                      restart_daemon, start_command, unique_user, units, wait_for, wait_terminal)
+
+pytestmark = pytest.mark.restarts_daemon
+
+NODE_RE = re.compile(r"[a-z][a-z0-9]{0,31}")
+ID_RE = re.compile(r"([a-z][a-z0-9]{0,31})_[0-9a-f]{16}")
+DROPIN = "/etc/sandboxd/sandboxd.conf.d/60-test-nodes.conf"
+
+
+def other_sid():
+    return "zz_" + secrets.token_hex(8)
+
+
+def node_of(api):
+    r = api.get("/v1/health")
+    assert r.status == 200, r
+    return r.json["node"]
+
+
+def assert_wrong_node(r, node="zz"):
+    """421 wrong_node, with the node named in the error and its message."""
+    assert r.status == 421, r
+    assert r.headers.get("Content-Type", "").split(";")[0] == "application/json", r.headers
+    err = r.json["error"]
+    assert set(err) == {"code", "message", "node"}, err
+    assert err["code"] == "wrong_node" and err["node"] == node, err
+    assert node in err["message"], err
+    return err
+
+
+def all_sessions(api):
+    return sorted(s["id"] for s in api.get("/v1/sessions").json["sessions"])
+
+
+# --------------------------------------------------------------------------
+# the name
+
+def test_node_name_everywhere(api, session):
+    node = node_of(api)
+    assert NODE_RE.fullmatch(node), node
+    m = ID_RE.fullmatch(session["id"])
+    assert m and m.group(1) == node, (session["id"], node)
+    assert session["node"] == node, session
+    assert session["unit"] == "sandboxd-%s.slice" % session["id"], session
+    assert session["unit"] in units()
+    assert api.get_session(session["id"])["node"] == node
+    listed = [s for s in api.get("/v1/sessions").json["sessions"] if s["id"] == session["id"]]
+    assert listed and listed[0]["node"] == node, listed
+
+    # a command's unit and a result: the unit names take the id with its '_'
+    res = exec_result(api, session["id"], {"argv": ["sh", "-c", "echo hi"]})
+    assert res["status"] == "succeeded", res
+    assert res["unit"] in ("sandboxd-%s-1.service" % session["id"], "sandboxd-%s-exec.service" % session["id"]), res
+
+    text = api.get("/metrics").body.decode()
+    assert 'sandboxd_node_info{node="%s"} 1\n' % node in text
+    assert re.search(r'^sandboxd_sessions\{node="%s",state="active"\} [1-9]' % node, text, re.M), text[:400]
+    assert re.search(r'^sandboxd_commands_running\{node="%s"\} \d+$' % node, text, re.M)
+
+    # D-Bus: Health() and the session's Node
+    health, _ = B.manager("Health")
+    assert health["node"] == node
+    path = B.manager("GetSession", "s", session["id"])[0]
+    assert B.get_property(path, B.SESSION, "Node") == node
+    assert B.get_property(path, B.SESSION, "Id") == session["id"]
+
+
+def test_node_name_logged_at_start(api):
+    cursor = journal_cursor()
+    restart_daemon()
+    node = node_of(api)
+    log = wait_for(lambda: (lambda l: l if "Node %s:" % node in l else None)(journal_since(cursor, "sandboxd.service")),
+                   timeout=10, what="the node's name in the journal")
+    assert "new sessions get ids %s_" % node in log
+
+
+def test_node_name_stable_across_restarts(api):
+    before = node_of(api)
+    restart_daemon()
+    assert node_of(api) == before
+
+
+# --------------------------------------------------------------------------
+# misdirected requests
+
+def test_wrong_node_http_routes(api, session):
+    sid = other_sid()
+    before, before_units = all_sessions(api), units()
+    routes = [
+        ("GET", "/v1/sessions/" + sid, None, {}),
+        ("DELETE", "/v1/sessions/" + sid, None, {}),
+        ("DELETE", "/v1/sessions/%s?purge=true" % sid, None, {}),
+        ("POST", "/v1/sessions/%s/activity" % sid, None, {}),
+        ("POST", "/v1/sessions/%s/freeze" % sid, None, {}),
+        ("POST", commands_path(sid), {"argv": ["true"]}, {}),
+        ("POST", commands_path(sid) + "?wait=false", {"argv": ["true"], "request_id": "x"}, {}),
+        ("GET", commands_path(sid), None, {}),
+        ("GET", commands_path(sid, "job-1"), None, {}),
+        ("GET", commands_path(sid, "job-1", "/events?offset=0"), None, {}),
+        ("POST", commands_path(sid, "job-1", "/signal"), {"signal": "SIGTERM"}, {}),
+        ("POST", commands_path(sid, "job-1", "/stdin"), b"input", {"Content-Type": "application/octet-stream"}),
+        ("GET", "/v1/sessions/%s/files?path=a.txt" % sid, None, {}),
+        ("GET", "/v1/sessions/%s/files/src/a.txt" % sid, None, {}),
+        ("PUT", "/v1/sessions/%s/files/a.txt" % sid, b"content", {"Content-Type": "application/octet-stream"}),
+        ("DELETE", "/v1/sessions/%s/files/a.txt" % sid, None, {}),
+        ("GET", "/v1/sessions/%s/ports" % sid, None, {}),
+        ("GET", "/v1/sessions/%s/ports/8000/" % sid, None, {}),
+        # the WebSocket of a terminal: refused before the upgrade
+        ("GET", commands_path(sid, "job-1", "/tty"), None,
+         {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}),
+    ]
+    for method, path, body, headers in routes:
+        r = api.request(method, path, body=body, headers=headers)
+        assert_wrong_node(r), (method, path)
+        assert "Upgrade" not in r.headers.get("Connection", ""), (method, path, r.headers)
+    assert all_sessions(api) == before, "a misdirected request changed the sessions"
+    assert not {u for u in units() - before_units if sid in u}, "a misdirected request made a unit"
+
+    # this node's own form and the old form: not another node's, so 404
+    node = node_of(api)
+    assert_error(api.get("/v1/sessions/%s_%s" % (node, secrets.token_hex(8))), 404, "not_found")
+    assert_error(api.get("/v1/sessions/" + secrets.token_hex(8)), 404, "not_found")
+    # not an id at all: 404 too, never 421
+    for bad in ("ZZ_" + secrets.token_hex(8), "zz-" + secrets.token_hex(8), "zz_" + secrets.token_hex(9),
+                "a" * 33 + "_" + secrets.token_hex(8), "_" + secrets.token_hex(8)):
+        assert_error(api.get("/v1/sessions/" + bad), 404, "not_found")
+    # the session that is here answers as ever
+    assert api.get("/v1/sessions/" + session["id"]).status == 200
+
+
+def test_wrong_node_over_tcp(tcp):
+    assert_wrong_node(tcp.get("/v1/sessions/%s" % other_sid()))
+    assert_wrong_node(tcp.post(commands_path(other_sid()), {"argv": ["true"]}))
+
+
+def test_wrong_node_dbus(api, session):
+    sid = other_sid()
+    before = all_sessions(api)
+    for fn, args in [
+        (B.manager, ("GetSession", "s", sid)),
+        (B.manager, ("CloseSession", "s", sid)),
+        (B.manager, ("Exec", "sasa{sv}", sid, ["true"], {})),
+        (B.manager, ("Run", "sasa{sv}", sid, ["true"], {})),
+        # calls on the object path of another node's session
+        (B.call, ("/io/sandboxd/sandbox1/session/" + sid, B.SESSION, "Touch")),
+        (B.call, ("/io/sandboxd/sandbox1/session/" + sid, B.SESSION, "Run", "asa{sv}", ["true"], {})),
+    ]:
+        with pytest.raises(B.BusError) as e:
+            fn(*args)
+        assert e.value.name == B.ERROR + "WrongNode", (args, e.value)
+        assert "zz" in e.value.message and sid in e.value.message, e.value.message
+    assert all_sessions(api) == before
+    # this node's unknown ids are unknown sessions, as before
+    node = node_of(api)
+    with pytest.raises(B.BusError) as e:
+        B.manager("GetSession", "s", "%s_%s" % (node, secrets.token_hex(8)))
+    assert e.value.name == B.ERROR + "NoSuchSession", e.value
+    with pytest.raises(B.BusError) as e:
+        B.manager("GetSession", "s", secrets.token_hex(8))
+    assert e.value.name == B.ERROR + "NoSuchSession", e.value
+
+
+def test_wrong_node_busctl(api):
+    sid = other_sid()
+    p = subprocess.run(["busctl", "call", B.NAME, B.PATH, B.MANAGER, "GetSession", "s", sid],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0
+    assert "zz" in p.stderr, p.stderr
+
+
+# --------------------------------------------------------------------------
+# the placement header
+
+def test_scope_header(api):
+    user, ws = unique_user(), "placed"
+    body = {"user": user, "workspace": ws}
+
+    def mine():
+        return [s for s in api.get("/v1/sessions?user=" + user).json["sessions"]]
+
+    for value in ("%s/other" % user, "someone/%s" % ws, user, "%s/%s/x" % (user, ws), "%s%%2F%s" % (user, ws),
+                  "%s/%s%%" % (user, ws), "%s/%s%%zz" % (user, ws), ""):
+        err = assert_error(api.post("/v1/sessions", body, headers={"X-Sandboxd-Scope": value}), 400, "invalid_value")
+        assert "X-Sandboxd-Scope" in err["message"], err
+        assert mine() == [], "a refused create made a session"
+    # twice, even the same
+    conn = api.connection()
+    try:
+        raw = ('{"user":"%s","workspace":"%s"}' % (user, ws)).encode()
+        conn.putrequest("POST", "/v1/sessions")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(len(raw)))
+        conn.putheader("X-Sandboxd-Scope", "%s/%s" % (user, ws))
+        conn.putheader("X-Sandboxd-Scope", "%s/%s" % (user, ws))
+        conn.endheaders(raw)
+        resp = conn.getresponse()
+        assert resp.status == 400 and b"invalid_value" in resp.read()
+    finally:
+        conn.close()
+    assert mine() == []
+
+    r = api.post("/v1/sessions", body, headers={"X-Sandboxd-Scope": "%s/%s" % (user, ws)})
+    assert r.status == 201, r
+    # percent-encoded bytes are the same scope; the header's name is case-insensitive
+    enc = "".join("%%%02X" % ord(c) for c in user) + "/" + ws
+    r2 = api.post("/v1/sessions", body, headers={"x-sandboxd-scope": enc})
+    assert r2.status == 200 and r2.json["id"] == r.json["id"], r2
+    # absent is fine
+    r3 = api.post("/v1/sessions", body)
+    assert r3.status == 200 and r3.json["id"] == r.json["id"], r3
+    assert api.delete("/v1/sessions/" + r.json["id"]).status == 200
+
+
+# --------------------------------------------------------------------------
+# [Node] Name=
+
+def write_dropin(text):
+    os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
+    with open(DROPIN, "w") as f:
+        f.write(text)
+
+
+def remove_dropin():
+    if os.path.exists(DROPIN):
+        os.unlink(DROPIN)
+        restart_daemon()
+
+
+def test_name_from_dropin_and_sessions_from_before(api):
+    default = node_of(api)
+    user = unique_user()
+    old = api.create_session(user, "before")
+    assert old["id"].startswith(default + "_")
+    acc = start_command(api, old["id"], {"argv": ["sh", "-c", "sleep 3; echo done"], "request_id": "long"})
+    assert acc["status"] == "running", acc
+    name = "t" + secrets.token_hex(4)
+    try:
+        write_dropin("[Node]\nName=%s\n" % name)
+        restart_daemon()
+        assert node_of(api) == name
+        # a new session takes the new name
+        new = api.create_session(user, "after")
+        assert new["id"].startswith(name + "_") and new["node"] == name, new
+        # the session from before: still here, served (its id names the former name), its
+        # command running across the restart finished with its output
+        got = api.get_session(old["id"])
+        assert got["state"] == "active" and got["node"] == name, got
+        snap = wait_terminal(api, old["id"], "long")
+        assert snap["status"] == "succeeded", snap
+        res = exec_result(api, old["id"], {"argv": ["sh", "-c", "echo again"]})
+        assert res["status"] == "succeeded", res
+        # an id of the former name that this node does not have is another node's now
+        assert_wrong_node(api.get("/v1/sessions/%s_%s" % (default, secrets.token_hex(8))), default)
+
+        # both forms through another restart
+        restart_daemon()
+        for s in (old, new):
+            got = api.get_session(s["id"])
+            assert got["state"] == "active", got
+            res = exec_result(api, s["id"], {"argv": ["true"]})
+            assert res["status"] == "succeeded", res
+        path = B.manager("GetSession", "s", old["id"])[0]
+        assert B.get_property(path, B.SESSION, "Node") == name
+    finally:
+        remove_dropin()
+    assert node_of(api) == default
+    for s in (old, new):
+        assert api.get_session(s["id"])["state"] == "active"
+        assert api.delete("/v1/sessions/" + s["id"]).status == 200
+
+
+@pytest.mark.parametrize("value", ["Bad_Name", "1abc", "a" * 33, "", "n-1", "n\u00e9"])
+def test_invalid_name_refused(api, value, tmp_path):
+    """sandboxd itself, with a drop-in of a configuration of its own (not the service: it
+    would fail, which the suite takes for a crash): it stops at once, naming the setting."""
+    conf = tmp_path / "sandboxd.conf"
+    conf.write_text("[Daemon]\nIdleExitSec=60s\n")
+    (tmp_path / "sandboxd.conf.d").mkdir()
+    (tmp_path / "sandboxd.conf.d" / "50-node.conf").write_text("[Node]\nName=%s\n" % value)
+    p = subprocess.Popen([SANDBOXD_BIN, "--config=%s" % conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        out, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise AssertionError("sandboxd started with [Node] Name=%r" % value)
+    assert p.returncode != 0, (out, err)
+    assert "Invalid configuration" in err and "[Node] Name=%s: expected a node name" % value in err, err
+    assert "50-node.conf" in err, err
+    # the running sandboxd is untouched
+    assert NODE_RE.fullmatch(node_of(api))
+
+
+# --------------------------------------------------------------------------
+# clients follow a 421: the Python client against a stand-in "node" that answers every
+# request 421 wrong_node naming n2, with SANDBOXD_NODES pointing n2 at the real sandboxd
+
+class _Misdirect(threading.Thread):
+    """A tiny HTTP server on 127.0.0.1: every request is answered 421 wrong_node, node n2;
+    what it was asked is kept (method, path, headers)."""
+
+    def __init__(self, node="n2"):
+        super().__init__(daemon=True)
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                seen.append((self.command, self.path, dict(self.headers), body))
+                out = json.dumps({"error": {"code": "wrong_node", "message": "Session is on node %s." % node,
+                                            "node": node}}).encode()
+                self.send_response(421)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(out)
+
+            do_GET = do_POST = do_PUT = do_DELETE = answer
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def run(self):
+        self.server.serve_forever()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def misdirect():
+    m = _Misdirect()
+    m.start()
+    yield m
+    m.stop()
+
+
+def _python_client():
+    sys.path.insert(0, os.path.join(os.environ.get("SANDBOXD_SRCDIR") or
+                                    os.path.join(os.path.dirname(__file__), "..", ".."), "clients", "python"))
+    import sandboxd
+    import sandboxd.aio
+    return sandboxd
+
+
+def test_python_client_follows_421(tcp, api_key, misdirect, monkeypatch):
+    sandboxd = _python_client()
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    monkeypatch.setenv("SANDBOXD_NODES", "n1=http://127.0.0.1:9,n2=%s/" % real)
+    c = sandboxd.Client(misdirect.url, key=api_key, timeout=30)
+    user = unique_user()
+    s = c.create_session(user, "followed")
+    assert s.created and ID_RE.fullmatch(s.id), s
+    # the stand-in was asked first, with the placement header
+    method, path, headers, body = misdirect.seen[-1]
+    assert (method, path) == ("POST", "/v1/sessions")
+    assert headers.get("X-Sandboxd-Scope") == "%s/followed" % user, headers
+    assert json.loads(body) == {"user": user, "workspace": "followed"}
+    # and the session is the real sandboxd's
+    assert tcp.get_session(s.id)["user"] == user
+    n = len(misdirect.seen)
+    r = c.run(s.id, ["sh", "-c", "echo followed"])
+    assert r.status == "succeeded" and r.stdout == b"followed\n", r
+    assert len(misdirect.seen) == n + 1 and misdirect.seen[-1][1].startswith("/v1/sessions/%s/commands" % s.id)
+    c.upload(s.id, "f.txt", b"bytes replayed")
+    assert c.read_file(s.id, "f.txt") == b"bytes replayed"
+
+    # a body that cannot be sent twice: not sent again, and the error says so
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.upload(s.id, "g.txt", io.BytesIO(b"a stream"))
+    assert e.value.status == 421 and e.value.node == "n2" and "cannot be sent twice" in e.value.message, e.value
+    assert tcp.get("/v1/sessions/%s/files?path=g.txt" % s.id).status == 404
+
+    # the async client follows the same way
+    async def go():
+        ac = sandboxd.aio.AsyncClient(misdirect.url, key=api_key, timeout=30)
+        got = await ac.get_session(s.id)
+        return got.id
+    assert asyncio.run(go()) == s.id
+
+    # a node SANDBOXD_NODES does not name: the error names the node, nothing is sent elsewhere
+    monkeypatch.setenv("SANDBOXD_NODES", "n1=%s" % real)
+    n = len(misdirect.seen)
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(s.id)
+    assert e.value.node == "n2" and "n2" in e.value.message and "SANDBOXD_NODES does not name it" in e.value.message
+    assert len(misdirect.seen) == n + 1
+    monkeypatch.delenv("SANDBOXD_NODES")
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(s.id)
+    assert "SANDBOXD_NODES does not name it" in e.value.message
+    # malformed: said so
+    monkeypatch.setenv("SANDBOXD_NODES", "n2")
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(s.id)
+    assert "not NAME=URL" in e.value.message, e.value.message
+    assert tcp.delete("/v1/sessions/" + s.id).status == 200
+
+
+def test_python_client_real_421(tcp, api_key, monkeypatch):
+    """The real sandboxd's 421 for a node SANDBOXD_NODES names: sent there once; when that
+    node answers 421 again (it is this one), the error stands, not a loop."""
+    sandboxd = _python_client()
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    monkeypatch.setenv("SANDBOXD_NODES", "zz=%s" % real)
+    c = sandboxd.Client(real, key=api_key, timeout=30)
+    with pytest.raises(sandboxd.WrongNode) as e:
+        c.get_session(other_sid())
+    assert e.value.status == 421 and e.value.code == "wrong_node" and e.value.node == "zz", e.value
+
+
+# --------------------------------------------------------------------------
+# sandboxctl (libsandboxd's HTTP transport): X-Sandboxd-Scope, following a 421, ls of every node
+
+SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
+
+
+def ctl(*args, env=None, timeout=60):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOXD_")}
+    e.update(env or {})
+    return subprocess.run([SANDBOXCTL] + list(args), capture_output=True, text=True, env=e, timeout=timeout)
+
+
+def test_sandboxctl_follows_421(tcp, api_key, misdirect):
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    env = {"SANDBOXD_URL": misdirect.url, "SANDBOXD_KEY": api_key, "SANDBOXD_NODES": "n2=%s" % real}
+    user = unique_user()
+    p = ctl("create", user, "ctl", env=env)
+    assert p.returncode == 0, p
+    sid = p.stdout.strip()
+    assert ID_RE.fullmatch(sid), p
+    method, path, headers, _ = misdirect.seen[-1]
+    assert (method, path) == ("POST", "/v1/sessions") and headers.get("X-Sandboxd-Scope") == "%s/ctl" % user, headers
+    assert tcp.get_session(sid)["user"] == user
+
+    p = ctl("exec", sid, "sh", "-c", "echo via n2", env=env)
+    assert p.returncode == 0 and p.stdout == "via n2\n", p
+    p = ctl("show", sid, env=env)
+    assert p.returncode == 0 and sid in p.stdout and "Node:" in p.stdout, p
+
+    # a node SANDBOXD_NODES does not name: the error names it
+    p = ctl("show", sid, env=dict(env, SANDBOXD_NODES="n1=%s" % real))
+    assert p.returncode != 0 and "node n2" in p.stderr and "SANDBOXD_NODES does not name it" in p.stderr, p
+    p = ctl("show", sid, env=dict(env, SANDBOXD_NODES="n2"))
+    assert p.returncode != 0 and "node n2" in p.stderr and "NAME=URL" in p.stderr, p
+    # the real sandboxd's own 421, followed once to the node named (itself): the error stands
+    p = ctl("show", other_sid(), env={"SANDBOXD_URL": real, "SANDBOXD_KEY": api_key, "SANDBOXD_NODES": "zz=%s" % real})
+    assert p.returncode != 0 and "zz" in p.stderr, p
+    assert tcp.delete("/v1/sessions/" + sid).status == 200
+
+
+def test_sandboxctl_ls_every_node(tcp, api_key):
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    user = unique_user()
+    sids = sorted(tcp.post("/v1/sessions", {"user": user, "workspace": w}).json["id"] for w in ("a", "b", "c"))
+    base = {"SANDBOXD_URL": real, "SANDBOXD_KEY": api_key}
+    try:
+        one = ctl("--json", "ls", "--user", user, env=base)
+        assert one.returncode == 0, one
+        assert sorted(s["id"] for s in json.loads(one.stdout)["sessions"]) == sids
+
+        # two names for the one sandboxd: each node's list, merged and sorted
+        p = ctl("--json", "ls", "--user", user, env=dict(base, SANDBOXD_NODES="n1=%s n2=%s/" % (real, real)))
+        assert p.returncode == 0, p
+        got = [s["id"] for s in json.loads(p.stdout)["sessions"]]
+        assert got == sorted(sids + sids), got
+        p = ctl("ls", "--user", user, env=dict(base, SANDBOXD_NODES="n1=%s,n2=%s" % (real, real)))
+        assert p.returncode == 0, p
+        lines = p.stdout.splitlines()
+        assert lines[0].startswith("ID ") and [l.split()[0] for l in lines[1:]] == sorted(sids + sids), p.stdout
+
+        # a node that does not answer: named, the others listed, a failure status
+        p = ctl("--json", "ls", "--user", user, env=dict(base, SANDBOXD_NODES="n1=%s,dead=http://127.0.0.1:9" % real))
+        assert p.returncode != 0 and "node dead" in p.stderr, p
+        assert sorted(s["id"] for s in json.loads(p.stdout)["sessions"]) == sids
+        # malformed: refused, nothing listed
+        p = ctl("ls", env=dict(base, SANDBOXD_NODES="n1=%s,N2=%s" % (real, real)))
+        assert p.returncode != 0 and "SANDBOXD_NODES" in p.stderr and "node name" in p.stderr, p
+        assert p.stdout == ""
+    finally:
+        for sid in sids:
+            tcp.delete("/v1/sessions/" + sid)
