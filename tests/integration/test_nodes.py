@@ -18,8 +18,9 @@ import threading
 import pytest
 
 import sbxbus as B
-from conftest import (SANDBOXD_BIN, TCP_HOST, TCP_PORT, assert_error, commands_path, exec_result, journal_cursor, journal_since,
-                      restart_daemon, sh, start_command, unique_user, units, wait_for, wait_terminal)
+from conftest import (SANDBOXD_BIN, TCP_HOST, TCP_PORT, assert_error, commands_path, exec_result, is_active,
+                      journal_cursor, journal_since, restart_daemon, sh, start_command, unique_user, units, wait_for,
+                      wait_terminal)
 
 pytestmark = pytest.mark.restarts_daemon
 
@@ -260,6 +261,15 @@ def test_name_from_dropin_and_sessions_from_before(api):
         write_dropin("[Node]\nName=%s\n" % name)
         restart_daemon()
         assert node_of(api) == name
+        # the pool's slices from before (the former name in their ids) were stopped, not
+        # adopted: a new session's id names this node
+        def prepared():
+            owned = {s["id"] for s in api.get("/v1/sessions").json["sessions"] if s["state"] != "closed"}
+            return {u[len("sandboxd-"):-len(".slice")] for u in units()
+                    if u.startswith("sandboxd-") and u.endswith(".slice") and u.count("-") == 1
+                    and is_active(u) == "active"} - owned
+        wait_for(lambda: prepared() and all(p.startswith(name + "_") for p in prepared()), timeout=30,
+                 what="the pool to hold slices of the new name only")
         # a new session takes the new name
         new = api.create_session(user, "after")
         assert new["id"].startswith(name + "_") and new["node"] == name, new
