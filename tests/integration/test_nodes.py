@@ -264,12 +264,17 @@ def test_name_from_dropin_and_sessions_from_before(api):
         # the pool's slices from before (the former name in their ids) were stopped, not
         # adopted: a new session's id names this node
         def prepared():
-            owned = {s["id"] for s in api.get("/v1/sessions").json["sessions"] if s["state"] != "closed"}
+            owned = {s["id"] for s in api.get("/v1/sessions").json["sessions"]}  # any state: not the pool's
             return {u[len("sandboxd-"):-len(".slice")] for u in units()
                     if u.startswith("sandboxd-") and u.endswith(".slice") and u.count("-") == 1
                     and is_active(u) == "active"} - owned
-        wait_for(lambda: prepared() and all(p.startswith(name + "_") for p in prepared()), timeout=30,
-                 what="the pool to hold slices of the new name only")
+        # (whether the pool makes new ones depends on how many sessions took one: PoolSize=)
+        def pool_renamed():
+            return not any(p.startswith(default + "_") for p in prepared()) or None
+        try:
+            wait_for(pool_renamed, timeout=30, what="the pool to hold no slice of the former name")
+        except AssertionError as e:
+            raise AssertionError("%s: %r" % (e, sorted(prepared()))) from None
         # a new session takes the new name
         new = api.create_session(user, "after")
         assert new["id"].startswith(name + "_") and new["node"] == name, new
