@@ -541,7 +541,9 @@ def test_old_form_session_survives_restarts(api):
     restarts; new sessions meanwhile get NODE_HEX ids."""
     user = unique_user()
     src = api.create_session(user, "legacy-src")
-    with open(os.path.join(SESSIONS_DIR, src["id"], "session.json")) as f:
+    rec = os.path.join(SESSIONS_DIR, src["id"], "session.json")
+    wait_for(lambda: os.path.exists(rec), timeout=10, what="the record to be written (by the writer thread)")
+    with open(rec) as f:
         record = json.load(f)
     assert api.delete("/v1/sessions/" + src["id"]).status == 200
     old = secrets.token_hex(8)
