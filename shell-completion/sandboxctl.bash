@@ -2,8 +2,11 @@
 # bash completion for sandboxctl(1)
 
 __sandboxctl_sessions() {
-        # the ids from "sandboxctl ls" (first column, header skipped); quietly nothing on errors
-        sandboxctl "${__sandboxctl_conn[@]}" ls 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9a-f]{16}$/ { print $1 }'
+        # the ids from "sandboxctl ls" (first column, header skipped): NODE_HEX or 16 hex digits
+        # alone; quietly nothing on errors. No {n} in the regex: mawk has none.
+        sandboxctl "${__sandboxctl_conn[@]}" ls 2>/dev/null |
+                awk 'NR > 1 { hex = $1; sub(/^[a-z][a-z0-9]*_/, "", hex) }
+                     NR > 1 && hex ~ /^[0-9a-f]+$/ && length(hex) == 16 && length($1) <= 49 { print $1 }'
 }
 
 __sandboxctl_images() {

@@ -588,15 +588,14 @@ static const sd_bus_vtable manager_vtable[] = {
 
 /* The vtable for an object path of ours, by its shape (and, on a session's, the interface). */
 static const sd_bus_vtable *vtable_for_path(const char *path, const char *interface, const char **ret_interface) {
+        char id[SESSION_ID_SIZE];
         const char *p;
+        size_t n;
 
         if (streq(path, BUS_PATH)) {
                 *ret_interface = BUS_MANAGER_INTERFACE;
                 return manager_vtable;
         }
-        char id[SESSION_ID_SIZE];
-        size_t n;
-
         p = startswith(path, BUS_SESSION_PREFIX "/");
         n = p ? session_id_prefix(p, id) : 0;
         if (n == 0)

@@ -18,8 +18,9 @@ import threading
 import pytest
 
 import sbxbus as B
-from conftest import (SANDBOXD_BIN, TCP_HOST, TCP_PORT, assert_error, commands_path, exec_result, journal_cursor, journal_since,
-                      restart_daemon, start_command, unique_user, units, wait_for, wait_terminal)
+from conftest import (SANDBOXD_BIN, TCP_HOST, TCP_PORT, assert_error, commands_path, exec_result, is_active,
+                      journal_cursor, journal_since, restart_daemon, sh, start_command, unique_user, units, wait_for,
+                      wait_terminal)
 
 pytestmark = pytest.mark.restarts_daemon
 
@@ -260,6 +261,20 @@ def test_name_from_dropin_and_sessions_from_before(api):
         write_dropin("[Node]\nName=%s\n" % name)
         restart_daemon()
         assert node_of(api) == name
+        # the pool's slices from before (the former name in their ids) were stopped, not
+        # adopted: a new session's id names this node
+        def prepared():
+            owned = {s["id"] for s in api.get("/v1/sessions").json["sessions"]}  # any state: not the pool's
+            return {u[len("sandboxd-"):-len(".slice")] for u in units()
+                    if u.startswith("sandboxd-") and u.endswith(".slice") and u.count("-") == 1
+                    and is_active(u) == "active"} - owned
+        # (whether the pool makes new ones depends on how many sessions took one: PoolSize=)
+        def pool_renamed():
+            return not any(p.startswith(default + "_") for p in prepared()) or None
+        try:
+            wait_for(pool_renamed, timeout=30, what="the pool to hold no slice of the former name")
+        except AssertionError as e:
+            raise AssertionError("%s: %r" % (e, sorted(prepared()))) from None
         # a new session takes the new name
         new = api.create_session(user, "after")
         assert new["id"].startswith(name + "_") and new["node"] == name, new
@@ -511,3 +526,67 @@ def test_sandboxctl_ls_every_node(tcp, api_key):
     finally:
         for sid in sids:
             tcp.delete("/v1/sessions/" + sid)
+
+
+# --------------------------------------------------------------------------
+# a session of the old form (16 hex digits, from before nodes had names) across restarts
+
+SESSIONS_DIR = "/var/lib/sandboxd/sessions"
+
+
+@pytest.mark.unit_mode_only
+def test_old_form_session_survives_restarts(api):
+    """A session record of the old form (as an earlier sandboxd wrote it: the id 16 hex digits
+    alone, its slice sandboxd-HEX.slice) is recovered, served, runs commands and closes, across
+    restarts; new sessions meanwhile get NODE_HEX ids."""
+    user = unique_user()
+    src = api.create_session(user, "legacy-src")
+    rec = os.path.join(SESSIONS_DIR, src["id"], "session.json")
+    wait_for(lambda: os.path.exists(rec), timeout=10, what="the record to be written (by the writer thread)")
+    with open(rec) as f:
+        record = json.load(f)
+    assert api.delete("/v1/sessions/" + src["id"]).status == 200
+    old = secrets.token_hex(8)
+    record.update(id=old, workspace="legacy", state="active", n_commands=0, frozen=False, from_pool=False)
+    for k in ("close_reason", "closed_usec", "ports", "purged"):
+        record.pop(k, None)
+    slice_ = "sandboxd-%s.slice" % old
+    holder = "nodes-legacy-%s.service" % old
+
+    sh("systemctl", "stop", "sandboxd.service")
+    try:
+        os.makedirs(os.path.join(SESSIONS_DIR, old), mode=0o700)
+        with open(os.path.join(SESSIONS_DIR, old, "session.json"), "w") as f:
+            json.dump(record, f)
+        # its slice, as the earlier sandboxd left it (a process in it keeps it there)
+        sh("systemd-run", "--unit=" + holder, "--slice=" + slice_, "sleep", "600")
+        restart_daemon()
+        node = node_of(api)
+        got = api.get_session(old)
+        assert got["state"] == "active" and got["id"] == old and got["node"] == node, got
+        assert got["unit"] == slice_, got
+        res = exec_result(api, old, {"argv": ["sh", "-c", "echo legacy"]})
+        assert res["status"] == "succeeded" and res["stdout"] == "legacy\n", res
+        assert res["unit"] == "sandboxd-%s-1.service" % old, res
+        path = B.manager("GetSession", "s", old)[0]
+        assert B.get_property(path, B.SESSION, "Id") == old
+
+        # across another restart, with a session of the new form beside it
+        new = api.create_session(user, "legacy-new")
+        assert ID_RE.fullmatch(new["id"]), new
+        acc = start_command(api, old, {"argv": ["sh", "-c", "sleep 2; echo after"], "request_id": "across"})
+        assert acc["status"] == "running", acc
+        restart_daemon()
+        assert api.get_session(old)["state"] == "active"
+        assert api.get_session(new["id"])["state"] == "active"
+        snap = wait_terminal(api, old, "across")
+        assert snap["status"] == "succeeded", snap
+        listed = {s["id"] for s in api.get("/v1/sessions?user=" + user).json["sessions"]}
+        assert {old, new["id"]} <= listed, listed
+        for sid in (old, new["id"]):
+            assert api.delete("/v1/sessions/" + sid).status == 200
+        wait_for(lambda: slice_ not in units(), timeout=30, what="the old session's slice to stop")
+    finally:
+        subprocess.run(["systemctl", "stop", holder], capture_output=True)
+        if api.get("/v1/sessions/" + old).status == 200:
+            api.delete("/v1/sessions/" + old)

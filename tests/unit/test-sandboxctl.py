@@ -7,7 +7,9 @@ usage: test-sandboxctl.py SANDBOXCTL VERSION COMPLETION MANPAGE.scd"""
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import sys
 
 sandboxctl, version, completion, manpage = sys.argv[1:5]
@@ -134,6 +136,19 @@ got, _ = complete("sandboxctl", "port", "expose", "--h")
 check(got == {"--host", "--help"}, "completion offers port's --host (%r)" % sorted(got))
 got, _ = complete("sandboxctl", "show", "")
 check(got == set(), "no session ids without a sandboxd, and no error (%r)" % sorted(got))
+
+# session ids of both forms from "sandboxctl ls" (a stand-in sandboxctl earlier in PATH)
+fake = tempfile.mkdtemp()
+with open(os.path.join(fake, "sandboxctl"), "w") as f:
+    f.write("#!/bin/sh\nprintf 'ID  USER  WORKSPACE\\nn1_0123456789abcdef  alice  w\\n"
+            "0123456789abcdee  bob  w\\nNo  -  -\\nn1-0123456789abcdef  x  x\\n'\n")
+os.chmod(os.path.join(fake, "sandboxctl"), 0o755)
+p = subprocess.run(["bash", "-c", stub + 'complete_line "${@:2}"', "x", completion, "sandboxctl", "show", ""],
+                   capture_output=True, text=True, timeout=30, env={"PATH": fake + ":/usr/bin:/bin"})
+got = set(p.stdout.split())
+check(got == {"n1_0123456789abcdef", "0123456789abcdee"}, "completion offers session ids of both forms (%r %r)"
+      % (sorted(got), p.stderr))
+shutil.rmtree(fake)
 
 # the man page documents every verb
 if os.path.exists(manpage):
