@@ -455,6 +455,49 @@ def test_python_client_real_421(tcp, api_key, monkeypatch):
     assert e.value.status == 421 and e.value.code == "wrong_node" and e.value.node == "zz", e.value
 
 
+def test_python_client_balancer_node_unavailable():
+    """HAProxy's own 503 and 504 (contrib/haproxy/haproxy.cfg), {"error":{"code":
+    "node_unavailable","node":...}}: Unavailable in both clients, naming the node."""
+    sandboxd = _python_client()
+    statuses = [503, 504, 503, 504]
+
+    class Balancer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"error": {"code": "node_unavailable", "node": "n3",
+                                         "message": "No sandboxd node is available."}}).encode()
+            self.send_response(statuses.pop(0))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Balancer)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        c = sandboxd.Client(url, key="k", timeout=30)
+        for status in (503, 504):
+            with pytest.raises(sandboxd.Unavailable) as e:
+                c.get_session(other_sid())
+            assert (e.value.status, e.value.code, e.value.node) == (status, "node_unavailable", "n3"), e.value
+
+        async def aio():
+            a = sandboxd.aio.AsyncClient(url, key="k", timeout=30)
+            for status in (503, 504):
+                with pytest.raises(sandboxd.Unavailable) as e:
+                    await a.get_session(other_sid())
+                assert (e.value.status, e.value.code, e.value.node) == (status, "node_unavailable", "n3"), e.value
+        asyncio.run(aio())
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 # --------------------------------------------------------------------------
 # sandboxctl (libsandboxd's HTTP transport): X-Sandboxd-Scope, following a 421, ls of every node
 

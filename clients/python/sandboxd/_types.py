@@ -73,7 +73,15 @@ class Unsupported(ApiError):
 
 
 class Unavailable(ApiError):
-    """503: draining, overloaded or stopping: try again after `retry_after`."""
+    """503: draining, overloaded or stopping: try again after `retry_after`. Also a load
+    balancer's node_unavailable (503, or 504 when the node did not answer in time; HAProxy
+    with contrib/haproxy/haproxy.cfg, sandboxd-api(7), NODES): `node` names the session's
+    node when the balancer did."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: Optional[int] = None,
+                 node: Optional[str] = None):
+        super().__init__(status, code, message, retry_after)
+        self.node = node
 
 
 class WrongNode(ApiError):
@@ -90,6 +98,7 @@ class WrongNode(ApiError):
 _BY_STATUS = {400: InvalidRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
               416: InvalidOffset, 421: WrongNode, 429: TooManyRequests, 501: Unsupported, 503: Unavailable}
 
+NODE_UNAVAILABLE = "node_unavailable"  # a load balancer's 503/504 (contrib/haproxy/haproxy.cfg)
 NODE_RE = re.compile(r"[a-z][a-z0-9]{0,31}")
 NODES_ENV = "SANDBOXD_NODES"
 NODES_SPEC_MAX = 64 * 1024
@@ -123,7 +132,8 @@ def parse_nodes(spec: Optional[str]) -> dict:
 def error_from_answer(status: int, body: bytes, retry_after: Optional[str] = None) -> ApiError:
     """The exception for an error answer: its class by status, its code and message from the
     body {"error":{"code","message"}} (code "http_<status>" when the body is not that, as for
-    the few answers libmicrohttpd makes itself)."""
+    the few answers libmicrohttpd makes itself). A balancer's node_unavailable is Unavailable
+    whether 503 or 504 (sandboxd's own 504, upstream_timeout of a port, stays ApiError)."""
     code, message, node = "http_%d" % status, "", None
     try:
         err = json.loads(body)["error"]
@@ -138,6 +148,8 @@ def error_from_answer(status: int, body: bytes, retry_after: Optional[str] = Non
         ra = int(retry_after.strip())
     if status == 421:
         return WrongNode(status, code, message, ra, node)
+    if status == 503 or code == NODE_UNAVAILABLE:
+        return Unavailable(status, code, message, ra, node)
     return _BY_STATUS.get(status, ApiError)(status, code, message, ra)
 
 

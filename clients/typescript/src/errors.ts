@@ -43,8 +43,19 @@ export class WrongNodeError extends SandboxdError {
 export class TooManyRequestsError extends SandboxdError {}
 /** 501: not supported on this host (freezing on cgroup v1). */
 export class UnsupportedError extends SandboxdError {}
-/** 503: draining, overloaded or stopping; see retryAfter. */
-export class UnavailableError extends SandboxdError {}
+/**
+ * 503: draining, overloaded or stopping; see retryAfter. Also a load balancer's
+ * node_unavailable (503, or 504 when the node did not answer in time; HAProxy with
+ * contrib/haproxy/haproxy.cfg, sandboxd-api(7), NODES), node naming the session's node
+ * when the balancer did.
+ */
+export class UnavailableError extends SandboxdError {
+    /** The session's node, when a balancer's node_unavailable named it. */
+    node: string | undefined;
+}
+
+/** A load balancer's code for its own 503 and 504 (contrib/haproxy/haproxy.cfg). */
+export const NODE_UNAVAILABLE = "node_unavailable";
 
 const BY_STATUS: Record<number, typeof SandboxdError> = {
     400: BadRequestError,
@@ -60,11 +71,15 @@ const BY_STATUS: Record<number, typeof SandboxdError> = {
     503: UnavailableError,
 };
 
-/** The error for an answer: the subclass of its status, else SandboxdError. */
+/**
+ * The error for an answer: the subclass of its status, else SandboxdError; a balancer's
+ * node_unavailable is UnavailableError whether 503 or 504 (sandboxd's own 504,
+ * upstream_timeout of a port, stays SandboxdError).
+ */
 export function errorFor(status: number, code: string, message: string, retryAfter?: number, node?: string): SandboxdError {
-    const cls = BY_STATUS[status] ?? SandboxdError;
+    const cls = code === NODE_UNAVAILABLE && status !== 421 ? UnavailableError : BY_STATUS[status] ?? SandboxdError;
     const e = new cls(status, code, message, retryAfter);
-    if (e instanceof WrongNodeError)
+    if (e instanceof WrongNodeError || e instanceof UnavailableError)
         e.node = node;
     return e;
 }

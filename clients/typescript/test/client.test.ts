@@ -16,7 +16,7 @@ import { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import {
     Client, ConflictError, ForbiddenError, NotFoundError, SandboxdError, Session, TransportError, UnauthorizedError,
-    UnsupportedError, WrongNodeError, parseNodes, scopeHeader, type ExecEvent,
+    UnavailableError, UnsupportedError, WrongNodeError, parseNodes, scopeHeader, type ExecEvent,
 } from "../src/index.js";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -518,6 +518,30 @@ describe("nodes", () => {
                 delete process.env.SANDBOXD_NODES;
             else
                 process.env.SANDBOXD_NODES = saved;
+            c.close();
+            server.close();
+        }
+    });
+
+    test("a balancer's 503 and 504 node_unavailable are UnavailableError, naming the node", async () => {
+        // a stand-in HAProxy answering as contrib/haproxy/haproxy.cfg does: 503 first, then 504
+        let n = 0;
+        const server = createServer((req, res) => {
+            req.resume();
+            const status = n++ === 0 ? 503 : 504;
+            const body = JSON.stringify({ error: { code: "node_unavailable", node: "n3", message: "No sandboxd node is available." } });
+            res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), Connection: "close" });
+            res.end(body);
+        });
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+        const port = (server.address() as AddressInfo).port;
+        const c = new Client({ url: `http://127.0.0.1:${port}`, key: KEY });
+        try {
+            for (const status of [503, 504])
+                await assert.rejects(c.getSession("n3_0123456789abcdef"),
+                    (e: unknown) => e instanceof UnavailableError && e.status === status &&
+                        e.code === "node_unavailable" && e.node === "n3");
+        } finally {
             c.close();
             server.close();
         }
