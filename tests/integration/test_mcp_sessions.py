@@ -12,7 +12,11 @@ import pytest
 
 from conftest import (EXEC_MODE, MAX_CPU_QUOTA, memory_cgroup_v2, start_command, unique_user, wait_command_running,
                       wait_terminal)
-from test_mcp import mcp
+from test_mcp import SDK, mcp
+
+# as the other MCP tests: without the SDK (SANDBOXD_SKIP_MCP=1) every test here would fail in mcp()
+pytestmark = pytest.mark.skipif(not SDK, reason="SANDBOXD_MCP_SDK is not set: run through tools/dev test, "
+                                                "which installs the MCP SDK")
 
 SESSION_TOOLS = ["sandbox_health", "sandbox_create_session", "sandbox_list_sessions", "sandbox_session_status",
                  "sandbox_close_session", "sandbox_freeze_session", "sandbox_thaw_session", "sandbox_touch_session",
