@@ -357,6 +357,16 @@ def test_lost_node_and_back(cluster, population):
         r = lb.get("/v1/sessions/" + s["id"])
         err = assert_error(r, 503, "node_unavailable")  # HAProxy's, in sandboxd's format
         assert err["node"] == name, err
+    # the clients take it for their kind of a 503, naming the node
+    import sys
+    sys.path.insert(0, str(TOP / "clients" / "python"))
+    import sandboxd
+    with in_netns(cluster.hub):  # the client's sockets, made in this thread
+        with pytest.raises(sandboxd.Unavailable) as e:
+            sandboxd.Client(lb.url, key=cluster.keys[TENANT]).get_session(lost[0]["id"])
+    assert (e.value.status, e.value.code, e.value.node) == (503, "node_unavailable", name), e.value
+    r = sandboxctl(cluster, "--url=" + lb.url, "show", lost[0]["id"], check=False)
+    assert r.returncode != 0 and "No sandboxd node is available" in r.stderr, r  # HAProxy's message
     # new scopes go elsewhere
     for scope in scopes(10, "l"):
         r = lb.create(*scope)
