@@ -42,10 +42,16 @@ def outsider():
 
 @pytest.fixture
 def others_session(api, request):
-    """A session of another user, made by root."""
+    """A session of another user, made by root; closed after the test, so that its commands
+    (test_member_is_denied_other_users_sessions leaves a sleep 60 running) do not end
+    during a later test that compares the units before and after (test_quotas)."""
     user = "sbxo" + secrets.token_hex(4)
     sid, path = B.manager("CreateSession", "ssa{sv}", user, workspace_for(request.node.name), {})
-    return sid, path
+    yield sid, path
+    try:
+        B.manager("CloseSession", "s", sid)
+    except B.BusError:
+        pass  # a test closed it already
 
 
 def session_state(sid):
