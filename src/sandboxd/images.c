@@ -353,53 +353,6 @@ int image_check(const char *root, const char **ret_reason) {
         return 0;
 }
 
-static int usage_at(int dir_fd, unsigned depth, uint64_t *sum) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        int fd;
-
-        if (depth > 256)
-                return -ELOOP;
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-                struct stat st;
-
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue;
-                *sum += (uint64_t) st.st_blocks * 512;
-                if (S_ISDIR(st.st_mode)) {
-                        _cleanup_close_ int sub = openat(dirfd(d), de->d_name,
-                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0)
-                                (void) usage_at(sub, depth + 1, sum);
-                }
-        }
-        return 0;
-}
-
-int image_disk_usage(const char *root, uint64_t *ret) {
-        _cleanup_close_ int fd = -EBADF;
-        uint64_t sum = 0;
-        int r;
-
-        fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        r = usage_at(fd, 0, &sum);
-        if (r < 0)
-                return r;
-        *ret = sum;
-        return 0;
-}
-
 int image_write_metadata(const Config *c, const char *name, uint64_t size_bytes, uint64_t created_usec) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         char p[PATH_MAX];

@@ -47,9 +47,6 @@ int image_find_executable(const char *root, const char *tools_dir, const char *n
  * if it lacks /bin/sh or an os-release. */
 int image_check(const char *root, const char **ret_reason);
 
-/* The bytes of the files below root (st_blocks), for NAME.json: walks the tree, so not
- * on the event loop. */
-int image_disk_usage(const char *root, uint64_t *ret);
 
 /* Writes NAME.json for the image NAME (its size and now). */
 int image_write_metadata(const Config *c, const char *name, uint64_t size_bytes, uint64_t created_usec);
