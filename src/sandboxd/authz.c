@@ -90,7 +90,7 @@ AuthzVerdict authz_decide(const AuthzCaller *c, AuthzTransport t, AuthzOp op, co
         }
 
         /* Daemon-wide. */
-        if (op == AUTHZ_DRAIN || op == AUTHZ_METRICS || op == AUTHZ_IMAGES) {
+        if (authz_op_is_daemon_wide(op)) {
                 if (c->admin)
                         return say(ret_reason, AUTHZ_ALLOW, "An administrator.");
                 return say(ret_reason, AUTHZ_FORBIDDEN,

@@ -46,6 +46,11 @@ typedef enum AuthzOp {
         _AUTHZ_OP_INVALID = -1,
 } AuthzOp;
 
+/* drain, metrics, images: about the daemon, not a session; only administrators */
+static inline bool authz_op_is_daemon_wide(AuthzOp op) {
+        return op == AUTHZ_DRAIN || op == AUTHZ_METRICS || op == AUTHZ_IMAGES;
+}
+
 const char *authz_op_to_string(AuthzOp op);
 AuthzOp authz_op_from_string(const char *s);
 

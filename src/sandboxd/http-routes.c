@@ -279,14 +279,12 @@ static int route_get_image(HttpRequest *r) {
 
 static int route_delete_image(HttpRequest *r) {
         Manager *m = r->server->manager;
-        const char *reason = NULL, *name = r->params[0];
+        const char *name = r->params[0];
         _cleanup_(image_info_done) ImageInfo i = {};
         Buf b = {};
         unsigned n;
         int ret;
 
-        if (authz_decide(&r->caller, http_transport(r), AUTHZ_IMAGES, NULL, &reason) != AUTHZ_ALLOW)
-                return http_queue_error(r, "forbidden", reason);
         ret = image_get(&m->config, name, &i);
         if (ret == -ENOENT || ret == -EINVAL)
                 return http_queue_error(r, "image_not_found", "No such image.");
@@ -1543,15 +1541,17 @@ static int route_relay(HttpRequest *r) {
 const HttpRoute http_routes[] = {
         { "/healthz", HTTP_ROUTE_PUBLIC, { GET(route_healthz, ANYONE) } },
         { "/readyz", HTTP_ROUTE_PUBLIC, { GET(route_readyz, ANYONE) } },
-        { "/metrics", HTTP_ROUTE_ADMIN, { GET(route_metrics, AUTHZ_METRICS) } },
+        { "/metrics", 0, { GET(route_metrics, AUTHZ_METRICS) } },
         { "/v1/health", 0, { GET(route_health, ANYONE) } },
         { "/v1/pool", 0, { GET(route_pool, ANYONE) } },
-        { "/v1/drain", HTTP_ROUTE_ADMIN,
+        { "/v1/drain", 0,
           { GET(route_drain_state, AUTHZ_DRAIN), POST(route_drain, AUTHZ_DRAIN), DELETE(route_undrain, AUTHZ_DRAIN) } },
-        /* removing (and importing) is decided in the handler: the route shows to everyone */
+        /* showing is everyone's, removing an administrator's (http_route()); a PUT streams its
+         * body to the unpacker and is decided before that (http_route_image_import_begin()) */
         { "/v1/images", 0, { GET(route_list_images, ANYONE) } },
         { "/v1/images/{image}", HTTP_ROUTE_IMAGE,
-          { GET(route_get_image, ANYONE), PUT(route_get_image, AUTHZ_IMAGES), DELETE(route_delete_image, ANYONE) } },
+          { GET(route_get_image, ANYONE), PUT(route_get_image, AUTHZ_IMAGES),
+            DELETE(route_delete_image, AUTHZ_IMAGES) } },
         /* creating is decided in the handler, with the scope of the body */
         { "/v1/sessions", 0, { GET(route_list_sessions, AUTHZ_LIST), POST(route_create_session, AUTHZ_CREATE) } },
         { "/v1/sessions/{sid}", HTTP_ROUTE_SESSION,
@@ -1708,7 +1708,7 @@ int http_route(HttpRequest *r) {
         if (!r->route)
                 return not_found(r, "No such route.");
 
-        if (FLAGS_SET(r->route->flags, HTTP_ROUTE_ADMIN)) {
+        if (authz_op_is_daemon_wide(route_op(r))) {
                 const char *reason = NULL;
 
                 if (authz_decide(&r->caller, http_transport(r), route_op(r), NULL, &reason) != AUTHZ_ALLOW)

@@ -128,7 +128,8 @@ typedef int (*HttpHandler)(HttpRequest *r);
 
 typedef enum HttpRouteFlags {
         HTTP_ROUTE_PUBLIC  = 1 << 0, /* no key needed on TCP (the probes) */
-        HTTP_ROUTE_ADMIN   = 1 << 1, /* daemon-wide (drain, metrics): authz_decide() before anything else, 403 */
+        /* 1 << 1 unused: a daemon-wide operation (authz_op_is_daemon_wide()) of a method is
+         * authorized before anything else, 403, by http_route() */
         HTTP_ROUTE_SESSION = 1 << 2, /* the first placeholder is a session the caller may see, else 404 */
         HTTP_ROUTE_COMMAND = 1 << 3, /* the second is a command of that session, else 404 */
         HTTP_ROUTE_TAIL    = 1 << 4, /* the last placeholder takes the rest of the path */

@@ -103,9 +103,7 @@ static int read_in_root(int root_fd, const char *path, size_t max, char **ret, s
         return 0;
 }
 
-/* KEY=value or KEY="value" (os-release(5)); backslash escapes of the quoted form kept simple:
- * \" \\ \$ \` become the character. Control characters make the value unknown. */
-static char *os_release_value(const char *text, const char *key) {
+char *image_os_release_value(const char *text, const char *key) {
         size_t kn = strlen(key);
 
         for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
@@ -138,17 +136,8 @@ static char *os_release_value(const char *text, const char *key) {
         return NULL;
 }
 
-static bool image_has_nss_systemd(int root_fd) {
-        _cleanup_free_ char *nss = NULL;
-        static const char *const dirs[] = {
-                "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/i386-linux-gnu",
-                "/usr/lib/arm-linux-gnueabihf", "/usr/lib/riscv64-linux-gnu", "/usr/lib64", "/usr/lib",
-        };
-        bool found = false;
-
-        if (read_in_root(root_fd, "/etc/nsswitch.conf", NSSWITCH_MAX, &nss, NULL) < 0)
-                return false;
-        for (const char *l = nss; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+bool image_nsswitch_uses_systemd(const char *text) {
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
                 const char *end = strchrnul(l, '\n');
                 _cleanup_free_ char *line = strndup(l, (size_t) (end - l));
 
@@ -159,10 +148,22 @@ static bool image_has_nss_systemd(int root_fd) {
 
                         for (char *w = strtok_r(line + 7, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
                                 if (streq(w, "systemd"))
-                                        found = true;
+                                        return true;
                 }
         }
-        if (!found)
+        return false;
+}
+
+static bool image_has_nss_systemd(int root_fd) {
+        _cleanup_free_ char *nss = NULL;
+        static const char *const dirs[] = {
+                "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/i386-linux-gnu",
+                "/usr/lib/arm-linux-gnueabihf", "/usr/lib/riscv64-linux-gnu", "/usr/lib64", "/usr/lib",
+        };
+
+        if (read_in_root(root_fd, "/etc/nsswitch.conf", NSSWITCH_MAX, &nss, NULL) < 0)
+                return false;
+        if (!image_nsswitch_uses_systemd(nss))
                 return false;
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 char p[PATH_MAX];
@@ -229,9 +230,9 @@ int image_get(const Config *c, const char *name, ImageInfo *ret) {
         if (read_in_root(root_fd, "/etc/os-release", OS_RELEASE_MAX, &os, NULL) < 0)
                 (void) read_in_root(root_fd, "/usr/lib/os-release", OS_RELEASE_MAX, &os, NULL);
         if (os) {
-                i.os_id = os_release_value(os, "ID");
-                i.os_version_id = os_release_value(os, "VERSION_ID");
-                i.os_pretty_name = os_release_value(os, "PRETTY_NAME");
+                i.os_id = image_os_release_value(os, "ID");
+                i.os_version_id = image_os_release_value(os, "VERSION_ID");
+                i.os_pretty_name = image_os_release_value(os, "PRETTY_NAME");
         }
         i.user_names = image_has_nss_systemd(root_fd);
         *ret = i;

@@ -39,6 +39,13 @@ int images_list(const Config *c, ImageInfo **ret, size_t *ret_n); /* by name */
 void image_info_done(ImageInfo *i);
 void image_info_free_many(ImageInfo *l, size_t n);
 
+/* Parsers of an image's own files (hostile bytes, NUL-terminated, at most 64K; fuzz-image-files):
+ * KEY=value or KEY="value" of os-release(5), the quoted form's \" \\ \$ \` unescaped, NULL
+ * if absent, over IMAGE_OS_FIELD_MAX, not UTF-8 or with control characters; and whether
+ * nsswitch.conf(5)'s passwd: line names systemd. */
+char *image_os_release_value(const char *text, const char *key);
+bool image_nsswitch_uses_systemd(const char *text);
+
 /* argv[0] looked up as sandboxd-exec will inside the image: each directory of PATH
  * resolved in root (RESOLVE_IN_ROOT), /.tools/... in tools_dir. */
 int image_find_executable(const char *root, const char *tools_dir, const char *name, const char *path, char **ret);
