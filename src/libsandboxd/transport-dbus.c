@@ -21,6 +21,7 @@
 #include "internal.h"
 #include "io-util.h"
 #include "time-util.h"
+#include "validate.h"
 
 #define BUS_NAME "io.sandboxd.sandbox1"
 #define MANAGER_PATH "/io/sandboxd/sandbox1"
@@ -117,6 +118,26 @@ static int get_command_string(sandboxd_client *c, const char *path, const char *
         return r;
 }
 
+/* WrongNode's message begins "Session 'ID'": the node is the id's prefix, as over HTTP's
+ * "node" (left empty if the message is not of that form or the name not a node's). */
+static void bus_error_node(const char *msg, char *node, size_t size) {
+        char id[SESSION_ID_SIZE];
+        const char *p = startswith(msg, "Session '"), *q;
+        size_t n;
+
+        if (!p || !(q = strchr(p, '\'')) || (size_t) (q - p) >= sizeof(id))
+                return;
+        memcpy(id, p, (size_t) (q - p));
+        id[q - p] = 0;
+        n = session_id_node_len(id);
+        if (!session_id_is_valid(id) || n == 0 || n >= size)
+                return;
+        memcpy(node, id, n);
+        node[n] = 0;
+        if (!node_name_is_valid(node))
+                node[0] = 0;
+}
+
 /* Maps a D-Bus error to the code, kind and errno the HTTP API's answer would give, through
  * the error table (error-table.c), so the verbs react alike on both transports. */
 static int bus_error(sandboxd_client *c, int r, const sd_bus_error *e) {
@@ -154,7 +175,10 @@ static int bus_error(sandboxd_client *c, int r, const sd_bus_error *e) {
                 /* the words of the HTTP API, then sandboxd's own */
                 return bus_set_error(c, a->kind, api_error_kind_errno(a->kind), a->code, "No such %s (%s)",
                                  strstr(e->name, "Session") ? "session" : "command", msg);
-        return bus_set_error(c, a->kind, api_error_kind_errno(a->kind), a->code, "%s", msg);
+        r = bus_set_error(c, a->kind, api_error_kind_errno(a->kind), a->code, "%s", msg);
+        if (a->kind == SANDBOXD_ERROR_WRONG_NODE)
+                bus_error_node(msg, c->error.node, sizeof(c->error.node));
+        return r;
 }
 
 /* --- properties -------------------------------------------------------------------------- */
