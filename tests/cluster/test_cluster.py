@@ -195,6 +195,21 @@ def test_wrong_node_is_421(cluster, population):
     assert err["node"] == "n1", err
 
 
+def test_ids_of_no_node_go_to_backend_any(cluster, population):
+    """An id of the old form (16 hex digits, from before nodes had names) and one naming
+    a node HAProxy does not know go to backend "any", whose first node that is alive (n1)
+    answers: 404 for an old id it does not have, 421 naming the node for the other."""
+    lb = cluster.lb()
+    before = cluster.lb_stat()
+    err = assert_error(lb.get("/v1/sessions/0123456789abcdef"), 404, "not_found")
+    assert "load balancer" not in err["message"], err  # sandboxd's answer, not HAProxy's
+    err = assert_error(lb.get("/v1/sessions/zz_0123456789abcdef/commands"), 421, "wrong_node")
+    assert err["node"] == "zz", err
+    after = cluster.lb_stat()
+    hits = {n: int(after[("any", n)]["stot"]) - int(before[("any", n)]["stot"]) for n in NODES}
+    assert hits == dict({n: 0 for n in NODES}, n1=2), hits
+
+
 def test_keys_pass_through(cluster, population):
     """Each request is its own key's, though HAProxy reuses its connections to a node for
     requests of many clients: interleaved, tenant1 sees its sessions, tenant2 and a
