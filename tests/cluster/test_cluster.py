@@ -198,7 +198,8 @@ def test_wrong_node_is_421(cluster, population):
 def test_ids_of_no_node_go_to_backend_any(cluster, population):
     """An id of the old form (16 hex digits, from before nodes had names) and one naming
     a node HAProxy does not know go to backend "any", whose first node that is alive (n1)
-    answers: 404 for an old id it does not have, 421 naming the node for the other."""
+    answers: 404 for an old id it does not have, 421 naming the node for the other; an
+    old id with X-Sandboxd-Node goes to that node."""
     lb = cluster.lb()
     before = cluster.lb_stat()
     err = assert_error(lb.get("/v1/sessions/0123456789abcdef"), 404, "not_found")
@@ -208,6 +209,11 @@ def test_ids_of_no_node_go_to_backend_any(cluster, population):
     after = cluster.lb_stat()
     hits = {n: int(after[("any", n)]["stot"]) - int(before[("any", n)]["stot"]) for n in NODES}
     assert hits == dict({n: 0 for n in NODES}, n1=2), hits
+    # an old id names no node: X-Sandboxd-Node sends it to the node it names
+    err = assert_error(lb.get("/v1/sessions/0123456789abcdef", headers={"X-Sandboxd-Node": "n2"}), 404, "not_found")
+    stat = cluster.lb_stat()
+    assert int(stat[("node_n2", "n2")]["stot"]) == int(after[("node_n2", "n2")]["stot"]) + 1
+    assert int(stat[("any", "n1")]["stot"]) == int(after[("any", "n1")]["stot"])
 
 
 def test_keys_pass_through(cluster, population):
