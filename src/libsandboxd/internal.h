@@ -191,6 +191,10 @@ struct HttpCall {
 /* Performs the call. 2xx: 0. Other statuses: the mapped error, recorded on c. Transport
  * failures, aborts: the error, recorded. */
 int http_call_perform(sandboxd_client *c, HttpCall *call);
+/* following a 421 wrong_node through SANDBOXD_NODES (transport.c) */
+int wrong_node_url(sandboxd_client *c, int r, const char *url_in, bool can_resend, char node[static 33],
+                   char **ret_url);
+void wrong_node_again(sandboxd_client *c, int r, const char *node, const char *url);
 void http_call_done(HttpCall *call);
 
 /* GET/POST/DELETE a JSON resource: parses a 2xx body into *ret_json (NULL allowed). */

@@ -279,39 +279,18 @@ static int handshake(sandboxd_terminal *t, const char *url, uint64_t deadline) {
         return buf_append(&t->early, in.data + h.head_size, in.len - h.head_size);
 }
 
-static int http_terminal_open(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
-                              bool readonly, sandboxd_terminal *t) {
-        static const struct wslay_event_callbacks callbacks = {
-                .recv_callback = on_ws_recv,
-                .send_callback = on_ws_send,
-                .genmask_callback = on_ws_genmask,
-                .on_msg_recv_callback = on_ws_msg,
-        };
-        _cleanup_(buf_done) Buf url = {};
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (c->timeout_usec ?: DEFAULT_TIMEOUT_USEC);
+/* The connection and the upgrade at url (over unix_path, or TCP when NULL). */
+static int terminal_connect(sandboxd_terminal *t, const char *url, const char *unix_path, uint64_t deadline) {
+        sandboxd_client *c = t->client;
         curl_socket_t s = CURL_SOCKET_BAD;
         bool ok = true;
-        char num[32];
-        int r;
-
-        r = url_command(&url, c, session, request_id, "tty");
-        if (r < 0)
-                return r;
-        if (offset > 0) {
-                snprintf(num, sizeof(num), "%" PRIu64, offset);
-                r = url_append_query(&url, "offset", num);
-                if (r < 0)
-                        return r;
-        }
-        if (readonly && (r = url_append_query(&url, "readonly", "1")) < 0)
-                return r;
 
         t->curl = curl_easy_init();
         if (!t->curl)
                 return -ENOMEM;
-        ok = ok && curl_easy_setopt(t->curl, CURLOPT_URL, url.data) == CURLE_OK;
-        if (c->unix_path)
-                ok = ok && curl_easy_setopt(t->curl, CURLOPT_UNIX_SOCKET_PATH, c->unix_path) == CURLE_OK;
+        ok = ok && curl_easy_setopt(t->curl, CURLOPT_URL, url) == CURLE_OK;
+        if (unix_path)
+                ok = ok && curl_easy_setopt(t->curl, CURLOPT_UNIX_SOCKET_PATH, unix_path) == CURLE_OK;
         ok = ok && curl_easy_setopt(t->curl, CURLOPT_CONNECT_ONLY, 1L) == CURLE_OK;
         ok = ok && curl_easy_setopt(t->curl, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
         ok = ok && curl_easy_setopt(t->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS) == CURLE_OK;
@@ -331,8 +310,52 @@ static int http_terminal_open(sandboxd_client *c, const char *session, const cha
         if (curl_easy_getinfo(t->curl, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD)
                 return -ENOTCONN;
         t->fd = (int) s;
+        return handshake(t, url, deadline);
+}
 
-        r = handshake(t, url.data, deadline);
+static int http_terminal_open(sandboxd_client *c, const char *session, const char *request_id, uint64_t offset,
+                              bool readonly, sandboxd_terminal *t) {
+        static const struct wslay_event_callbacks callbacks = {
+                .recv_callback = on_ws_recv,
+                .send_callback = on_ws_send,
+                .genmask_callback = on_ws_genmask,
+                .on_msg_recv_callback = on_ws_msg,
+        };
+        _cleanup_(buf_done) Buf url = {};
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (c->timeout_usec ?: DEFAULT_TIMEOUT_USEC);
+        char num[32];
+        int r;
+
+        r = url_command(&url, c, session, request_id, "tty");
+        if (r < 0)
+                return r;
+        if (offset > 0) {
+                snprintf(num, sizeof(num), "%" PRIu64, offset);
+                r = url_append_query(&url, "offset", num);
+                if (r < 0)
+                        return r;
+        }
+        if (readonly && (r = url_append_query(&url, "readonly", "1")) < 0)
+                return r;
+
+        r = terminal_connect(t, url.data, c->unix_path, deadline);
+        if (r < 0 && c->error.kind == SANDBOXD_ERROR_WRONG_NODE && c->error.http_status == 421) {
+                /* once more at the node's URL in SANDBOXD_NODES, as other requests are */
+                _cleanup_free_ char *node_url = NULL;
+                char node[33];
+                int k;
+
+                k = wrong_node_url(c, r, url.data, true, node, &node_url);
+                if (k < 0 || !node_url)
+                        return k < 0 ? k : r;
+                curl_easy_cleanup(t->curl); /* closes fd */
+                t->curl = NULL;
+                t->fd = -EBADF;
+                buf_done(&t->early);
+                error_clear(&c->error);
+                r = terminal_connect(t, node_url, NULL, deadline);
+                wrong_node_again(c, r, node, node_url);
+        }
         if (r < 0)
                 return r;
 

@@ -248,21 +248,24 @@ static int perform_once(sandboxd_client *c, HttpCall *call, const char *url, con
         return 0;
 }
 
-/* 421 wrong_node: once more, at the node's URL from SANDBOXD_NODES, when the request can be
- * sent again (its body in memory); else the error says which node has the session and why
- * it was not asked. */
-static int follow_node(sandboxd_client *c, HttpCall *call, int r) {
-        _cleanup_free_ char *node_url = NULL, *url = NULL;
+/* After a 421 wrong_node (in c->error): the URL SANDBOXD_NODES gives for the node named, and
+ * *url_in (a URL at c->base_url) rewritten to it, in *ret_url; 0 with *ret_url NULL when the
+ * error names no node or url_in is not at base_url; else the error is made to say which node
+ * has the session and why it is not asked (r, the 421's value, returned). can_resend: false
+ * for a body read from a file descriptor. */
+int wrong_node_url(sandboxd_client *c, int r, const char *url_in, bool can_resend, char node[static 33],
+                   char **ret_url) {
+        _cleanup_free_ char *node_url = NULL;
         const char *why = NULL, *path;
-        char node[sizeof(c->error.node)];
         int k;
 
-        snprintf(node, sizeof(node), "%s", c->error.node);
+        *ret_url = NULL;
+        snprintf(node, 33, "%s", c->error.node);
         if (!node[0])
-                return r;
+                return 0;
         k = nodes_lookup(getenv(NODES_ENV), node, &node_url, &why);
         if (k == -ENOMEM)
-                return client_fail(c, k);
+                return k;
         if (k == -EINVAL)
                 return error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r,
                                  "The session is on node %s, and " NODES_ENV " cannot be read: %s.", node, why);
@@ -270,31 +273,52 @@ static int follow_node(sandboxd_client *c, HttpCall *call, int r) {
                 return error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r,
                                  "The session is on node %s, and " NODES_ENV " does not name it (NAME=URL entries, "
                                  "e.g. %s=http://HOST:8421).", node, node);
-        if (call->upload_fd >= 0)
+        if (!can_resend)
                 return error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r,
                                  "The session is on node %s (%s): an upload read from a file or pipe cannot be sent "
                                  "twice; send it there.", node, node_url);
-        path = startswith(call->url, c->base_url);
+        path = startswith(url_in, c->base_url);
         if (!path)
-                return r;
-        if (asprintf(&url, "%s%s", node_url, path) < 0) {
-                url = NULL;
-                return client_fail(c, -ENOMEM);
+                return 0;
+        if (asprintf(ret_url, "%s%s", node_url, path) < 0) {
+                *ret_url = NULL;
+                return -ENOMEM;
         }
+        return 0;
+}
+
+/* The error of a request sent again to node at url that failed: if that one is wrong_node too,
+ * it says where it went (no third try). */
+void wrong_node_again(sandboxd_client *c, int r, const char *node, const char *url) {
+        char first[sizeof(c->error.message)];
+
+        if (r >= 0 || c->error.kind != SANDBOXD_ERROR_WRONG_NODE)
+                return;
+        snprintf(first, sizeof(first), "%s", c->error.message);
+        error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r, "Sent to node %s (%s) as " NODES_ENV " says: %s", node,
+                  url, first);
+}
+
+/* 421 wrong_node: once more, at the node's URL from SANDBOXD_NODES, when the request can be
+ * sent again (its body in memory); else the error says which node has the session and why
+ * it was not asked. */
+static int follow_node(sandboxd_client *c, HttpCall *call, int r) {
+        _cleanup_free_ char *url = NULL;
+        char node[33];
+        int k;
+
+        k = wrong_node_url(c, r, call->url, call->upload_fd < 0, node, &url);
+        if (k == -ENOMEM)
+                return client_fail(c, k);
+        if (k < 0 || !url)
+                return k < 0 ? k : r;
         buf_done(&call->response);
         call->status = 0;
         call->allow[0] = call->content_type_out[0] = 0;
         call->abort_error = 0;
         error_clear(&c->error);
         r = perform_once(c, call, url, NULL);
-        if (r < 0 && c->error.kind == SANDBOXD_ERROR_WRONG_NODE) {
-                char first[sizeof(c->error.message)];
-
-                /* not again: say where it went */
-                snprintf(first, sizeof(first), "%s", c->error.message);
-                error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r, "Sent to node %s (%s) as " NODES_ENV " says: %s",
-                          node, node_url, first);
-        }
+        wrong_node_again(c, r, node, url);
         return r;
 }
 

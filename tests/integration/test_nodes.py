@@ -538,6 +538,28 @@ def test_sandboxctl_follows_421(tcp, api_key, misdirect):
     assert tcp.delete("/v1/sessions/" + sid).status == 200
 
 
+def test_sandboxctl_terminal_follows_421(tcp, api_key, misdirect):
+    """A terminal (the WebSocket of GET .../tty) follows a 421 as other requests do: exec -t
+    and attach -t through the stand-in, their upgrade sent again to n2's URL."""
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    env = {"SANDBOXD_URL": misdirect.url, "SANDBOXD_KEY": api_key, "SANDBOXD_NODES": "n2=%s" % real}
+    sid = tcp.post("/v1/sessions", {"user": unique_user(), "workspace": "tty"}).json["id"]
+    try:
+        p = ctl("exec", "-t", "--request-id=tty421", sid, "sh", "-c", "echo on-a-tty; test -t 1", env=env)
+        assert p.returncode == 0 and "on-a-tty" in p.stdout, p
+        asked = [(m, path.split("?")[0]) for m, path, _, _ in misdirect.seen]
+        assert ("GET", "/v1/sessions/%s/commands/tty421/tty" % sid) in asked, asked
+        assert tcp.get("/v1/sessions/%s/commands/tty421" % sid).json["terminal"] is True
+        # attach -t to it again: its output replayed through the followed upgrade
+        p = ctl("attach", "-t", sid, "tty421", env=env)
+        assert p.returncode == 0 and "on-a-tty" in p.stdout, p
+        # a node SANDBOXD_NODES does not name: not followed, and the error says so
+        p = ctl("attach", "-t", sid, "tty421", env=dict(env, SANDBOXD_NODES="n1=%s" % real))
+        assert p.returncode != 0 and "node n2" in p.stderr and "SANDBOXD_NODES does not name it" in p.stderr, p
+    finally:
+        tcp.delete("/v1/sessions/" + sid)
+
+
 def test_sandboxctl_ls_every_node(tcp, api_key):
     real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
     user = unique_user()
