@@ -2,6 +2,8 @@
 
 #include <poll.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "nodes.h"
@@ -275,7 +277,7 @@ int wrong_node_url(sandboxd_client *c, int r, const char *url_in, bool can_resen
                                  "e.g. %s=http://HOST:8421).", node, node);
         if (!can_resend)
                 return error_set(&c->error, SANDBOXD_ERROR_WRONG_NODE, r,
-                                 "The session is on node %s (%s): an upload read from a file or pipe cannot be sent "
+                                 "The session is on node %s (%s): an upload read from a pipe cannot be sent "
                                  "twice; send it there.", node, node_url);
         path = startswith(url_in, c->base_url);
         if (!path)
@@ -299,15 +301,29 @@ void wrong_node_again(sandboxd_client *c, int r, const char *node, const char *u
                   url, first);
 }
 
+/* Where an upload from a regular file starts (-1: from a pipe, a socket ...: not again). */
+static off_t upload_start(int fd) {
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return -1;
+        return lseek(fd, 0, SEEK_CUR);
+}
+
+static bool upload_rewind(int fd, off_t start) {
+        return start >= 0 && lseek(fd, start, SEEK_SET) == start;
+}
+
 /* 421 wrong_node: once more, at the node's URL from SANDBOXD_NODES, when the request can be
- * sent again (its body in memory); else the error says which node has the session and why
+ * sent again (its body in memory, or read from a regular file, read again from where it
+ * started); else the error says which node has the session and why
  * it was not asked. */
-static int follow_node(sandboxd_client *c, HttpCall *call, int r) {
+static int follow_node(sandboxd_client *c, HttpCall *call, off_t start, int r) {
         _cleanup_free_ char *url = NULL;
         char node[33];
         int k;
 
-        k = wrong_node_url(c, r, call->url, call->upload_fd < 0, node, &url);
+        k = wrong_node_url(c, r, call->url, call->upload_fd < 0 || upload_rewind(call->upload_fd, start), node, &url);
         if (k == -ENOMEM)
                 return client_fail(c, k);
         if (k < 0 || !url)
@@ -323,11 +339,12 @@ static int follow_node(sandboxd_client *c, HttpCall *call, int r) {
 }
 
 int http_call_perform(sandboxd_client *c, HttpCall *call) {
+        off_t start = upload_start(call->upload_fd);
         int r;
 
         r = perform_once(c, call, call->url, c->unix_path);
         if (r < 0 && call->status == 421 && c->error.kind == SANDBOXD_ERROR_WRONG_NODE)
-                return follow_node(c, call, r);
+                return follow_node(c, call, start, r);
         return r;
 }
 

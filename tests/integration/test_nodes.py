@@ -504,10 +504,11 @@ def test_python_client_balancer_node_unavailable():
 SANDBOXCTL = os.environ.get("SANDBOXD_TEST_SANDBOXCTL", "/usr/bin/sandboxctl")
 
 
-def ctl(*args, env=None, timeout=60):
+def ctl(*args, env=None, timeout=60, input=None):
     e = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOXD_")}
     e.update(env or {})
-    return subprocess.run([SANDBOXCTL] + list(args), capture_output=True, text=True, env=e, timeout=timeout)
+    return subprocess.run([SANDBOXCTL] + list(args), capture_output=True, text=True, env=e, timeout=timeout,
+                          input=input)
 
 
 def test_sandboxctl_follows_421(tcp, api_key, misdirect):
@@ -536,6 +537,29 @@ def test_sandboxctl_follows_421(tcp, api_key, misdirect):
     p = ctl("show", other_sid(), env={"SANDBOXD_URL": real, "SANDBOXD_KEY": api_key, "SANDBOXD_NODES": "zz=%s" % real})
     assert p.returncode != 0 and "zz" in p.stderr, p
     assert tcp.delete("/v1/sessions/" + sid).status == 200
+
+
+def test_sandboxctl_upload_follows_421(tcp, api_key, misdirect, tmp_path):
+    """An upload from a regular file is read again from where it started and sent to the node
+    SANDBOXD_NODES names; one from a pipe cannot be, and the error says where to send it."""
+    real = "http://%s:%d" % (TCP_HOST, TCP_PORT)
+    env = {"SANDBOXD_URL": misdirect.url, "SANDBOXD_KEY": api_key, "SANDBOXD_NODES": "n2=%s" % real}
+    sid = tcp.post("/v1/sessions", {"user": unique_user(), "workspace": "up"}).json["id"]
+    try:
+        data = secrets.token_hex(150 * 1024)  # 300 KiB: more than one read of the file
+        src = tmp_path / "up.txt"
+        src.write_text(data)
+        p = ctl("cp", str(src), sid + ":up.txt", env=env)
+        assert p.returncode == 0, p
+        assert ("PUT", "/v1/sessions/%s/files/up.txt" % sid) in [(m, path) for m, path, _, _ in misdirect.seen]
+        got = tcp.get("/v1/sessions/%s/files/up.txt" % sid)
+        assert got.status == 200 and got.body == data.encode(), (got.status, len(got.body))
+        # stdin from a pipe
+        p = ctl("cp", "-", sid + ":pipe.txt", env=env, input="from a pipe\n")
+        assert p.returncode != 0 and "node n2" in p.stderr and "cannot be sent twice" in p.stderr, p
+        assert tcp.get("/v1/sessions/%s/files/pipe.txt" % sid).status == 404
+    finally:
+        tcp.delete("/v1/sessions/" + sid)
 
 
 def test_sandboxctl_terminal_follows_421(tcp, api_key, misdirect):
