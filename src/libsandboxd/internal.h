@@ -9,6 +9,7 @@
 #include "json-util.h"
 #include "libsandboxd.h"
 #include "macro.h"
+#include "validate.h"
 
 #define _public_ __attribute__((visibility("default")))
 
@@ -192,8 +193,8 @@ struct HttpCall {
  * failures, aborts: the error, recorded. */
 int http_call_perform(sandboxd_client *c, HttpCall *call);
 /* following a 421 wrong_node through SANDBOXD_NODES (transport.c) */
-int wrong_node_url(sandboxd_client *c, int r, const char *url_in, bool can_resend, char node[static 33],
-                   char **ret_url);
+int wrong_node_url(sandboxd_client *c, int r, const char *url_in, bool can_resend,
+                   char node[static NODE_NAME_MAX + 1], char **ret_url);
 void wrong_node_again(sandboxd_client *c, int r, const char *node, const char *url);
 void http_call_done(HttpCall *call);
 

@@ -342,7 +342,7 @@ static int http_terminal_open(sandboxd_client *c, const char *session, const cha
         if (r < 0 && c->error.kind == SANDBOXD_ERROR_WRONG_NODE && c->error.http_status == 421) {
                 /* once more at the node's URL in SANDBOXD_NODES, as other requests are */
                 _cleanup_free_ char *node_url = NULL;
-                char node[33];
+                char node[NODE_NAME_MAX + 1];
                 int k;
 
                 k = wrong_node_url(c, r, url.data, true, node, &node_url);

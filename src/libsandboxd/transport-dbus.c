@@ -21,7 +21,6 @@
 #include "internal.h"
 #include "io-util.h"
 #include "time-util.h"
-#include "validate.h"
 
 #define BUS_NAME "io.sandboxd.sandbox1"
 #define MANAGER_PATH "/io/sandboxd/sandbox1"
@@ -118,24 +117,19 @@ static int get_command_string(sandboxd_client *c, const char *path, const char *
         return r;
 }
 
-/* WrongNode's message begins "Session 'ID'": the node is the id's prefix, as over HTTP's
- * "node" (left empty if the message is not of that form or the name not a node's). */
-static void bus_error_node(const char *msg, char *node, size_t size) {
+/* WrongNode's message (WRONG_NODE_BUS_MESSAGE) begins with the session id: the node is its
+ * node part, as over HTTP's "node" (left empty if the message is not of that form). */
+static void bus_error_node(const char *msg, char node[static NODE_NAME_MAX + 1]) {
+        const char *p = startswith(msg, WRONG_NODE_BUS_MESSAGE_START);
         char id[SESSION_ID_SIZE];
-        const char *p = startswith(msg, "Session '"), *q;
-        size_t n;
+        size_t n, k;
 
-        if (!p || !(q = strchr(p, '\'')) || (size_t) (q - p) >= sizeof(id))
+        n = p ? session_id_prefix(p, id) : 0;
+        if (n == 0 || p[n] != '\'')
                 return;
-        memcpy(id, p, (size_t) (q - p));
-        id[q - p] = 0;
-        n = session_id_node_len(id);
-        if (!session_id_is_valid(id) || n == 0 || n >= size)
-                return;
-        memcpy(node, id, n);
-        node[n] = 0;
-        if (!node_name_is_valid(node))
-                node[0] = 0;
+        k = session_id_node_len(id);
+        if (k > 0)
+                snprintf(node, NODE_NAME_MAX + 1, "%.*s", (int) k, id);
 }
 
 /* Maps a D-Bus error to the code, kind and errno the HTTP API's answer would give, through
@@ -177,7 +171,7 @@ static int bus_error(sandboxd_client *c, int r, const sd_bus_error *e) {
                                  strstr(e->name, "Session") ? "session" : "command", msg);
         r = bus_set_error(c, a->kind, api_error_kind_errno(a->kind), a->code, "%s", msg);
         if (a->kind == SANDBOXD_ERROR_WRONG_NODE)
-                bus_error_node(msg, c->error.node, sizeof(c->error.node));
+                bus_error_node(msg, c->error.node);
         return r;
 }
 

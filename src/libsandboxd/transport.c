@@ -255,14 +255,14 @@ static int perform_once(sandboxd_client *c, HttpCall *call, const char *url, con
  * error names no node or url_in is not at base_url; else the error is made to say which node
  * has the session and why it is not asked (r, the 421's value, returned). can_resend: false
  * for a body read from a file descriptor. */
-int wrong_node_url(sandboxd_client *c, int r, const char *url_in, bool can_resend, char node[static 33],
-                   char **ret_url) {
+int wrong_node_url(sandboxd_client *c, int r, const char *url_in, bool can_resend,
+                   char node[static NODE_NAME_MAX + 1], char **ret_url) {
         _cleanup_free_ char *node_url = NULL;
         const char *why = NULL, *path;
         int k;
 
         *ret_url = NULL;
-        snprintf(node, 33, "%s", c->error.node);
+        snprintf(node, NODE_NAME_MAX + 1, "%s", c->error.node);
         if (!node[0])
                 return 0;
         k = nodes_lookup(getenv(NODES_ENV), node, &node_url, &why);
@@ -320,7 +320,7 @@ static bool upload_rewind(int fd, off_t start) {
  * it was not asked. */
 static int follow_node(sandboxd_client *c, HttpCall *call, off_t start, int r) {
         _cleanup_free_ char *url = NULL;
-        char node[33];
+        char node[NODE_NAME_MAX + 1];
         int k;
 
         k = wrong_node_url(c, r, call->url, call->upload_fd < 0 || upload_rewind(call->upload_fd, start), node, &url);

@@ -37,7 +37,7 @@ static int find_session(Manager *m, const char *id, Session **ret, sd_bus_error 
                                          "hexadecimal digits) or 16 lowercase hexadecimal digits.", id);
         s = session_find(m, id);
         if (!s && !session_id_is_of_node(id, m->config.node_name))
-                return sd_bus_error_setf(error, BUS_ERROR_WRONG_NODE, "Session '%s' is on node %.*s, not on this one (%s).",
+                return sd_bus_error_setf(error, BUS_ERROR_WRONG_NODE, WRONG_NODE_BUS_MESSAGE,
                                          id, (int) session_id_node_len(id), id, m->config.node_name);
         if (!s)
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_SESSION, "No session '%s'.", id);
@@ -651,8 +651,7 @@ static int on_bus_message(sd_bus_message *msg, void *userdata, sd_bus_error *ret
                 /* vtable_for_path() found a session id in it */
                 (void) session_id_prefix(path + strlen(BUS_SESSION_PREFIX "/"), id);
                 if (!session_id_is_of_node(id, m->config.node_name))
-                        return sd_bus_reply_method_errorf(msg, BUS_ERROR_WRONG_NODE,
-                                                          "Session '%s' is on node %.*s, not on this one (%s).", id,
+                        return sd_bus_reply_method_errorf(msg, BUS_ERROR_WRONG_NODE, WRONG_NODE_BUS_MESSAGE, id,
                                                           (int) session_id_node_len(id), id, m->config.node_name);
                 return sd_bus_reply_method_errorf(msg, BUS_ERROR_NO_SUCH_SESSION, "No session at %s.", path);
         }

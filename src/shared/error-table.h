@@ -12,6 +12,11 @@
  * through it. sandboxd-api(7) and sandboxd-dbus(5) list the same rows. */
 
 #define BUS_ERROR_PREFIX "io.sandboxd.sandbox1.Error."
+/* WrongNode's message (a D-Bus error has a name and a message only): it begins with the
+ * session id, whose node part libsandboxd takes for the error's node, as HTTP's "node".
+ * Arguments: the id, the length of its node part, the id, this node's name. */
+#define WRONG_NODE_BUS_MESSAGE_START "Session '"
+#define WRONG_NODE_BUS_MESSAGE WRONG_NODE_BUS_MESSAGE_START "%s' is on node %.*s, not on this one (%s)."
 /* The message of "stopping" that both APIs send for a request sandboxd could not answer. */
 #define STOPPING_MESSAGE "sandboxd is stopping; ask again once it is back."
 
