@@ -469,12 +469,15 @@ def test_load_through_haproxy_and_direct(cluster, population):
     via, direct = (summary(lat, st, secs[0], threads, rounds) for _, lat, st, secs in sides.values())
     result = {"what": "GET /v1/sessions/ID of node %s, %d requests each way in %d alternating rounds, %d threads, "
                       "kept-alive connections" % (name, n, rounds, threads),
-              "haproxy": via, "direct": direct}
+              "haproxy": via, "direct": direct,
+              # through HAProxy against the direct baseline of the same run
+              "ratio": {"rps": round(via["rps"] / direct["rps"], 3), "p99": round(via["p99_ms"] / direct["p99_ms"], 3)}}
     out = BUILD / "cluster-load.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print("load through HAProxy: %(rps)s req/s, p50 %(p50_ms)s ms, p99 %(p99_ms)s ms" % via)
     print("load direct to %s:     %s req/s, p50 %s ms, p99 %s ms" % (name, direct["rps"], direct["p50_ms"],
                                                                       direct["p99_ms"]))
+    print("ratio HAProxy/direct:  req/s %(rps).3f, p99 %(p99).3f" % result["ratio"])
     print("written to", out)
     for r in (via, direct):
         assert r["requests"] == n and r["statuses"] == [200], r
